@@ -1,0 +1,83 @@
+# The project's interface: CI and people call these targets, nothing else.
+# Run `make` or `make help` for the list.
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+# VCS stamping fails in checkouts owned by another user and in trees without .git (CI, images).
+GOFLAGS += -buildvcs=false
+export GOFLAGS
+
+# The modules of the workspace, as go.work lists them (./schemas ./shared ./services).
+MODULES := $(shell go work edit -json | sed -n 's/.*"DiskPath": "\(.*\)".*/\1/p')
+
+BIN      := bin
+COMMANDS := planner worker schedctl
+VERSION  ?= $(shell git describe --tags --always 2>/dev/null || echo dev)
+LDFLAGS  := -X main.version=$(VERSION)
+
+# Packages with benchmarks, as module/package; add one line per package.
+BENCH_PKGS := \
+	shared/recurrence
+
+BENCHTIME ?= 1s
+FUZZTIME  ?= 30s
+TESTFLAGS ?=
+
+.PHONY: help build test test-race bench fuzz run tidy fmt lint clean
+
+help: ## list the targets
+	@echo "usage: make <target>"
+	@echo
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12 | sed 's/^/  /'
+
+build: ## build bin/planner, bin/worker and bin/schedctl
+	go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./services/,$(COMMANDS))
+
+test: ## go vet and go test every module (TESTFLAGS adds flags)
+	@failed=""; \
+	for m in $(MODULES); do \
+		if [ -z "$$(cd $$m && go list -e ./... 2>/dev/null)" ]; then echo "==> $$m: no Go packages"; continue; fi; \
+		echo "==> $$m: go vet"; \
+		(cd $$m && go vet ./...) || failed="$$failed $$m(vet)"; \
+		echo "==> $$m: go test"; \
+		(cd $$m && go test $(TESTFLAGS) -count=1 ./...) || failed="$$failed $$m(test)"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "FAILED:$$failed"; exit 1; fi
+
+test-race: ## make test with the race detector (needs cgo and a C compiler)
+	CGO_ENABLED=1 $(MAKE) test TESTFLAGS='-race'
+
+bench: ## run the Go benchmarks of BENCH_PKGS (BENCHTIME=1s each)
+	@for p in $(BENCH_PKGS); do \
+		echo "==> $$p"; \
+		(cd $${p%%/*} && go test -run='^$$' -bench=. -benchmem -benchtime='$(BENCHTIME)' ./$${p#*/}/); \
+	done
+
+fuzz: ## run every Fuzz target for FUZZTIME (default 30s) each
+	@FUZZTIME='$(FUZZTIME)' scripts/fuzz.sh $(MODULES)
+
+run: build ## run the system locally (for now: builds; the full stack arrives with the planner)
+	@echo
+	@echo "Built $(addprefix $(BIN)/,$(COMMANDS))."
+	@echo "make run will start NATS, Redis, the planner and a worker once the planner issue lands;"
+	@echo "the services are skeletons for now. Try the recurrence engine instead:"
+	@echo "  $(BIN)/schedctl preview -f schemas/examples/http-weekly-schedule.json -n 5"
+
+tidy: ## go mod tidy every module
+	@for m in $(MODULES); do echo "==> $$m"; (cd $$m && go mod tidy); done
+
+fmt: ## gofmt every Go file
+	gofmt -w $(MODULES)
+
+lint: ## fail on unformatted files, then go vet every module
+	@unformatted=$$(gofmt -l $(MODULES)); \
+	if [ -n "$$unformatted" ]; then echo "not gofmt-ed (run make fmt):"; echo "$$unformatted"; exit 1; fi
+	@for m in $(MODULES); do \
+		if [ -z "$$(cd $$m && go list -e ./... 2>/dev/null)" ]; then continue; fi; \
+		echo "==> $$m: go vet"; (cd $$m && go vet ./...); \
+	done
+
+clean: ## remove build output
+	rm -rf $(BIN)

@@ -1,0 +1,88 @@
+// Command schedctl is the resched command-line tool: `schedctl <command> [flags]`.
+//
+// Commands run through the commands table so each lives in its own file with the signature
+// of command; `schedctl help` lists them. Exit status: 0 success, 1 failure, 2 bad usage.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+)
+
+// command runs one subcommand with the arguments after its name and returns the exit status.
+type command = func(args []string, stdin io.Reader, stdout, stderr io.Writer) int
+
+// commands is the read-only table of subcommands.
+var commands = map[string]command{
+	"version": runVersion,
+	"preview": previewCommand(time.Now),
+}
+
+// version is set at link time (-ldflags "-X main.version=v1.2.3"); without it, the module
+// version from the build info is used.
+var version = ""
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run dispatches args (without the program name) to a command and returns the exit status.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	name, rest := args[0], args[1:]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		usage(stdout)
+		return 0
+	}
+	cmd, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(stderr, "schedctl: unknown command %q\n\n", name)
+		usage(stderr)
+		return 2
+	}
+	return cmd(rest, stdin, stdout, stderr)
+}
+
+func usage(w io.Writer) {
+	names := make([]string, 0, len(commands)+1)
+	for name := range commands {
+		names = append(names, name)
+	}
+	names = append(names, "help")
+	slices.Sort(names)
+	fmt.Fprintf(w, "usage: schedctl <command> [flags]\n\ncommands:\n  %s\n\n", strings.Join(names, "\n  "))
+	fmt.Fprintln(w, "Run 'schedctl <command> -h' for a command's flags.")
+}
+
+// runVersion prints the schedctl version and the Go toolchain that built it.
+func runVersion(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		fmt.Fprintln(stderr, "usage: schedctl version")
+		if args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
+			return 0
+		}
+		return 2
+	}
+	fmt.Fprintf(stdout, "schedctl %s %s %s/%s\n", buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return 0
+}
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// runAsWorker makes the test binary act as the worker when a test starts it as a child, so
+// TestSignalStopsWorker can send a real signal to a real process.
+const runAsWorker = "RESCHED_WORKER_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runAsWorker) == "1" {
+		os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// logLines decodes JSON log records.
+func logLines(t *testing.T, out string) []map[string]any {
+	t.Helper()
+	var recs []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q is not JSON: %v", line, err)
+		}
+		recs = append(recs, rec)
+	}
+	return recs
+}
+
+func TestServeStopsWhenContextIsCanceled(t *testing.T) {
+	var out strings.Builder
+	logger := slog.New(slog.NewJSONHandler(&out, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, defaultConfig(), logger) }()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	recs := logLines(t, out.String())
+	var msgs []string
+	for _, r := range recs {
+		msgs = append(msgs, r["msg"].(string))
+	}
+	if got, want := strings.Join(msgs, "|"), "worker started|worker stopping|worker stopped"; got != want {
+		t.Errorf("log messages %q, want %q", got, want)
+	}
+	cfg, ok := recs[0]["config"].(map[string]any)
+	if !ok || cfg["nats_url"] != "nats://127.0.0.1:4222" || cfg["concurrency"] != 16.0 || cfg["log_level"] != "INFO" {
+		t.Errorf("start record does not carry the config: %v", recs[0])
+	}
+}
+
+func TestSignalStopsWorker(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-log-level", "debug")
+			cmd.Env = append(os.Environ(), runAsWorker+"=1", "NATS_URL=nats://u:hunter2@n:4222")
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			lines := bufio.NewScanner(stdout)
+			if !lines.Scan() || !strings.Contains(lines.Text(), `"worker started"`) {
+				cmd.Process.Kill()
+				t.Fatalf("first log line %q, want the start record", lines.Text())
+			}
+			started := lines.Text()
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			rest, _ := io.ReadAll(stdout)
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("worker exited with %v, want status 0", err)
+			}
+			if strings.Contains(started, "hunter2") {
+				t.Errorf("start record leaks the NATS password: %s", started)
+			}
+			if !strings.Contains(started, `"log_level":"DEBUG"`) {
+				t.Errorf("start record %s lacks the flag-set log level", started)
+			}
+			if !strings.Contains(string(rest), `"worker stopped"`) {
+				t.Errorf("no stop record after %v:\n%s", sig, rest)
+			}
+		})
+	}
+}
+
+func TestRunExitStatus(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"help", []string{"-h"}, 0},
+		{"bad flag", []string{"-nope"}, 2},
+		{"bad value", []string{"-log-level", "loud"}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr strings.Builder
+			if got := run(tt.args, env(nil), &stdout, &stderr); got != tt.want {
+				t.Errorf("run(%q) = %d, want %d; stderr:\n%s", tt.args, got, tt.want, stderr.String())
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("run(%q) logged before the config was valid: %s", tt.args, stdout.String())
+			}
+		})
+	}
+}
