@@ -1,0 +1,3 @@
+module github.com/resched/resched/schemas
+
+go 1.26

@@ -1,0 +1,248 @@
+package job
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// DateTime is a time text as the user wrote it: wall-clock fields and, when given, an offset.
+//
+// It is not a time.Time because a startTime without an offset means wall time in the job's
+// time zone, which may not exist (spring forward) or may occur twice (fall back); only the
+// recurrence engine, which knows the zone and the rules of recurrence.md §2, may turn it into
+// an instant.
+type DateTime struct {
+	Year                 int
+	Month                time.Month
+	Day                  int
+	Hour, Minute, Second int
+	DateOnly             bool // "2012-11-04": a date alone, 00:00:00 of that day
+	HasOffset            bool // "Z" or "±hh:mm" was given: an absolute instant
+	Offset               int  // seconds east of UTC, when HasOffset
+}
+
+// ParseDateTime reads the time texts of recurrence.md §2: a date (2012-08-04), optionally
+// followed by T and hh:mm or hh:mm:ss, an optional fraction of any length (dropped: the engine
+// works in whole seconds), then Z, ±hh:mm or nothing. T and Z may be lower case.
+func ParseDateTime(s string) (DateTime, error) {
+	var d DateTime
+	p := dtParser{s: s}
+	d.Year = p.digits(4)
+	p.expect('-')
+	d.Month = time.Month(p.digits(2))
+	p.expect('-')
+	d.Day = p.digits(2)
+	if p.err == nil && p.done() {
+		d.DateOnly = true
+		return d, d.check(s)
+	}
+	if !p.accept('T') && !p.accept('t') {
+		p.fail("expected 'T' after the date")
+	}
+	d.Hour = p.digits(2)
+	p.expect(':')
+	d.Minute = p.digits(2)
+	if p.accept(':') {
+		d.Second = p.digits(2)
+		if p.accept('.') || p.accept(',') {
+			if p.skipDigits() == 0 {
+				p.fail("expected digits after the decimal point")
+			}
+		}
+	}
+	switch {
+	case p.err != nil, p.done():
+	case p.accept('Z'), p.accept('z'):
+		d.HasOffset = true
+	case p.peek() == '+' || p.peek() == '-':
+		sign := 1
+		if p.next() == '-' {
+			sign = -1
+		}
+		hh := p.digits(2)
+		p.expect(':')
+		mm := p.digits(2)
+		if p.err == nil && (hh > 23 || mm > 59) {
+			p.fail("offset out of range")
+		}
+		d.HasOffset, d.Offset = true, sign*(hh*3600+mm*60)
+	default:
+		p.fail("expected Z, an offset ±hh:mm or the end")
+	}
+	if p.err == nil && !p.done() {
+		p.fail("unexpected text after the time")
+	}
+	if p.err != nil {
+		return DateTime{}, p.err
+	}
+	return d, d.check(s)
+}
+
+// check verifies the calendar fields once the syntax is known to be right.
+func (d DateTime) check(s string) error {
+	switch {
+	case d.Year < 1:
+		return dtError(s, "year must be 0001 or later")
+	case d.Month < 1 || d.Month > 12:
+		return dtError(s, "month must be 01 to 12")
+	case d.Day < 1 || d.Day > DaysIn(d.Year, d.Month):
+		return dtError(s, fmt.Sprintf("day must be 01 to %02d in that month", DaysIn(d.Year, d.Month)))
+	case d.Hour > 23:
+		return dtError(s, "hour must be 00 to 23")
+	case d.Minute > 59:
+		return dtError(s, "minute must be 00 to 59")
+	case d.Second > 59:
+		return dtError(s, "second must be 00 to 59")
+	}
+	return nil
+}
+
+// DaysIn returns the number of days of a month in the proleptic Gregorian calendar.
+func DaysIn(year int, m time.Month) int {
+	switch m {
+	case time.February:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case time.April, time.June, time.September, time.November:
+		return 30
+	}
+	return 31
+}
+
+// String returns the canonical text: a date alone, or yyyy-mm-ddThh:mm:ss followed by Z or
+// ±hh:mm when an offset was given.
+func (d DateTime) String() string {
+	date := fmt.Sprintf("%04d-%02d-%02d", d.Year, int(d.Month), d.Day)
+	if d.DateOnly {
+		return date
+	}
+	s := fmt.Sprintf("%sT%02d:%02d:%02d", date, d.Hour, d.Minute, d.Second)
+	if !d.HasOffset {
+		return s
+	}
+	if d.Offset == 0 {
+		return s + "Z"
+	}
+	sign, off := '+', d.Offset
+	if off < 0 {
+		sign, off = '-', -off
+	}
+	return fmt.Sprintf("%s%c%02d:%02d", s, sign, off/3600, off%3600/60)
+}
+
+// DateTimeOf returns the DateTime of an instant, in UTC, with the Z offset.
+func DateTimeOf(t time.Time) DateTime {
+	t = t.UTC()
+	return DateTime{
+		Year: t.Year(), Month: t.Month(), Day: t.Day(),
+		Hour: t.Hour(), Minute: t.Minute(), Second: t.Second(),
+		HasOffset: true,
+	}
+}
+
+// UTC returns the instant the text names, reading a missing offset as UTC. It is for texts
+// outside a job (flags, API parameters); inside a job a missing offset means wall time in the
+// job's zone, which only the recurrence engine may resolve.
+func (d DateTime) UTC() time.Time {
+	t := time.Date(d.Year, d.Month, d.Day, d.Hour, d.Minute, d.Second, 0, time.UTC)
+	return t.Add(-time.Duration(d.Offset) * time.Second)
+}
+
+// MarshalJSON writes the canonical text.
+func (d DateTime) MarshalJSON() ([]byte, error) {
+	return json.Marshal(d.String())
+}
+
+// UnmarshalJSON reads a JSON string with ParseDateTime.
+func (d *DateTime) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("a date-time must be a string: %w", err)
+	}
+	v, err := ParseDateTime(s)
+	if err != nil {
+		return err
+	}
+	*d = v
+	return nil
+}
+
+func dtError(s, rule string) error {
+	return fmt.Errorf("invalid date-time %q: %s", s, rule)
+}
+
+// dtParser is a tiny cursor over the text; the first failure sticks.
+type dtParser struct {
+	s   string
+	i   int
+	err error
+}
+
+func (p *dtParser) done() bool { return p.i >= len(p.s) }
+
+func (p *dtParser) peek() byte {
+	if p.err != nil || p.done() {
+		return 0
+	}
+	return p.s[p.i]
+}
+
+func (p *dtParser) next() byte {
+	c := p.peek()
+	if c != 0 {
+		p.i++
+	}
+	return c
+}
+
+func (p *dtParser) accept(c byte) bool {
+	if p.peek() == c && c != 0 {
+		p.i++
+		return true
+	}
+	return false
+}
+
+func (p *dtParser) expect(c byte) {
+	if p.err == nil && !p.accept(c) {
+		p.fail(fmt.Sprintf("expected %q at position %d", c, p.i+1))
+	}
+}
+
+func (p *dtParser) digits(n int) int {
+	if p.err != nil {
+		return 0
+	}
+	if p.i+n > len(p.s) {
+		p.fail(fmt.Sprintf("expected %d digits at position %d", n, p.i+1))
+		return 0
+	}
+	for _, c := range []byte(p.s[p.i : p.i+n]) {
+		if c < '0' || c > '9' {
+			p.fail(fmt.Sprintf("expected %d digits at position %d", n, p.i+1))
+			return 0
+		}
+	}
+	v, _ := strconv.Atoi(p.s[p.i : p.i+n])
+	p.i += n
+	return v
+}
+
+func (p *dtParser) skipDigits() int {
+	n := 0
+	for c := p.peek(); c >= '0' && c <= '9'; c = p.peek() {
+		p.i++
+		n++
+	}
+	return n
+}
+
+func (p *dtParser) fail(rule string) {
+	if p.err == nil {
+		p.err = dtError(p.s, rule+" (expected forms: 2012-08-04, 2012-08-04T09:30, 2012-08-04T09:30:00, with an optional fraction and Z or ±hh:mm)")
+	}
+}
