@@ -1,0 +1,173 @@
+package jobschema
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// canonicaliser rewrites a decoded JSON tree into the spelling the (case-sensitive) schema
+// expects, guided by the compiled schema itself, so that the schema stays the only place
+// that lists names and enum values:
+//   - property names of described objects are matched case-insensitively to the schema's
+//     names ("Occurrence" becomes "occurrence"); free-form maps (headers, tags,
+//     customMessageProperties) have no described properties and are left alone;
+//   - members set to null are dropped ("schedule": null is no schedule), and so are members
+//     the schema marks readOnly (status, certificate details), which a client cannot set;
+//   - a string where the schema has an enum is replaced by the enum member it matches
+//     ignoring case ("week" becomes "Week");
+//   - a number where the schema accepts an array is wrapped into one ("hours": 5 is [5]);
+//   - a number with a fraction or exponent that is a whole number where the schema wants an
+//     integer is written as one (1.0 becomes 1), so that the typed decode can read it.
+type canonicaliser struct {
+	probs *problems
+}
+
+func (c canonicaliser) value(sch *jsonschema.Schema, v any, at jsonPath) any {
+	if sch == nil {
+		return v
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		return c.object(sch, v, at)
+	case []any:
+		return c.array(sch, v, at)
+	case string:
+		return enumMember(sch, v)
+	case json.Number:
+		if hasType(sch, "array") {
+			return c.array(sch, []any{v}, at)
+		}
+		if hasType(sch, "integer") && !hasType(sch, "number") {
+			return wholeNumber(v)
+		}
+	}
+	return v
+}
+
+func (c canonicaliser) object(sch *jsonschema.Schema, obj map[string]any, at jsonPath) any {
+	names := declared(sch)
+	if len(names) == 0 {
+		return obj
+	}
+	out := make(map[string]any, len(obj))
+	given := make(map[string]string, len(obj)) // canonical name → the spelling used
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
+		name := canonicalName(names, k)
+		if prev, dup := given[name]; dup {
+			c.probs.add(string(at.key(name)), fmt.Sprintf(
+				"given twice, as %q and %q (property names are matched ignoring case)", prev, k))
+			continue
+		}
+		given[name] = k
+		sub := names[name]
+		if obj[k] == nil || (sub != nil && readOnly(sub)) {
+			continue
+		}
+		out[name] = c.value(sub, obj[k], at.key(name))
+	}
+	return out
+}
+
+func (c canonicaliser) array(sch *jsonschema.Schema, arr []any, at jsonPath) any {
+	items := itemsOf(sch)
+	out := make([]any, len(arr))
+	for i, e := range arr {
+		out[i] = c.value(items, e, at.index(i))
+	}
+	return out
+}
+
+// chain returns the schema and the schemas its $ref leads to: a property declared with
+// {"$ref": ..., "description": ...} has its keywords on the target.
+func chain(sch *jsonschema.Schema) []*jsonschema.Schema {
+	var out []*jsonschema.Schema
+	for s := sch; s != nil && len(out) < 16; s = s.Ref {
+		out = append(out, s)
+	}
+	return out
+}
+
+// declared returns the properties a schema describes, the nearest declaration winning.
+func declared(sch *jsonschema.Schema) map[string]*jsonschema.Schema {
+	names := map[string]*jsonschema.Schema{}
+	for _, s := range chain(sch) {
+		for n, sub := range s.Properties {
+			if _, ok := names[n]; !ok {
+				names[n] = sub
+			}
+		}
+	}
+	return names
+}
+
+// canonicalName returns the declared name k matches: exactly, else ignoring case, else k
+// itself (the schema then reports it as unknown).
+func canonicalName(names map[string]*jsonschema.Schema, k string) string {
+	if _, ok := names[k]; ok {
+		return k
+	}
+	for n := range names {
+		if strings.EqualFold(n, k) {
+			return n
+		}
+	}
+	return k
+}
+
+func readOnly(sch *jsonschema.Schema) bool {
+	return slices.ContainsFunc(chain(sch), func(s *jsonschema.Schema) bool { return s.ReadOnly })
+}
+
+func hasType(sch *jsonschema.Schema, t string) bool {
+	for _, s := range chain(sch) {
+		if s.Types != nil && !s.Types.IsEmpty() {
+			return slices.Contains(s.Types.ToStrings(), t)
+		}
+	}
+	return false
+}
+
+func itemsOf(sch *jsonschema.Schema) *jsonschema.Schema {
+	for _, s := range chain(sch) {
+		if s.Items2020 != nil {
+			return s.Items2020
+		}
+	}
+	return nil
+}
+
+// enumMember returns the enum member s matches ignoring case, or s when none does.
+func enumMember(sch *jsonschema.Schema, s string) any {
+	for _, sc := range chain(sch) {
+		if sc.Enum == nil {
+			continue
+		}
+		for _, m := range sc.Enum.Values {
+			if ms, ok := m.(string); ok && strings.EqualFold(ms, s) {
+				return ms
+			}
+		}
+		return s
+	}
+	return s
+}
+
+// wholeNumber writes 1.0 or 1e2 as 1 or 100 when the value is a whole number small enough
+// to be exact in a float64; anything else is left for the schema to judge.
+func wholeNumber(n json.Number) json.Number {
+	if !strings.ContainsAny(string(n), ".eE") {
+		return n
+	}
+	f, err := strconv.ParseFloat(string(n), 64)
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		return n
+	}
+	return json.Number(strconv.FormatInt(int64(f), 10))
+}

@@ -1,0 +1,93 @@
+package jobschema
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/resched/resched/schemas"
+)
+
+// FuzzDecode checks, for any input, that Decode does not panic, that it returns either a
+// definition or problems (never both, never neither), and that an accepted definition, written
+// back as JSON, is accepted again unchanged: what the planner stores must stay valid.
+func FuzzDecode(f *testing.F) {
+	for _, dir := range []string{"examples", "examples/invalid"} {
+		for _, name := range exampleFiles(f, dir) {
+			raw, err := schemas.FS.ReadFile(name)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(raw)
+		}
+	}
+	f.Add([]byte(withRecurrence(`{"frequency":"month","schedule":{"hours":5,"monthlyOccurrences":[{"Day":"friday","Occurrence":-1}]}}`)))
+	f.Add([]byte(withAction(`{` + httpAction + `,"retryPolicy":{"retryInterval":"1.02:03:04.5"}}`)))
+	f.Add([]byte(withAction(`{"type":"Https","request":{"uri":"https://localhost/","method":"GET","authentication":{"type":"ActiveDirectoryOAuth","tenant":"t","audience":"a","clientId":"c","secret":"s"}}}`)))
+	f.Add([]byte(withAction(`{"type":"Https","request":{"uri":"https://localhost/","method":"GET","authentication":{"type":"ClientCertificate","pfx":"UEZY","password":"p"}}}`)))
+	f.Add([]byte(`{"startTime":"2012-08-04t00:00:00.9+05:30",` + withRecurrence(`{"frequency":"Year","count":1.0,"endTime":"2012-08-04","schedule":{"months":2,"monthDays":-1}}`)[1:]))
+	v, err := New()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		d, err := v.Decode(raw)
+		if err != nil {
+			ve, ok := err.(*ValidationError)
+			if !ok || len(ve.Problems) == 0 {
+				t.Fatalf("error %v (%T) is not a ValidationError with problems", err, err)
+			}
+			if d != nil {
+				t.Fatal("a definition was returned with problems")
+			}
+			for _, p := range ve.Problems {
+				if p.Message == "" {
+					t.Fatalf("empty message at %q", p.Path)
+				}
+			}
+			return
+		}
+		if d == nil || d.Properties.Action == nil {
+			t.Fatalf("accepted without a definition or an action: %+v", d)
+		}
+		first, err := json.Marshal(d.Properties)
+		if err != nil {
+			t.Fatalf("cannot write the accepted definition: %v", err)
+		}
+		again, err := v.Decode(first)
+		if err != nil {
+			t.Fatalf("the accepted definition, written back, is refused:\n%s\n%v", first, err)
+		}
+		second, _ := json.Marshal(again.Properties)
+		if !bytes.Equal(first, second) {
+			t.Fatalf("writing back is not stable:\n%s\n%s", first, second)
+		}
+		if _, err := json.Marshal(d.Redacted()); err != nil {
+			t.Fatalf("cannot write the redacted definition: %v", err)
+		}
+	})
+}
+
+func BenchmarkDecode(b *testing.B) {
+	raw, err := schemas.FS.ReadFile("examples/http-weekly-schedule.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	v, err := New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := v.Decode(raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkNew(b *testing.B) {
+	for b.Loop() {
+		if _, err := New(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
