@@ -1,0 +1,117 @@
+// Package bus is the NATS contract of the system as code: subject names, stream and consumer
+// names, header keys, the message id of a due occurrence, and the messages that flow between
+// the planner and the workers (spec/system.md, "The NATS interface"). Subjects are a public
+// contract; change them only with a migration note.
+package bus
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"strconv"
+	"time"
+)
+
+// DefaultPrefix is the first token of every subject unless configured otherwise.
+const DefaultPrefix = "scheduler"
+
+// Header keys.
+const (
+	// HeaderOperation on an intake message: "delete" deletes the job; absent or "put" stores it.
+	HeaderOperation = "Scheduler-Operation"
+	// HeaderMsgID is JetStream's de-duplication header.
+	HeaderMsgID = "Nats-Msg-Id"
+)
+
+// nameRE is the rule for collection and job names (system.md): they are subject tokens, so
+// they must not hold dots, wildcards or spaces.
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// CheckName returns an error naming the rule when name cannot be a collection or job name.
+func CheckName(kind, name string) error {
+	if !nameRE.MatchString(name) {
+		return fmt.Errorf("%s name %q: must be 1 to 64 of A-Z a-z 0-9 - _", kind, name)
+	}
+	return nil
+}
+
+// Subjects builds subject names under one prefix.
+type Subjects struct{ Prefix string }
+
+// NewSubjects returns the subjects under prefix, or the default prefix when it is empty.
+func NewSubjects(prefix string) Subjects {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	return Subjects{Prefix: prefix}
+}
+
+// Job is the intake subject of a job definition.
+func (s Subjects) Job(collection, job string) string {
+	return s.Prefix + ".jobs." + collection + "." + job
+}
+
+// Due is the subject a due occurrence is published on.
+func (s Subjects) Due(collection, job string) string {
+	return s.Prefix + ".due." + collection + "." + job
+}
+
+// Result is the subject a worker reports an attempt on.
+func (s Subjects) Result(collection, job string) string {
+	return s.Prefix + ".results." + collection + "." + job
+}
+
+// Event is the subject of a job event (accepted, rejected, completed, faulted).
+func (s Subjects) Event(collection, job, kind string) string {
+	return s.Prefix + ".events." + collection + "." + job + "." + kind
+}
+
+// API is the subject of a request/reply operation, e.g. API("jobs", "put", c, j).
+func (s Subjects) API(tokens ...string) string {
+	out := s.Prefix + ".api"
+	for _, t := range tokens {
+		out += "." + t
+	}
+	return out
+}
+
+// Stream names. JetStream stream names may not contain dots, so they derive from the prefix
+// with underscores, upper-cased by convention.
+func (s Subjects) IntakeStream() string  { return streamName(s.Prefix, "JOBS") }
+func (s Subjects) DueStream() string     { return streamName(s.Prefix, "DUE") }
+func (s Subjects) ResultsStream() string { return streamName(s.Prefix, "RESULTS") }
+
+func streamName(prefix, kind string) string {
+	b := []byte(prefix)
+	for i, c := range b {
+		switch {
+		case c >= 'a' && c <= 'z':
+			b[i] = c - 'a' + 'A'
+		case c == '.' || c == '*' || c == '>' || c == ' ':
+			b[i] = '_'
+		}
+	}
+	return string(b) + "_" + kind
+}
+
+// Durable consumer names, one per role: every replica of a role shares its consumer.
+const (
+	IntakeConsumer  = "planner-intake"
+	ResultsConsumer = "planner-results"
+	WorkerConsumer  = "workers"
+)
+
+// MsgID identifies a due occurrence for JetStream's duplicate window: the job and its
+// scheduled time, so a re-publish after a crash is dropped.
+func MsgID(collection, job string, scheduled time.Time) string {
+	return collection + "." + job + "." + strconv.FormatInt(scheduled.UnixMilli(), 10)
+}
+
+// ExecutionTag is the identity of one occurrence that targets see (x-ms-scheduler-execution-tag):
+// 32 lower-case hex characters as the original service sent, the same on every retry and on a
+// re-publish, because it derives from the job and the scheduled time alone.
+func ExecutionTag(collection, job string, scheduled time.Time) string {
+	sum := sha256.Sum256([]byte(MsgID(collection, job, scheduled)))
+	return hex.EncodeToString(sum[:16])
+}

@@ -1,0 +1,77 @@
+package bus
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/resched/resched/shared/job"
+)
+
+// Due is a due occurrence, published by the planner on Subjects.Due for the workers.
+// It carries the action with its secrets: the due stream belongs to the system and must be
+// protected like Redis (NATS TLS and accounts in production).
+type Due struct {
+	Collection   string          `json:"collection"`
+	Job          string          `json:"job"`
+	Scheduled    time.Time       `json:"scheduledTime"` // the expected execution time
+	ExecutionTag string          `json:"executionTag"`  // same for every attempt of this occurrence
+	Occurrence   int             `json:"occurrence"`    // the job's occurrence number, from 1 (history repeatCount)
+	Action       json.RawMessage `json:"action"`        // a job.Action, as JSON
+}
+
+// Result is one attempt reported by a worker on Subjects.Result.
+type Result struct {
+	Collection   string              `json:"collection"`
+	Job          string              `json:"job"`
+	Scheduled    time.Time           `json:"scheduledTime"`
+	ExecutionTag string              `json:"executionTag"`
+	Occurrence   int                 `json:"occurrence"`
+	ActionName   job.ActionName      `json:"actionName"`
+	Attempt      int                 `json:"attempt"` // 0 for the first attempt (history retryCount)
+	StartTime    time.Time           `json:"startTime"`
+	EndTime      time.Time           `json:"endTime"`
+	Status       job.ExecutionStatus `json:"status"`
+	Message      string              `json:"message,omitempty"`
+	Final        bool                `json:"final"`   // no further attempt follows for this occurrence
+	Faulted      bool                `json:"faulted"` // the main action failed through every retry
+}
+
+// HistoryEntry is the history record of the attempt.
+func (r Result) HistoryEntry() job.HistoryEntry {
+	return job.HistoryEntry{
+		StartTime: r.StartTime, EndTime: r.EndTime, ExpectedExecutionTime: r.Scheduled,
+		ActionName: r.ActionName, Status: r.Status, Message: r.Message,
+		RetryCount: r.Attempt, RepeatCount: r.Occurrence,
+	}
+}
+
+// ResultMsgID de-duplicates a result re-published after a worker restart.
+func ResultMsgID(r Result) string {
+	return r.ExecutionTag + "." + string(r.ActionName) + "." + strconv.Itoa(r.Attempt)
+}
+
+// Event kinds on Subjects.Event.
+const (
+	EventAccepted  = "accepted"
+	EventRejected  = "rejected"
+	EventCompleted = "completed"
+	EventFaulted   = "faulted"
+	EventDeleted   = "deleted"
+)
+
+// Event tells anyone listening what happened to a job.
+type Event struct {
+	Kind              string       `json:"kind"`
+	Collection        string       `json:"collection"`
+	Job               string       `json:"job"`
+	Time              time.Time    `json:"time"`
+	NextExecutionTime *time.Time   `json:"nextExecutionTime,omitempty"`
+	Errors            []ErrorEntry `json:"errors,omitempty"` // rejected: one entry per bad field
+}
+
+// ErrorEntry is one problem of a rejected definition: the JSON path and a plain sentence.
+type ErrorEntry struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
