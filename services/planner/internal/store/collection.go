@@ -1,0 +1,112 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/resched/resched/shared/job"
+)
+
+// Collection is the stored record of a job collection.
+type Collection struct {
+	Name        string
+	Definition  []byte // the collection resource JSON
+	State       job.CollectionState
+	MaxJobCount int
+	JobCount    int
+}
+
+// PutCollection stores a collection; it reports whether it was created.
+func (s *Store) PutCollection(ctx context.Context, name string, def []byte, state job.CollectionState, maxJobCount int) (bool, error) {
+	keys := []string{s.k.colls(PartitionOf(name)), s.k.coll(name)}
+	n, err := s.run(ctx, "put_collection", keys, name, def, string(state), maxJobCount).Int()
+	if err != nil {
+		return false, fmt.Errorf("put collection %s: %w", name, err)
+	}
+	return n == 1, nil
+}
+
+// GetCollection reads a collection, or ErrNotFound.
+func (s *Store) GetCollection(ctx context.Context, name string) (*Collection, error) {
+	pipe := s.rdb.Pipeline()
+	h := pipe.HGetAll(ctx, s.k.coll(name))
+	n := pipe.SCard(ctx, s.k.jobs(name))
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("get collection %s: %w", name, err)
+	}
+	v := h.Val()
+	if len(v) == 0 {
+		return nil, fmt.Errorf("collection %s: %w", name, ErrNotFound)
+	}
+	return &Collection{Name: name, Definition: []byte(v["def"]), State: job.CollectionState(v["state"]),
+		MaxJobCount: atoi(v["maxJobCount"]), JobCount: int(n.Val())}, nil
+}
+
+// CollectionNames lists every collection, sorted.
+func (s *Store) CollectionNames(ctx context.Context) ([]string, error) {
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.StringSliceCmd, Partitions)
+	for p := range Partitions {
+		cmds[p] = pipe.SMembers(ctx, s.k.colls(p))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("list collections: %w", err)
+	}
+	var names []string
+	for _, c := range cmds {
+		names = append(names, c.Val()...)
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// DeleteCollection deletes a collection and its jobs; it reports whether it existed.
+func (s *Store) DeleteCollection(ctx context.Context, name string) (bool, error) {
+	for range 5 { // a job put between listing and deleting makes the script refuse: list again
+		jobs, err := s.JobNames(ctx, name)
+		if err != nil {
+			return false, err
+		}
+		keys := []string{s.k.colls(PartitionOf(name)), s.k.coll(name), s.k.jobs(name), s.k.due(PartitionOf(name))}
+		args := []any{name}
+		for _, j := range jobs {
+			keys = append(keys, s.k.def(name, j), s.k.state(name, j), s.k.history(name, j))
+			args = append(args, j)
+		}
+		n, err := s.run(ctx, "delete_collection", keys, args...).Int()
+		if errors.Is(scriptError(err), ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("delete collection %s: %w", name, err)
+		}
+		return n == 1, nil
+	}
+	return false, fmt.Errorf("delete collection %s: %w", name, ErrConflict)
+}
+
+// Reschedule is a job to put back in the due set when its collection is enabled.
+type Reschedule struct {
+	Name    string
+	Next    time.Time
+	Version int64
+}
+
+// SetCollectionState enables or disables a collection. Disabling takes its jobs out of the
+// due set; enabling schedules the given jobs (those whose version still matches).
+func (s *Store) SetCollectionState(ctx context.Context, name string, state job.CollectionState, jobs []Reschedule) error {
+	keys := []string{s.k.coll(name), s.k.jobs(name), s.k.due(PartitionOf(name))}
+	args := []any{string(state), name}
+	for _, r := range jobs {
+		keys = append(keys, s.k.state(name, r.Name))
+		args = append(args, member(name, r.Name), r.Next.UnixMilli(), r.Version)
+	}
+	if err := s.run(ctx, "set_collection_state", keys, args...).Err(); err != nil {
+		return fmt.Errorf("set state of collection %s: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,143 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/resched/resched/shared/job"
+)
+
+// Job is the stored record of a job: its definition blob and the planner's state beside it.
+type Job struct {
+	Collection, Name string
+	Definition       []byte // the properties JSON (startTime, action, recurrence), secrets included
+	Version          int64
+	Accepted         time.Time // the "now" of recurrence.md: when the schedule was (re)accepted
+	Next             time.Time // the next fire time; zero when there is none
+	Fired            int       // executions made since acceptance, for recurrence.count
+	Occurrence       int       // occurrences published over the job's life (history repeatCount)
+	State            job.State
+	Executions       int
+	Failures         int
+	Faults           int
+	LastExecution    time.Time
+}
+
+// PutJob is a write of a job definition.
+type PutJob struct {
+	Collection, Name string
+	Definition       []byte
+	Accepted         time.Time
+	Next             time.Time // zero: nothing to fire
+	State            job.State
+	Reaccept         bool  // set Accepted and restart the count (a PUT, or a PATCH of the schedule)
+	IfVersion        int64 // non-zero: fail with ErrConflict unless the stored version is this
+}
+
+// PutJob stores a job; the collection must exist and have room for a new job.
+func (s *Store) PutJob(ctx context.Context, p PutJob) (created bool, version int64, err error) {
+	c, j := p.Collection, p.Name
+	ifVersion, reaccept := "", "0"
+	if p.IfVersion != 0 {
+		ifVersion = fmt.Sprint(p.IfVersion)
+	}
+	if p.Reaccept {
+		reaccept = "1"
+	}
+	keys := []string{s.k.coll(c), s.k.jobs(c), s.k.def(c, j), s.k.state(c, j), s.k.due(PartitionOf(c))}
+	res, err := s.run(ctx, "put_job", keys, member(c, j), j, p.Definition, ms(p.Accepted), ms(p.Next),
+		string(p.State), ifVersion, reaccept).Int64Slice()
+	if err != nil {
+		return false, 0, fmt.Errorf("put job %s/%s: %w", c, j, scriptError(err))
+	}
+	return res[0] == 1, res[1], nil
+}
+
+// GetJob reads a job, or ErrNotFound.
+func (s *Store) GetJob(ctx context.Context, c, j string) (*Job, error) {
+	jobs, err := s.LoadJobs(ctx, []string{member(c, j)})
+	if err != nil {
+		return nil, err
+	}
+	if jobs[0] == nil {
+		return nil, fmt.Errorf("job %s/%s: %w", c, j, ErrNotFound)
+	}
+	return jobs[0], nil
+}
+
+// LoadJobs reads jobs by due-set member in one round trip; a missing job is nil.
+func (s *Store) LoadJobs(ctx context.Context, members []string) ([]*Job, error) {
+	pipe := s.rdb.Pipeline()
+	defs := make([]*redis.StringCmd, len(members))
+	states := make([]*redis.MapStringStringCmd, len(members))
+	for i, m := range members {
+		c, j := splitMember(m)
+		defs[i] = pipe.Get(ctx, s.k.def(c, j))
+		states[i] = pipe.HGetAll(ctx, s.k.state(c, j))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("load jobs: %w", err)
+	}
+	out := make([]*Job, len(members))
+	for i, m := range members {
+		def, err := defs[i].Bytes()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		c, j := splitMember(m)
+		out[i] = jobFromState(c, j, def, states[i].Val())
+	}
+	return out, nil
+}
+
+func jobFromState(c, j string, def []byte, st map[string]string) *Job {
+	return &Job{
+		Collection: c, Name: j, Definition: def,
+		Version:       int64(atoi(st["ver"])),
+		Accepted:      parseMS(st["acc"]),
+		Next:          parseMS(st["next"]),
+		Fired:         atoi(st["fired"]),
+		Occurrence:    atoi(st["occ"]),
+		State:         job.State(st["state"]),
+		Executions:    atoi(st["exec"]),
+		Failures:      atoi(st["fail"]),
+		Faults:        atoi(st["faulted"]),
+		LastExecution: parseMS(st["last"]),
+	}
+}
+
+// DeleteJob deletes a job; it reports whether the job existed.
+func (s *Store) DeleteJob(ctx context.Context, c, j string) (bool, error) {
+	keys := []string{s.k.jobs(c), s.k.def(c, j), s.k.state(c, j), s.k.history(c, j), s.k.due(PartitionOf(c))}
+	n, err := s.run(ctx, "delete_job", keys, member(c, j), j).Int()
+	if err != nil {
+		return false, fmt.Errorf("delete job %s/%s: %w", c, j, err)
+	}
+	return n == 1, nil
+}
+
+// JobNames lists the names of a collection's jobs, sorted.
+func (s *Store) JobNames(ctx context.Context, c string) ([]string, error) {
+	names, err := s.rdb.SMembers(ctx, s.k.jobs(c)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("list jobs of %s: %w", c, err)
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// Member returns the due-set member of a job, as Claim returns it.
+func Member(c, j string) string { return member(c, j) }
+
+func splitMember(m string) (c, j string) {
+	c, j, _ = strings.Cut(m, "/")
+	return c, j
+}
+
+// SplitMember returns the collection and job of a due-set member.
+func SplitMember(m string) (c, j string) { return splitMember(m) }

@@ -1,0 +1,37 @@
+-- Moves claimed jobs on after their occurrence was published (or skipped). A job changed since
+-- the claim (put again, patched, disabled, deleted) no longer has the claimed "next" and is left
+-- as that change left it.
+-- KEYS: 1 due, then for job i: KEYS[2i] st, KEYS[2i+1] coll
+-- ARGV: for job i, from a = 6(i-1): a+1 member, a+2 claimed next (ms), a+3 new next (ms or ""),
+--       a+4 fired, a+5 occurrence number, a+6 published occurrence (ms, or "" when skipped)
+-- Returns a flat list {member, new state, …} of jobs that ended here (Completed or Faulted).
+local ended = {}
+for i = 1, (#KEYS - 1) / 2 do
+  local st, coll, a = KEYS[2 * i], KEYS[2 * i + 1], 6 * (i - 1)
+  local member, nxt = ARGV[a + 1], ARGV[a + 3]
+  if redis.call('HGET', st, 'next') == ARGV[a + 2] then
+    redis.call('HSET', st, 'next', nxt, 'fired', ARGV[a + 4], 'occ', ARGV[a + 5])
+    if ARGV[a + 6] ~= '' then
+      redis.call('HSET', st, 'lastOcc', ARGV[a + 6])
+    end
+    local state = redis.call('HGET', st, 'state')
+    if nxt ~= '' and state == 'Enabled' and redis.call('HGET', coll, 'state') ~= 'Disabled' then
+      redis.call('ZADD', KEYS[1], nxt, member)
+    else
+      redis.call('ZREM', KEYS[1], member)
+    end
+    if nxt == '' and state == 'Enabled' then
+      -- The series is over. It ends now unless its last published occurrence is still running;
+      -- then the result of that occurrence ends it (apply_result.lua), or already did.
+      local last = redis.call('HGET', st, 'lastOcc')
+      local final = redis.call('HGET', st, 'finalOcc')
+      if not last or last == final then
+        local s = (last and redis.call('HGET', st, 'finalFault') == '1') and 'Faulted' or 'Completed'
+        redis.call('HSET', st, 'state', s)
+        ended[#ended + 1] = member
+        ended[#ended + 1] = s
+      end
+    end
+  end
+end
+return ended

@@ -1,0 +1,18 @@
+-- Deletes a collection and every job in it.
+-- KEYS: 1 colls, 2 coll, 3 jobs, 4 due, then for each job: def, st, hist
+-- ARGV: 1 name, then the job names, in the order of their keys
+-- Errors: RETRY when the jobs changed since the caller listed them.
+if redis.call('SCARD', KEYS[3]) ~= #ARGV - 1 then
+  return redis.error_reply('RETRY')
+end
+for i = 2, #ARGV do
+  if redis.call('SISMEMBER', KEYS[3], ARGV[i]) == 0 then
+    return redis.error_reply('RETRY')
+  end
+  redis.call('ZREM', KEYS[4], ARGV[1] .. '/' .. ARGV[i])
+end
+for i = 5, #KEYS do
+  redis.call('DEL', KEYS[i])
+end
+redis.call('DEL', KEYS[2], KEYS[3])
+return redis.call('SREM', KEYS[1], ARGV[1])

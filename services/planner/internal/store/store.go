@@ -1,0 +1,99 @@
+// Package store keeps the planner's state in Redis: collections, job definitions, each job's
+// schedule state and status, the due sorted set and the history. The planner owns Redis; no
+// other service reads or writes it. Every change that touches more than one key is one Lua
+// script (lua/*.lua) with every key in KEYS, all of one hash-tagged partition.
+package store
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed lua/*.lua
+var luaFS embed.FS
+
+// Errors of the store. QuotaError is returned as a value.
+var (
+	ErrNotFound     = errors.New("not found")
+	ErrNoCollection = errors.New("job collection not found")
+	ErrConflict     = errors.New("changed concurrently")
+)
+
+// QuotaError says a collection is full.
+type QuotaError struct{ Max int }
+
+func (e QuotaError) Error() string {
+	return fmt.Sprintf("the job collection has reached its quota of %d jobs", e.Max)
+}
+
+// Store is the Redis store. It is safe for concurrent use.
+type Store struct {
+	rdb     redis.UniversalClient
+	k       keys
+	scripts map[string]*redis.Script
+}
+
+// New returns a store whose keys start with prefix ("resched" when empty).
+func New(rdb redis.UniversalClient, prefix string) *Store {
+	if prefix == "" {
+		prefix = "resched"
+	}
+	s := &Store{rdb: rdb, k: keys{prefix: prefix}, scripts: map[string]*redis.Script{}}
+	entries, _ := luaFS.ReadDir("lua")
+	for _, e := range entries {
+		src, _ := luaFS.ReadFile("lua/" + e.Name())
+		s.scripts[strings.TrimSuffix(e.Name(), ".lua")] = redis.NewScript(string(src))
+	}
+	return s
+}
+
+func (s *Store) run(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	return s.scripts[script].Run(ctx, s.rdb, keys, args...)
+}
+
+// Ping checks that Redis answers, for readiness.
+func (s *Store) Ping(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }
+
+func ms(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return strconv.FormatInt(t.UnixMilli(), 10)
+}
+
+func parseMS(v string) time.Time {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || v == "" {
+		return time.Time{}
+	}
+	return time.UnixMilli(n).UTC()
+}
+
+func atoi(v string) int {
+	n, _ := strconv.Atoi(v)
+	return n
+}
+
+// scriptError maps the error replies of the scripts to the store's errors.
+func scriptError(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := strings.TrimPrefix(err.Error(), "ERR ") // Redis 7 prefixes error replies without a code
+	switch {
+	case msg == "NOCOLLECTION":
+		return ErrNoCollection
+	case msg == "CONFLICT" || msg == "RETRY":
+		return ErrConflict
+	case strings.HasPrefix(msg, "QUOTA "):
+		return QuotaError{Max: atoi(strings.TrimPrefix(msg, "QUOTA "))}
+	}
+	return err
+}
