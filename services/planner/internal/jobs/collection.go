@@ -1,0 +1,174 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/planner/internal/store"
+	"github.com/resched/resched/shared/job"
+)
+
+// PutCollection creates or replaces a job collection. Putting it in another state enables or
+// disables it as EnableCollection and DisableCollection do.
+func (s *Service) PutCollection(ctx context.Context, c string, raw []byte) (*job.Collection, bool, error) {
+	if err := bus.CheckName("collection", c); err != nil {
+		return nil, false, badRequest("%v", err)
+	}
+	coll, err := s.validator.DecodeCollection(raw)
+	if err != nil {
+		return nil, false, invalid(err)
+	}
+	coll.ID, coll.Type, coll.Name = "/jobCollections/"+c, "Microsoft.Scheduler/jobCollections", c
+	state := coll.Properties.State
+	if state == "" {
+		state = job.CollectionEnabled
+	}
+	coll.Properties.State = state
+	maxJobs := 0
+	if q := coll.Properties.Quota; q != nil {
+		maxJobs = q.MaxJobCount
+	}
+	old, err := s.store.GetCollection(ctx, c)
+	oldState := job.CollectionEnabled
+	if err == nil {
+		oldState = old.State
+	}
+	def, err := json.Marshal(coll)
+	if err != nil {
+		return nil, false, fmt.Errorf("encode collection: %w", err)
+	}
+	// Stored with its old state, so that a state change goes through setState below.
+	created, err := s.store.PutCollection(ctx, c, def, oldState, maxJobs)
+	if err != nil {
+		return nil, false, err
+	}
+	if (state == job.CollectionEnabled) != (oldState == job.CollectionEnabled) {
+		if err := s.setState(ctx, c, state); err != nil {
+			return nil, false, err
+		}
+	}
+	got, err := s.GetCollection(ctx, c)
+	return got, created, err
+}
+
+// GetCollection returns a collection.
+func (s *Service) GetCollection(ctx context.Context, c string) (*job.Collection, error) {
+	coll, err := s.collection(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return coll, nil
+}
+
+// collection reads a collection with its current state.
+func (s *Service) collection(ctx context.Context, c string) (*job.Collection, error) {
+	rec, err := s.store.GetCollection(ctx, c)
+	if err != nil {
+		return nil, storeError(err, c, "")
+	}
+	var coll job.Collection
+	if err := json.Unmarshal(rec.Definition, &coll); err != nil {
+		return nil, fmt.Errorf("decode stored collection %s: %w", c, err)
+	}
+	coll.Properties.State = rec.State
+	return &coll, nil
+}
+
+// ListCollections lists the collections by name.
+func (s *Service) ListCollections(ctx context.Context, r PageRequest) (Page[*job.Collection], error) {
+	names, err := s.store.CollectionNames(ctx)
+	if err != nil {
+		return Page[*job.Collection]{}, err
+	}
+	p := page(names, r)
+	out := Page[*job.Collection]{Value: make([]*job.Collection, 0, len(p.Value)), NextLink: p.NextLink}
+	for _, n := range p.Value {
+		coll, err := s.collection(ctx, n)
+		if err != nil {
+			return Page[*job.Collection]{}, err
+		}
+		out.Value = append(out.Value, coll)
+	}
+	return out, nil
+}
+
+// DeleteCollection deletes a collection and every job in it.
+func (s *Service) DeleteCollection(ctx context.Context, c string) error {
+	ok, err := s.store.DeleteCollection(ctx, c)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return notFound("job collection %s not found", c)
+	}
+	return nil
+}
+
+// EnableCollection resumes every enabled job of the collection at its next time after now,
+// with no immediate run for the times that passed while it was disabled.
+func (s *Service) EnableCollection(ctx context.Context, c string) (*job.Collection, error) {
+	return s.changeState(ctx, c, job.CollectionEnabled)
+}
+
+// DisableCollection pauses every job of the collection.
+func (s *Service) DisableCollection(ctx context.Context, c string) (*job.Collection, error) {
+	return s.changeState(ctx, c, job.CollectionDisabled)
+}
+
+func (s *Service) changeState(ctx context.Context, c string, state job.CollectionState) (*job.Collection, error) {
+	if _, err := s.collection(ctx, c); err != nil {
+		return nil, err
+	}
+	if err := s.setState(ctx, c, state); err != nil {
+		return nil, err
+	}
+	return s.collection(ctx, c)
+}
+
+func (s *Service) setState(ctx context.Context, c string, state job.CollectionState) error {
+	var resume []store.Reschedule
+	if state == job.CollectionEnabled {
+		var err error
+		if resume, err = s.resumable(ctx, c); err != nil {
+			return err
+		}
+	}
+	return s.store.SetCollectionState(ctx, c, state, resume)
+}
+
+// resumable computes the next time after now of every enabled job of a collection.
+func (s *Service) resumable(ctx context.Context, c string) ([]store.Reschedule, error) {
+	names, err := s.store.JobNames(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	members := make([]string, len(names))
+	for i, n := range names {
+		members[i] = store.Member(c, n)
+	}
+	recs, err := s.store.LoadJobs(ctx, members)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	var out []store.Reschedule
+	for _, rec := range recs {
+		if rec == nil || rec.State != job.StateEnabled {
+			continue
+		}
+		p, err := DecodeBlob(rec.Definition)
+		if err != nil {
+			return nil, err
+		}
+		sched, err := Compile(p, rec.Accepted)
+		if err != nil {
+			return nil, err
+		}
+		if o := sched.Next(now, rec.Fired); !o.Done {
+			out = append(out, store.Reschedule{Name: rec.Name, Next: o.Time, Version: rec.Version})
+		}
+	}
+	return out, nil
+}

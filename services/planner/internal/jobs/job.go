@@ -1,0 +1,239 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/planner/internal/store"
+	"github.com/resched/resched/shared/job"
+)
+
+// PutJob creates or replaces a job. Its schedule is (re)accepted now (recurrence.md §7): a
+// new anchor when it has no startTime, and the count starts again; status counters stay.
+func (s *Service) PutJob(ctx context.Context, c, j string, raw []byte) (*job.Definition, bool, error) {
+	if err := checkNames(c, j); err != nil {
+		return nil, false, err
+	}
+	def, err := s.validator.Decode(raw)
+	if err != nil {
+		err = invalid(err)
+		s.rejected(c, j, err)
+		return nil, false, err
+	}
+	created, err := s.store1(ctx, c, j, def.Properties, 0)
+	if err != nil {
+		err = storeError(err, c, j)
+		s.rejected(c, j, err)
+		return nil, false, err
+	}
+	got, err := s.GetJob(ctx, c, j)
+	if err != nil {
+		return nil, false, err
+	}
+	s.emit(bus.Event{Kind: bus.EventAccepted, Collection: c, Job: j, Time: s.now().UTC(), NextExecutionTime: nextOf(got)})
+	return got, created, nil
+}
+
+// store1 validates a definition against its collection and stores it, re-accepting its
+// schedule now. ifVersion > 0 makes the write a compare-and-set. Errors of the store come back
+// as they are (the caller retries ErrConflict or maps them with storeError).
+func (s *Service) store1(ctx context.Context, c, j string, p job.Properties, ifVersion int64) (bool, error) {
+	coll, err := s.collection(ctx, c)
+	if err != nil {
+		return false, err
+	}
+	if !p.State.ClientSettable() {
+		return false, badRequest("state: only Enabled or Disabled may be set; %s is the scheduler's to set", p.State)
+	}
+	now := s.now()
+	sched, err := Compile(p, now)
+	if err != nil {
+		return false, err
+	}
+	if err := checkMaxRecurrence(coll.Properties.Quota, sched, now); err != nil {
+		return false, err
+	}
+	put := store.PutJob{Collection: c, Name: j, Accepted: now, State: job.StateEnabled, Reaccept: true, IfVersion: ifVersion}
+	if p.State == job.StateDisabled {
+		put.State = job.StateDisabled
+	} else if first := sched.First(); first.Done {
+		put.State = job.StateCompleted // e.g. an endTime already past: accepted, never runs
+	} else {
+		put.Next = first.Time
+	}
+	if put.Definition, err = encodeBlob(p); err != nil {
+		return false, err
+	}
+	created, _, err := s.store.PutJob(ctx, put)
+	return created, err
+}
+
+// GetJob returns a job, its secrets removed.
+func (s *Service) GetJob(ctx context.Context, c, j string) (*job.Definition, error) {
+	rec, err := s.store.GetJob(ctx, c, j)
+	if err != nil {
+		return nil, storeError(err, c, j)
+	}
+	return toDefinition(rec)
+}
+
+func toDefinition(rec *store.Job) (*job.Definition, error) {
+	p, err := DecodeBlob(rec.Definition)
+	if err != nil {
+		return nil, err
+	}
+	p.State = rec.State
+	// As the original service did, a disabled job has no status.
+	if rec.State != job.StateDisabled {
+		st := &job.Status{ExecutionCount: rec.Executions, FailureCount: rec.Failures, FaultedCount: rec.Faults}
+		if !rec.LastExecution.IsZero() {
+			t := rec.LastExecution
+			st.LastExecutionTime = &t
+		}
+		if !rec.Next.IsZero() && rec.State == job.StateEnabled {
+			t := rec.Next
+			st.NextExecutionTime = &t
+		}
+		p.Status = st
+	}
+	d := &job.Definition{
+		ID:   "/jobCollections/" + rec.Collection + "/jobs/" + rec.Name,
+		Type: "Microsoft.Scheduler/jobCollections/jobs", Name: rec.Collection + "/" + rec.Name,
+		Properties: p,
+	}
+	return d.Redacted(), nil
+}
+
+// DeleteJob deletes a job and its history.
+func (s *Service) DeleteJob(ctx context.Context, c, j string) error {
+	if err := checkNames(c, j); err != nil {
+		return err
+	}
+	ok, err := s.store.DeleteJob(ctx, c, j)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return notFound("job %s/%s not found", c, j)
+	}
+	s.emit(bus.Event{Kind: bus.EventDeleted, Collection: c, Job: j, Time: s.now().UTC()})
+	return nil
+}
+
+// ListJobs lists a collection's jobs by name, optionally only those in one state.
+func (s *Service) ListJobs(ctx context.Context, c string, state job.State, r PageRequest) (Page[*job.Definition], error) {
+	if _, err := s.collection(ctx, c); err != nil {
+		return Page[*job.Definition]{}, err
+	}
+	names, err := s.store.JobNames(ctx, c)
+	if err != nil {
+		return Page[*job.Definition]{}, err
+	}
+	members := make([]string, len(names))
+	for i, n := range names {
+		members[i] = store.Member(c, n)
+	}
+	recs, err := s.store.LoadJobs(ctx, members)
+	if err != nil {
+		return Page[*job.Definition]{}, err
+	}
+	var defs []*job.Definition
+	for _, rec := range recs {
+		if rec == nil || (state != "" && rec.State != state) {
+			continue
+		}
+		d, err := toDefinition(rec)
+		if err != nil {
+			return Page[*job.Definition]{}, err
+		}
+		defs = append(defs, d)
+	}
+	return page(defs, r), nil
+}
+
+// History lists a job's history, newest first, optionally only entries of one status.
+func (s *Service) History(ctx context.Context, c, j string, status job.ExecutionStatus, r PageRequest) (Page[job.HistoryEntry], error) {
+	if _, err := s.store.GetJob(ctx, c, j); err != nil {
+		return Page[job.HistoryEntry]{}, storeError(err, c, j)
+	}
+	all, err := s.store.History(ctx, c, j, s.now())
+	if err != nil {
+		return Page[job.HistoryEntry]{}, err
+	}
+	if status != "" {
+		kept := all[:0]
+		for _, e := range all {
+			if e.Status == status {
+				kept = append(kept, e)
+			}
+		}
+		all = kept
+	}
+	return page(all, r), nil
+}
+
+// RunJob fires one occurrence of a job now, outside its schedule; the schedule is unchanged.
+func (s *Service) RunJob(ctx context.Context, c, j string) error {
+	if _, err := s.store.GetJob(ctx, c, j); err != nil {
+		return storeError(err, c, j)
+	}
+	if s.runner == nil {
+		return errors.New("run now is not available on this planner")
+	}
+	return s.runner.RunNow(ctx, c, j)
+}
+
+func (s *Service) rejected(c, j string, err error) {
+	e := bus.Event{Kind: bus.EventRejected, Collection: c, Job: j, Time: s.now().UTC()}
+	var apiErr *Error
+	if errors.As(err, &apiErr) {
+		e.Errors = apiErr.Details
+		if len(e.Errors) == 0 {
+			e.Errors = []bus.ErrorEntry{{Message: apiErr.Message}}
+		}
+	} else {
+		e.Errors = []bus.ErrorEntry{{Message: err.Error()}}
+	}
+	s.emit(e)
+}
+
+func nextOf(d *job.Definition) *time.Time {
+	if d.Properties.Status == nil {
+		return nil
+	}
+	return d.Properties.Status.NextExecutionTime
+}
+
+func checkNames(c, j string) error {
+	if err := bus.CheckName("collection", c); err != nil {
+		return badRequest("%v", err)
+	}
+	if err := bus.CheckName("job", j); err != nil {
+		return badRequest("%v", err)
+	}
+	return nil
+}
+
+// storeError turns the store's errors into errors a client can act on.
+func storeError(err error, c, j string) error {
+	var q store.QuotaError
+	var apiErr *Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &apiErr):
+		return apiErr
+	case errors.Is(err, store.ErrNoCollection):
+		return notFound("job collection %s not found: create it first", c)
+	case errors.Is(err, store.ErrNotFound):
+		return notFound("job %s/%s not found", c, j)
+	case errors.As(err, &q):
+		return conflict("The job collection has reached its quota of '%d'. Please remove existing jobs before adding new ones.", q.Max)
+	case errors.Is(err, store.ErrConflict):
+		return conflict("job %s/%s changed while this request ran; retry it", c, j)
+	}
+	return fmt.Errorf("job %s/%s: %w", c, j, err)
+}

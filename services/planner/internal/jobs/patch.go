@@ -1,0 +1,152 @@
+package jobs
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/planner/internal/store"
+	"github.com/resched/resched/shared/job"
+)
+
+// PatchJob merges a partial definition into a job, deeply, as the original service did (a
+// null removes a field). A change of startTime or recurrence re-accepts the schedule now;
+// any other change, enabling and disabling included, keeps the anchor and the count.
+func (s *Service) PatchJob(ctx context.Context, c, j string, raw []byte) (*job.Definition, error) {
+	if err := checkNames(c, j); err != nil {
+		return nil, err
+	}
+	for range 3 { // a concurrent change makes the compare-and-set fail: read and merge again
+		err := s.patchOnce(ctx, c, j, raw)
+		if errors.Is(err, store.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			err = storeError(err, c, j)
+			s.rejected(c, j, err)
+			return nil, err
+		}
+		got, err := s.GetJob(ctx, c, j)
+		if err != nil {
+			return nil, err
+		}
+		s.emit(bus.Event{Kind: bus.EventAccepted, Collection: c, Job: j, Time: s.now().UTC(), NextExecutionTime: nextOf(got)})
+		return got, nil
+	}
+	return nil, conflict("job %s/%s keeps changing; retry the request", c, j)
+}
+
+func (s *Service) patchOnce(ctx context.Context, c, j string, raw []byte) error {
+	rec, err := s.store.GetJob(ctx, c, j)
+	if err != nil {
+		return storeError(err, c, j)
+	}
+	if rec.State == job.StateCompleted || rec.State == job.StateFaulted {
+		return conflict("job %s/%s is %s, which is final: put a new definition or delete it", c, j, rec.State)
+	}
+	merged, err := mergeInto(rec, raw)
+	if err != nil {
+		return err
+	}
+	def, err := s.validator.Decode(merged)
+	if err != nil {
+		return invalid(err)
+	}
+	old, err := DecodeBlob(rec.Definition)
+	if err != nil {
+		return err
+	}
+	if !sameJSON(old.StartTime, def.Properties.StartTime) || !sameJSON(old.Recurrence, def.Properties.Recurrence) {
+		_, err := s.store1(ctx, c, j, def.Properties, rec.Version)
+		return err
+	}
+	return s.keepSchedule(ctx, rec, def.Properties)
+}
+
+// keepSchedule stores a change that leaves the schedule as accepted: only the state may move
+// the next fire time (disabling drops it; enabling resumes after now, with no immediate run).
+func (s *Service) keepSchedule(ctx context.Context, rec *store.Job, p job.Properties) error {
+	put := store.PutJob{Collection: rec.Collection, Name: rec.Name, Accepted: rec.Accepted, Next: rec.Next,
+		State: job.StateEnabled, IfVersion: rec.Version}
+	switch {
+	case p.State == job.StateDisabled:
+		put.State, put.Next = job.StateDisabled, time.Time{}
+	case rec.State == job.StateDisabled:
+		sched, err := Compile(p, rec.Accepted)
+		if err != nil {
+			return err
+		}
+		if o := sched.Next(s.now(), rec.Fired); o.Done {
+			put.State, put.Next = job.StateCompleted, time.Time{}
+		} else {
+			put.Next = o.Time
+		}
+	}
+	var err error
+	if put.Definition, err = encodeBlob(p); err != nil {
+		return err
+	}
+	_, _, err = s.store.PutJob(ctx, put)
+	return err
+}
+
+// mergeInto applies a patch (whole resource or bare properties) to a stored job.
+func mergeInto(rec *store.Job, raw []byte) ([]byte, error) {
+	var base map[string]any
+	if err := json.Unmarshal(rec.Definition, &base); err != nil {
+		return nil, err
+	}
+	base["state"] = string(rec.State)
+	var patch map[string]any
+	if err := json.Unmarshal(raw, &patch); err != nil {
+		return nil, badRequest("the patch is not a JSON object: %v", err)
+	}
+	for k, v := range patch {
+		if strings.EqualFold(k, "properties") {
+			inner, ok := v.(map[string]any)
+			if !ok {
+				return nil, badRequest("properties: must be an object")
+			}
+			patch = inner
+			break
+		}
+	}
+	return json.Marshal(merge(base, patch))
+}
+
+// merge applies patch to base: objects merge key by key (names match case-insensitively),
+// null deletes, anything else replaces.
+func merge(base, patch map[string]any) map[string]any {
+	for pk, pv := range patch {
+		bk := pk
+		for k := range base {
+			if strings.EqualFold(k, pk) {
+				bk = k
+				break
+			}
+		}
+		switch pv := pv.(type) {
+		case nil:
+			delete(base, bk)
+		case map[string]any:
+			if bv, ok := base[bk].(map[string]any); ok {
+				base[bk] = merge(bv, pv)
+			} else {
+				base[bk] = pv
+			}
+		default:
+			base[bk] = pv
+		}
+	}
+	return base
+}
+
+func sameJSON(a, b any) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(x, y)
+}

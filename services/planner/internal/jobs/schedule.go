@@ -1,0 +1,77 @@
+package jobs
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/resched/resched/shared/job"
+	"github.com/resched/resched/shared/recurrence"
+)
+
+// blob is the stored form of a job's definition: what a client set, secrets included.
+// State and status live beside it in the store.
+type blob struct {
+	StartTime  *job.DateTime   `json:"startTime,omitempty"`
+	Action     *job.Action     `json:"action,omitempty"`
+	Recurrence *job.Recurrence `json:"recurrence,omitempty"`
+}
+
+func encodeBlob(p job.Properties) ([]byte, error) {
+	b, err := json.Marshal(blob{StartTime: p.StartTime, Action: p.Action, Recurrence: p.Recurrence})
+	if err != nil {
+		return nil, fmt.Errorf("encode job definition: %w", err)
+	}
+	return b, nil
+}
+
+// DecodeBlob reads a stored definition back into properties (without state and status).
+func DecodeBlob(b []byte) (job.Properties, error) {
+	var v blob
+	if err := json.Unmarshal(b, &v); err != nil {
+		return job.Properties{}, fmt.Errorf("decode stored job definition: %w", err)
+	}
+	return job.Properties{StartTime: v.StartTime, Action: v.Action, Recurrence: v.Recurrence}, nil
+}
+
+// Compile compiles a job's schedule as accepted at `accepted`.
+func Compile(p job.Properties, accepted time.Time) (*recurrence.Schedule, error) {
+	s, err := recurrence.Compile(p.StartTime, p.Recurrence, accepted)
+	if err != nil {
+		return nil, badRequest("%v", err)
+	}
+	return s, nil
+}
+
+// unit is the length of one frequency unit, for comparing recurrences with a quota.
+var unit = [...]time.Duration{
+	job.Second: time.Second, job.Minute: time.Minute, job.Hour: time.Hour, job.Day: 24 * time.Hour,
+	job.Week: 7 * 24 * time.Hour, job.Month: 28 * 24 * time.Hour, job.Year: 365 * 24 * time.Hour,
+}
+
+// quotaProbe is how many executions are looked at to find a job's shortest gap.
+const quotaProbe = 100
+
+// checkMaxRecurrence refuses a job that recurs more often than its collection allows. A schedule
+// can run several times per period (minutes [0,15,30,45] with Day), so the gap is measured on
+// the job's own next executions rather than read from frequency and interval.
+//
+// The immediate first run of a job without startTime is not part of its rhythm and is left out.
+func checkMaxRecurrence(q *job.Quota, s *recurrence.Schedule, accepted time.Time) error {
+	if q == nil || q.MaxRecurrence == nil || q.MaxRecurrence.Frequency == 0 {
+		return nil
+	}
+	m := q.MaxRecurrence
+	shortest := unit[m.Frequency] * time.Duration(max(m.Interval, 1))
+	times := s.Preview(quotaProbe)
+	if len(times) > 0 && times[0].Equal(accepted.Truncate(time.Second)) {
+		times = times[1:]
+	}
+	for i := 1; i < len(times); i++ {
+		if gap := times[i].Sub(times[i-1]); gap < shortest {
+			return conflict("the job recurs every %v at times (from %s to %s), more often than the collection's maxRecurrence of %d %s allows",
+				gap, times[i-1].Format(time.RFC3339), times[i].Format(time.RFC3339), max(m.Interval, 1), m.Frequency)
+		}
+	}
+	return nil
+}

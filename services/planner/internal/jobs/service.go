@@ -1,0 +1,112 @@
+// Package jobs holds the operations on collections and jobs that the NATS API and the intake
+// stream share: validation, quotas, when a schedule is (re)accepted, enabling and disabling,
+// and the events that tell the world about it. It keeps no state: Redis (package store) does.
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/planner/internal/store"
+	"github.com/resched/resched/shared/jobschema"
+)
+
+// Publisher sends an event (core NATS publish is enough: events are notifications).
+type Publisher interface {
+	Publish(subject string, data []byte) error
+}
+
+// Runner fires one occurrence of a job now, outside its schedule ("run now").
+type Runner interface {
+	RunNow(ctx context.Context, collection, job string) error
+}
+
+// Service implements the operations. It is safe for concurrent use.
+type Service struct {
+	store     *store.Store
+	validator *jobschema.Validator
+	events    Publisher
+	runner    Runner
+	subjects  bus.Subjects
+	now       func() time.Time
+	log       *slog.Logger
+}
+
+// Config gathers a Service's dependencies.
+type Config struct {
+	Store     *store.Store
+	Validator *jobschema.Validator
+	Events    Publisher
+	Runner    Runner
+	Subjects  bus.Subjects
+	Clock     func() time.Time
+	Logger    *slog.Logger
+}
+
+// New returns a Service.
+func New(c Config) *Service {
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Service{store: c.Store, validator: c.Validator, events: c.Events, runner: c.Runner,
+		subjects: c.Subjects, now: c.Clock, log: c.Logger}
+}
+
+// emit publishes an event; a lost event is logged, never an error for the caller: the change
+// it reports is already stored.
+func (s *Service) emit(e bus.Event) {
+	if s.events == nil {
+		return
+	}
+	b, err := json.Marshal(e)
+	if err == nil {
+		err = s.events.Publish(s.subjects.Event(e.Collection, e.Job, e.Kind), b)
+	}
+	if err != nil {
+		s.log.Warn("publish event", "kind", e.Kind, "collection", e.Collection, "job", e.Job, "error", err)
+	}
+}
+
+// Page is a page of a listing and the request for the next one, if any.
+type Page[T any] struct {
+	Value    []T          `json:"value"`
+	NextLink *PageRequest `json:"nextLink,omitempty"`
+}
+
+// PageRequest asks for part of a listing.
+type PageRequest struct {
+	Top  int `json:"top,omitempty"`  // 0: the default page size
+	Skip int `json:"skip,omitempty"` // items to pass over
+}
+
+// DefaultPageSize and MaxPageSize bound listings.
+const (
+	DefaultPageSize = 100
+	MaxPageSize     = 1000
+)
+
+func page[T any](all []T, r PageRequest) Page[T] {
+	top := r.Top
+	switch {
+	case top <= 0:
+		top = DefaultPageSize
+	case top > MaxPageSize:
+		top = MaxPageSize
+	}
+	skip := min(max(r.Skip, 0), len(all))
+	end := min(skip+top, len(all))
+	p := Page[T]{Value: all[skip:end]}
+	if p.Value == nil {
+		p.Value = []T{}
+	}
+	if end < len(all) {
+		p.NextLink = &PageRequest{Top: top, Skip: end}
+	}
+	return p
+}
