@@ -1,0 +1,64 @@
+package dispatch
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/resched/resched/services/planner/internal/jobs"
+	"github.com/resched/resched/services/planner/internal/store"
+	"github.com/resched/resched/shared/recurrence"
+)
+
+// compiled is what firing a job needs from its definition, kept so a hot job is decoded and
+// compiled once per version rather than once per fire.
+type compiled struct {
+	version int64
+	sched   *recurrence.Schedule
+	action  json.RawMessage
+}
+
+func compileEntry(rec *store.Job) (*compiled, error) {
+	p, err := jobs.DecodeBlob(rec.Definition)
+	if err != nil {
+		return nil, err
+	}
+	sched, err := jobs.Compile(p, rec.Accepted)
+	if err != nil {
+		return nil, fmt.Errorf("compile %s/%s: %w", rec.Collection, rec.Name, err)
+	}
+	action, err := json.Marshal(p.Action)
+	if err != nil {
+		return nil, fmt.Errorf("encode action of %s/%s: %w", rec.Collection, rec.Name, err)
+	}
+	return &compiled{version: rec.Version, sched: sched, action: action}, nil
+}
+
+// scheduleCache is owned by one dispatch goroutine, so it needs no lock. When full it forgets
+// an arbitrary entry: simple, and a miss only costs one decode and compile.
+type scheduleCache struct {
+	max int
+	m   map[string]*compiled
+}
+
+func newScheduleCache(max int) *scheduleCache {
+	return &scheduleCache{max: max, m: make(map[string]*compiled)}
+}
+
+func (c *scheduleCache) get(rec *store.Job) (*compiled, error) {
+	key := store.Member(rec.Collection, rec.Name)
+	if e, ok := c.m[key]; ok && e.version == rec.Version {
+		return e, nil
+	}
+	e, err := compileEntry(rec)
+	if err != nil {
+		return nil, err
+	}
+	if len(c.m) >= c.max {
+		for k := range c.m {
+			delete(c.m, k)
+			break
+		}
+	}
+	c.m[key] = e
+	return e, nil
+}
