@@ -16,8 +16,11 @@ type clock struct {
 	origin  int64   // Second, Minute: A itself; Hour: the start of A's wall-clock hour
 	second  int64   // Hour: A's second, the second of every time
 	minutes []int64 // Hour: sorted minutes (in seconds) that run inside each period
-	hourSet uint32  // bit h: wall hour h may run (all set when hours are not given)
-	minSet  uint64  // Second, Minute: bit m: wall minute m may run (all set when not given)
+	// wallMinutes: Hour with explicit minutes matches each instant's wall minute; without them
+	// the series adds fixed hours to A (recurrence.md §5), even across a 30-minute DST shift.
+	wallMinutes bool
+	hourSet     uint32 // bit h: wall hour h may run (all set when hours are not given)
+	minSet      uint64 // Second, Minute: bit m: wall minute m may run (all set when not given)
 }
 
 func newClock(freq job.Frequency, interval int64, sch *job.Schedule, anchorWall, anchorInstant int64) clock {
@@ -38,6 +41,7 @@ func newClock(freq job.Frequency, interval int64, sch *job.Schedule, anchorWall,
 		inHour := floorMod(anchorWall, 3600)
 		k.origin, k.second = anchorInstant-inHour, inHour%60
 		mins := []int(sch.Minutes)
+		k.wallMinutes = len(mins) > 0
 		if len(mins) == 0 {
 			mins = []int{int(inHour / 60)}
 		}
@@ -66,11 +70,13 @@ func (k *clock) next(z *zone, after, bound int64) (int64, bool) {
 	for t <= bound {
 		w := c.wall(t)
 		h, m := floorMod(floorDiv(w, 3600), 24), floorMod(floorDiv(w, 60), 60)
+		// A jump computed on today's wall clock is only right while the offset holds: never jump
+		// past the end of the current offset span; look again from there instead.
 		switch {
 		case k.hourSet>>h&1 == 0:
-			t = k.grid(t - floorMod(w, 3600) + (nextBit(uint64(k.hourSet), h, 24)-h)*3600)
+			t = k.grid(min(t-floorMod(w, 3600)+(nextBit(uint64(k.hourSet), h, 24)-h)*3600, c.sp.end))
 		case k.minSet>>m&1 == 0:
-			t = k.grid(t - floorMod(w, 60) + (nextBit(k.minSet, m, 60)-m)*60)
+			t = k.grid(min(t-floorMod(w, 60)+(nextBit(k.minSet, m, 60)-m)*60, c.sp.end))
 		default:
 			return t, true
 		}
@@ -95,7 +101,10 @@ func nextBit(set uint64, b, n int64) int64 {
 // minute it is (normally origin-aligned; a 30-minute DST shift moves the wall minutes).
 func (k *clock) nextHour(c *cursor, after, bound int64) (int64, bool) {
 	for p := k.origin + max(0, floorDiv(after-k.origin, k.step))*k.step; p <= bound; p += k.step {
-		shift := floorMod(c.wall(p), 3600)
+		shift := int64(0)
+		if k.wallMinutes {
+			shift = floorMod(c.wall(p), 3600)
+		}
 		best := never
 		for _, m := range k.minutes {
 			t := p + floorMod(m-shift, 3600) + k.second
