@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/resched/resched/services/internal/bus"
@@ -65,8 +66,11 @@ func (s *Service) GetCollection(ctx context.Context, c string) (*job.Collection,
 // collection reads a collection with its current state.
 func (s *Service) collection(ctx context.Context, c string) (*job.Collection, error) {
 	rec, err := s.store.GetCollection(ctx, c)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, notFound("job collection %s not found", c)
+	}
 	if err != nil {
-		return nil, storeError(err, c, "")
+		return nil, err
 	}
 	var coll job.Collection
 	if err := json.Unmarshal(rec.Definition, &coll); err != nil {

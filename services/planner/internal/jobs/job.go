@@ -186,16 +186,16 @@ func (s *Service) RunJob(ctx context.Context, c, j string) error {
 	return s.runner.RunNow(ctx, c, j)
 }
 
+// rejected announces a definition refused for a reason the client can fix. Internal errors
+// (Redis down) are not rejections: the intake retries them and may still accept the job.
 func (s *Service) rejected(c, j string, err error) {
-	e := bus.Event{Kind: bus.EventRejected, Collection: c, Job: j, Time: s.now().UTC()}
 	var apiErr *Error
-	if errors.As(err, &apiErr) {
-		e.Errors = apiErr.Details
-		if len(e.Errors) == 0 {
-			e.Errors = []bus.ErrorEntry{{Message: apiErr.Message}}
-		}
-	} else {
-		e.Errors = []bus.ErrorEntry{{Message: err.Error()}}
+	if !errors.As(err, &apiErr) {
+		return
+	}
+	e := bus.Event{Kind: bus.EventRejected, Collection: c, Job: j, Time: s.now().UTC(), Errors: apiErr.Details}
+	if len(e.Errors) == 0 {
+		e.Errors = []bus.ErrorEntry{{Message: apiErr.Message}}
 	}
 	s.emit(e)
 }

@@ -1,0 +1,246 @@
+package api_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/resched/resched/services/planner/internal/api"
+	"github.com/resched/resched/services/planner/internal/store"
+	"github.com/resched/resched/shared/job"
+)
+
+func jobNames(ds []job.Definition) []string {
+	var out []string
+	for _, d := range ds {
+		out = append(out, d.Name)
+	}
+	return out
+}
+
+func next(d job.Definition) string {
+	if d.Properties.Status == nil || d.Properties.Status.NextExecutionTime == nil {
+		return ""
+	}
+	return d.Properties.Status.NextExecutionTime.UTC().Format(time.RFC3339)
+}
+
+func TestJobLifecycle(t *testing.T) {
+	e := newEnv(t)
+	e.putCollection(t, "c", `{}`)
+
+	var d job.Definition
+	msg := e.ok(t, "jobs.put.c.j1", hourly, &d)
+	if msg.Header.Get(api.HeaderCreated) != "true" {
+		t.Fatalf("first put: created header %q", msg.Header.Get(api.HeaderCreated))
+	}
+	if d.Name != "c/j1" || d.ID != "/jobCollections/c/jobs/j1" || d.Properties.State != job.StateEnabled ||
+		next(d) != "2024-01-02T00:00:00Z" || d.Properties.Recurrence.Frequency != job.Hour {
+		t.Fatalf("put answered %+v (next %s)", d, next(d))
+	}
+	if strings.Contains(string(msg.Data), secret) {
+		t.Fatalf("put answered the secret: %s", msg.Data)
+	}
+	d = job.Definition{}
+	msg = e.ok(t, "jobs.put.c.j1", hourly, &d)
+	if msg.Header.Get(api.HeaderCreated) != "false" {
+		t.Fatalf("second put: created header %q", msg.Header.Get(api.HeaderCreated))
+	}
+	d = job.Definition{}
+	msg = e.ok(t, "jobs.get.c.j1", "", &d)
+	if d.Name != "c/j1" || next(d) != "2024-01-02T00:00:00Z" || strings.Contains(string(msg.Data), secret) {
+		t.Fatalf("get answered %s", msg.Data)
+	}
+	stored, err := e.store.GetJob(context.Background(), "c", "j1")
+	if err != nil || !strings.Contains(string(stored.Definition), secret) {
+		t.Fatalf("the secret must be stored for the workers: %v", err)
+	}
+
+	// a disabled job, then the state filter in any casing
+	disabled := strings.Replace(hourly, `"startTime"`, `"state": "Disabled", "startTime"`, 1)
+	d = job.Definition{}
+	e.ok(t, "jobs.put.c.j2", disabled, &d)
+	if d.Properties.State != job.StateDisabled {
+		t.Fatalf("put disabled answered state %q", d.Properties.State)
+	}
+	for _, tc := range []struct{ body, want string }{
+		{``, "[c/j1 c/j2]"},
+		{`{"state": "disabled"}`, "[c/j2]"},
+		{`{"state": "ENABLED"}`, "[c/j1]"},
+		{`{"state": "Faulted"}`, "[]"},
+	} {
+		var p page[job.Definition]
+		e.ok(t, "jobs.list.c", tc.body, &p)
+		if got := jobNames(p.Value); "["+strings.Join(got, " ")+"]" != tc.want || p.NextLink != nil {
+			t.Fatalf("list %s: %v, nextLink %v; want %s", tc.body, got, p.NextLink, tc.want)
+		}
+	}
+
+	// paging with nextLink
+	var p page[job.Definition]
+	msg = e.ok(t, "jobs.list.c", `{"top": 1}`, &p)
+	if got := jobNames(p.Value); !slices.Equal(got, []string{"c/j1"}) || nextLink(t, msg.Data) == "" {
+		t.Fatalf("first page %v, nextLink %s", got, nextLink(t, msg.Data))
+	}
+	if strings.Contains(string(msg.Data), secret) {
+		t.Fatalf("list answered the secret: %s", msg.Data)
+	}
+	p = page[job.Definition]{}
+	msg = e.ok(t, "jobs.list.c", nextLink(t, msg.Data), &p)
+	if got := jobNames(p.Value); !slices.Equal(got, []string{"c/j2"}) || nextLink(t, msg.Data) != "" {
+		t.Fatalf("second page %v, nextLink %s", got, nextLink(t, msg.Data))
+	}
+
+	// enable by patch: the schedule resumes
+	d = job.Definition{}
+	e.ok(t, "jobs.patch.c.j2", `{"properties": {"state": "Enabled"}}`, &d)
+	if d.Properties.State != job.StateEnabled || next(d) != "2024-01-02T00:00:00Z" {
+		t.Fatalf("patch to Enabled answered state %q next %q", d.Properties.State, next(d))
+	}
+
+	// delete
+	msg = e.ok(t, "jobs.delete.c.j1", "", nil)
+	if string(msg.Data) != "{}" {
+		t.Fatalf("delete answered %s", msg.Data)
+	}
+	e.fail(t, "jobs.get.c.j1", "", "404", "ResourceNotFound")
+	e.fail(t, "jobs.delete.c.j1", "", "404", "ResourceNotFound")
+	p = page[job.Definition]{}
+	e.ok(t, "jobs.list.c", "", &p)
+	if got := jobNames(p.Value); !slices.Equal(got, []string{"c/j2"}) {
+		t.Fatalf("after delete: %v", got)
+	}
+}
+
+// A PATCH merges deeply: changing startTime keeps the recurrence's count and endTime.
+func TestPatchMergesDeeply(t *testing.T) {
+	e := newEnv(t)
+	e.putCollection(t, "c", `{}`)
+	e.ok(t, "jobs.put.c.j", `{"startTime": "2024-01-02T00:00:00Z",
+	  "action": {"type": "Http", "request": {"uri": "http://localhost/hook", "method": "POST", "headers": {"A": "1"}}},
+	  "recurrence": {"frequency": "Day", "count": 5, "endTime": "2024-02-01T00:00:00Z"}}`, nil)
+
+	var d job.Definition
+	e.ok(t, "jobs.patch.c.j", `{"startTime": "2024-01-03T06:00:00Z"}`, &d)
+	p := d.Properties
+	if p.StartTime.String() != "2024-01-03T06:00:00Z" || p.Recurrence.Frequency != job.Day || p.Recurrence.Count != 5 ||
+		p.Recurrence.EndTime == nil || p.Recurrence.EndTime.String() != "2024-02-01T00:00:00Z" || next(d) != "2024-01-03T06:00:00Z" {
+		t.Fatalf("patch of startTime answered %+v (recurrence %+v, next %s)", p, p.Recurrence, next(d))
+	}
+	// nested objects merge too; null removes a field
+	d = job.Definition{}
+	e.ok(t, "jobs.patch.c.j", `{"properties": {"action": {"request": {"headers": {"B": "2"}}}, "recurrence": {"endTime": null}}}`, &d)
+	p = d.Properties
+	h := p.Action.Request.Headers
+	if h["A"] != "1" || h["B"] != "2" || p.Action.Request.URI != "http://localhost/hook" ||
+		p.Recurrence.Count != 5 || p.Recurrence.EndTime != nil {
+		t.Fatalf("nested patch answered headers %v, recurrence %+v", h, p.Recurrence)
+	}
+	d = job.Definition{}
+	e.ok(t, "jobs.get.c.j", "", &d)
+	if d.Properties.Recurrence.Count != 5 || d.Properties.Action.Request.Headers["B"] != "2" {
+		t.Fatalf("the patch was not stored: %+v", d.Properties)
+	}
+}
+
+func TestHistory(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.putCollection(t, "c", `{}`)
+	e.ok(t, "jobs.put.c.j", hourly, nil)
+	entry := func(ago time.Duration, status job.ExecutionStatus) job.HistoryEntry {
+		at := t0.Add(-ago)
+		return job.HistoryEntry{StartTime: at, EndTime: at.Add(time.Second), ExpectedExecutionTime: at,
+			ActionName: job.ActionNameMain, Status: status, RepeatCount: 1}
+	}
+	if err := e.store.AppendHistory(ctx, "c", "j", entry(4*time.Hour, job.ExecutionCompleted),
+		entry(3*time.Hour, job.ExecutionFailed), entry(2*time.Hour, job.ExecutionCompleted)); err != nil {
+		t.Fatal(err)
+	}
+	last := entry(time.Hour, job.ExecutionFailed)
+	if _, err := e.store.ApplyResult(ctx, "c", "j", store.Outcome{Entry: last, Scheduled: last.ExpectedExecutionTime}, t0); err != nil {
+		t.Fatal(err)
+	}
+	ages := func(es []job.HistoryEntry) []time.Duration {
+		var out []time.Duration
+		for _, x := range es {
+			out = append(out, t0.Sub(x.StartTime))
+		}
+		return out
+	}
+	h := time.Hour
+	for _, tc := range []struct {
+		body     string
+		want     []time.Duration
+		nextLink bool
+	}{
+		{``, []time.Duration{h, 2 * h, 3 * h, 4 * h}, false}, // newest first
+		{`{"status": "failed"}`, []time.Duration{h, 3 * h}, false},
+		{`{"status": "Completed", "top": 1}`, []time.Duration{2 * h}, true},
+		{`{"status": "Completed", "top": 1, "skip": 1}`, []time.Duration{4 * h}, false},
+		{`{"top": 2, "skip": 1}`, []time.Duration{2 * h, 3 * h}, true},
+		{`{"status": "Postponed"}`, nil, false},
+	} {
+		var p page[job.HistoryEntry]
+		msg := e.ok(t, "jobs.history.c.j", tc.body, &p)
+		if got := ages(p.Value); !slices.Equal(got, tc.want) || (nextLink(t, msg.Data) != "") != tc.nextLink {
+			t.Errorf("history %s: ages %v nextLink %q; want %v, a nextLink: %v", tc.body, got, nextLink(t, msg.Data), tc.want, tc.nextLink)
+		}
+	}
+	var d job.Definition
+	e.ok(t, "jobs.get.c.j", "", &d)
+	if d.Properties.Status.ExecutionCount != 1 || d.Properties.Status.FailureCount != 1 {
+		t.Fatalf("the applied result must count: status %+v", d.Properties.Status)
+	}
+	e.fail(t, "jobs.history.c.missing", "", "404", "ResourceNotFound")
+}
+
+func TestRunNow(t *testing.T) {
+	e := newEnv(t)
+	e.putCollection(t, "c", `{}`)
+	e.ok(t, "jobs.put.c.j", hourly, nil)
+	msg := e.ok(t, "jobs.run.c.j", "", nil)
+	if string(msg.Data) != "{}" || !slices.Equal(e.runner.ran(), []string{"c/j"}) {
+		t.Fatalf("run answered %s, runner saw %v", msg.Data, e.runner.ran())
+	}
+	e.fail(t, "jobs.run.c.missing", "", "404", "ResourceNotFound")
+	if got := e.runner.ran(); len(got) != 1 {
+		t.Fatalf("a missing job must not run: runner saw %v", got)
+	}
+}
+
+func TestPreview(t *testing.T) {
+	e := newEnv(t)
+	const action = `"action": {"type": "Http", "request": {"uri": "http://localhost/hook", "method": "GET"}}`
+	for _, tc := range []struct {
+		name, body string
+		want       []string
+	}{
+		{"count from acceptance (recurrence.md §9)",
+			`{"now": "2024-01-01T11:00:00Z", "count": 10, "job": {"startTime": "2020-01-01T10:00:00Z", ` + action +
+				`, "recurrence": {"frequency": "Day", "count": 3}}}`,
+			[]string{"2024-01-02T10:00:00Z", "2024-01-03T10:00:00Z", "2024-01-04T10:00:00Z"}},
+		{"weekly, future start, zone (recurrence.md §9)",
+			`{"now": "2020-09-04T17:00:00Z", "count": 4, "job": {"properties": {"startTime": "2020-09-18T08:00:00", ` + action +
+				`, "recurrence": {"frequency": "Week", "timeZone": "Pacific Standard Time",
+				  "schedule": {"weekDays": ["Monday"], "hours": [10, 12, 14], "minutes": [30]}}}}}`,
+			[]string{"2020-09-21T17:30:00Z", "2020-09-21T19:30:00Z", "2020-09-21T21:30:00Z", "2020-09-28T17:30:00Z"}},
+		{"without now: the planner's clock",
+			`{"job": {` + action + `}}`,
+			[]string{"2024-01-01T11:00:00Z"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got struct{ Value []string }
+			e.ok(t, "preview", tc.body, &got)
+			if !slices.Equal(got.Value, tc.want) {
+				t.Fatalf("preview %v, want %v", got.Value, tc.want)
+			}
+		})
+	}
+	a := e.fail(t, "preview", `{"job": {`+action+`, "recurrence": {"frequency": "Day", "interval": 0}}}`, "400", "BadRequest")
+	if !slices.Contains(a.paths(), "recurrence.interval") {
+		t.Fatalf("invalid job: paths %v", a.paths())
+	}
+}

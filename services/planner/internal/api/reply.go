@@ -1,0 +1,80 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/nats.go/micro"
+	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/planner/internal/jobs"
+)
+
+// CodeInternal is the code of an error the client cannot act on (Redis down, a bug).
+const CodeInternal = "InternalError"
+
+// errorReply is the body of an error reply, in the shape Azure Resource Manager used.
+type errorReply struct {
+	Error *jobs.Error `json:"error"`
+}
+
+// empty is the answer of an operation that has nothing to return (delete, run).
+type empty struct{}
+
+// reply encodes v as the answer to req.
+func (a *handlers) reply(req micro.Request, v any, h micro.Headers) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		a.fail(req, err)
+		return
+	}
+	var opts []micro.RespondOpt
+	if h != nil {
+		opts = append(opts, micro.WithHeaders(h))
+	}
+	if err := req.Respond(b, opts...); err != nil {
+		a.log.Warn("api reply", "subject", req.Subject(), "error", err)
+	}
+}
+
+// fail answers req with err: a *jobs.Error as it is, anything else as an internal error whose
+// cause is logged. The body never echoes the request, which can hold secrets.
+func (a *handlers) fail(req micro.Request, err error) {
+	var e *jobs.Error
+	if !errors.As(err, &e) {
+		a.log.Error("api request failed", "subject", req.Subject(), "error", err)
+		e = &jobs.Error{Status: 500, Code: CodeInternal, Message: err.Error()}
+	}
+	status := e.Status
+	if status == 0 {
+		status = 500
+	}
+	body, mErr := json.Marshal(errorReply{Error: e})
+	if mErr != nil { // a jobs.Error is plain strings: this cannot fail, but never answer nothing
+		body = []byte(`{"error":{"code":"InternalError","message":"encode error reply"}}`)
+	}
+	if rErr := req.Error(strconv.Itoa(status), headerText(e.Message), body); rErr != nil {
+		a.log.Warn("api error reply", "subject", req.Subject(), "error", rErr)
+	}
+}
+
+// headerText makes a message fit a header value: one line, never empty (micro refuses that).
+func headerText(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if s == "" {
+		return "error"
+	}
+	return s
+}
+
+// badRequest is a 400 about one field of the request.
+func badRequest(path, message string) *jobs.Error {
+	return &jobs.Error{Status: 400, Code: jobs.CodeBadRequest, Message: "the request is invalid: " + message,
+		Details: []bus.ErrorEntry{{Path: path, Message: message}}}
+}
+
+// created is the header of a put's reply.
+func created(ok bool) micro.Headers {
+	return micro.Headers{HeaderCreated: []string{strconv.FormatBool(ok)}}
+}

@@ -1,0 +1,139 @@
+// Package api is the planner's synchronous NATS API (spec/system.md, "The NATS interface"): a
+// NATS micro service named "scheduler", discoverable with `nats micro ls`, whose endpoints are
+// the request/reply subjects <prefix>.api.collections.* and <prefix>.api.jobs.* and
+// <prefix>.api.preview. Every planner registers the same endpoints in one queue group, so any
+// number of planners share the requests.
+//
+// The handlers are thin: they take the names from the request subject, decode the body, call
+// package jobs and encode what it answers. Replies:
+//
+//   - a resource (collection or job, secrets removed) as JSON; a put also sets the header
+//     Scheduler-Created to "true" when it created the resource, "false" when it replaced one;
+//   - a listing as {"value": [...], "nextLink": {"top": N, "skip": N}}, nextLink absent on the
+//     last page; send nextLink back as the request body for the next page;
+//   - {} for delete and run;
+//   - an error as {"error": {"code", "message", "details": [{"path", "message"}]}} with the
+//     micro error headers Nats-Service-Error-Code (the HTTP-like status: "400", "404", "409",
+//     "500") and Nats-Service-Error (the message).
+package api
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/planner/internal/jobs"
+)
+
+// The service's identity.
+const (
+	ServiceName = "scheduler"
+	Version     = "0.1.0"
+	// QueueGroup is shared by every planner's endpoints: one of them answers each request.
+	QueueGroup = "planners"
+	// HeaderCreated on the reply of a put: "true" when the resource was created.
+	HeaderCreated = "Scheduler-Created"
+)
+
+// requestTimeout bounds one request's work; a client has given up long before.
+const requestTimeout = 30 * time.Second
+
+// op is one operation: names are the collection (and job) taken from the subject, body the
+// request payload. It returns the value to encode and extra reply headers.
+type op func(ctx context.Context, names []string, body []byte) (any, micro.Headers, error)
+
+// endpoint binds an operation to its subject: <prefix>.api.<tokens>, then one wildcard per name.
+type endpoint struct {
+	name   string   // the micro endpoint name
+	tokens []string // the subject after <prefix>.api
+	names  []string // what the trailing wildcards are, for error messages
+	op     op
+}
+
+var (
+	collectionName = []string{"collection"}
+	jobName        = []string{"collection", "job"}
+)
+
+// handlers answer the requests.
+type handlers struct {
+	svc *jobs.Service
+	log *slog.Logger
+}
+
+// New starts the micro service on nc. Stop it with the returned Service's Stop, which drains
+// the requests in hand.
+func New(nc *nats.Conn, svc *jobs.Service, subjects bus.Subjects, logger *slog.Logger) (micro.Service, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	a := &handlers{svc: svc, log: logger}
+	srv, err := micro.AddService(nc, micro.Config{
+		Name:        ServiceName,
+		Version:     Version,
+		Description: "resched planner: job collections, jobs, history and preview",
+		Metadata:    map[string]string{"prefix": subjects.Prefix},
+		QueueGroup:  QueueGroup,
+		ErrorHandler: func(_ micro.Service, e *micro.NATSError) {
+			logger.Warn("api subscription error", "subject", e.Subject, "error", e.Description)
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start api service: %w", err)
+	}
+	for _, e := range a.endpoints() {
+		subject := subjects.API(e.tokens...) + strings.Repeat(".*", len(e.names))
+		if err := srv.AddEndpoint(e.name, a.handler(e), micro.WithEndpointSubject(subject)); err != nil {
+			_ = srv.Stop()
+			return nil, fmt.Errorf("add api endpoint %s: %w", subject, err)
+		}
+	}
+	return srv, nil
+}
+
+func (a *handlers) endpoints() []endpoint {
+	return []endpoint{
+		{"collections-put", []string{"collections", "put"}, collectionName, a.putCollection},
+		{"collections-get", []string{"collections", "get"}, collectionName, a.getCollection},
+		{"collections-delete", []string{"collections", "delete"}, collectionName, a.deleteCollection},
+		{"collections-list", []string{"collections", "list"}, nil, a.listCollections},
+		{"collections-enable", []string{"collections", "enable"}, collectionName, a.enableCollection},
+		{"collections-disable", []string{"collections", "disable"}, collectionName, a.disableCollection},
+		{"jobs-put", []string{"jobs", "put"}, jobName, a.putJob},
+		{"jobs-patch", []string{"jobs", "patch"}, jobName, a.patchJob},
+		{"jobs-get", []string{"jobs", "get"}, jobName, a.getJob},
+		{"jobs-delete", []string{"jobs", "delete"}, jobName, a.deleteJob},
+		{"jobs-list", []string{"jobs", "list"}, collectionName, a.listJobs},
+		{"jobs-run", []string{"jobs", "run"}, jobName, a.runJob},
+		{"jobs-history", []string{"jobs", "history"}, jobName, a.history},
+		{"preview", []string{"preview"}, nil, a.preview},
+	}
+}
+
+// handler adapts an operation to micro: names from the subject's last tokens (the wildcards),
+// checked before anything else runs.
+func (a *handlers) handler(e endpoint) micro.Handler {
+	return micro.HandlerFunc(func(req micro.Request) {
+		tokens := strings.Split(req.Subject(), ".")
+		names := tokens[len(tokens)-len(e.names):]
+		for i, n := range names {
+			if err := bus.CheckName(e.names[i], n); err != nil {
+				a.fail(req, badRequest(e.names[i], err.Error()))
+				return
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+		defer cancel()
+		v, h, err := e.op(ctx, names, req.Data())
+		if err != nil {
+			a.fail(req, err)
+			return
+		}
+		a.reply(req, v, h)
+	})
+}

@@ -1,0 +1,88 @@
+package api_test
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/micro"
+	"github.com/resched/resched/services/planner/internal/api"
+)
+
+// The service answers `nats micro ls` / `nats micro info scheduler` with the subjects of
+// spec/system.md, exactly.
+func TestDiscoverable(t *testing.T) {
+	e := newEnv(t)
+
+	msg, err := e.nc.Request("$SRV.PING.scheduler", nil, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ping micro.Ping
+	if err := json.Unmarshal(msg.Data, &ping); err != nil || ping.Name != api.ServiceName || ping.Version != api.Version {
+		t.Fatalf("ping answered %s (%v)", msg.Data, err)
+	}
+
+	msg, err = e.nc.Request("$SRV.INFO.scheduler", nil, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info micro.Info
+	if err := json.Unmarshal(msg.Data, &info); err != nil {
+		t.Fatal(err)
+	}
+	var subjects []string
+	for _, ep := range info.Endpoints {
+		subjects = append(subjects, ep.Subject)
+		if ep.QueueGroup != api.QueueGroup {
+			t.Errorf("endpoint %s: queue group %q, want %q", ep.Name, ep.QueueGroup, api.QueueGroup)
+		}
+	}
+	want := []string{
+		"scheduler.api.collections.delete.*",
+		"scheduler.api.collections.disable.*",
+		"scheduler.api.collections.enable.*",
+		"scheduler.api.collections.get.*",
+		"scheduler.api.collections.list",
+		"scheduler.api.collections.put.*",
+		"scheduler.api.jobs.delete.*.*",
+		"scheduler.api.jobs.get.*.*",
+		"scheduler.api.jobs.history.*.*",
+		"scheduler.api.jobs.list.*",
+		"scheduler.api.jobs.patch.*.*",
+		"scheduler.api.jobs.put.*.*",
+		"scheduler.api.jobs.run.*.*",
+		"scheduler.api.preview",
+	}
+	slices.Sort(subjects)
+	if !slices.Equal(subjects, want) {
+		t.Fatalf("endpoint subjects\n%v\nwant\n%v", subjects, want)
+	}
+	if info.Name != api.ServiceName || info.Metadata["prefix"] != "scheduler" {
+		t.Fatalf("info %+v", info.ServiceIdentity)
+	}
+}
+
+// Two planners share the requests: each request is answered by exactly one of them.
+func TestPlannersShareRequests(t *testing.T) {
+	e := newEnv(t)
+	second := e.start(t, e.nats.Connect(t))
+	const n = 20
+	for range n {
+		e.ok(t, "collections.list", "", nil)
+	}
+	handled := func() int {
+		total := 0
+		for _, s := range []micro.Service{e.api, second} {
+			for _, ep := range s.Stats().Endpoints {
+				total += ep.NumRequests
+			}
+		}
+		return total
+	}
+	eventually(t, "the statistics to count every request", func() bool { return handled() >= n })
+	if got := handled(); got != n {
+		t.Fatalf("%d requests handled by the two planners, want %d", got, n)
+	}
+}

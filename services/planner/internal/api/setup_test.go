@@ -1,0 +1,187 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+	"github.com/redis/go-redis/v9"
+	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/internal/natstest"
+	"github.com/resched/resched/services/internal/redistest"
+	"github.com/resched/resched/services/planner/internal/api"
+	"github.com/resched/resched/services/planner/internal/jobs"
+	"github.com/resched/resched/services/planner/internal/store"
+	"github.com/resched/resched/shared/jobschema"
+)
+
+// t0 is the planners' clock in these tests.
+var t0 = time.Date(2024, 1, 1, 11, 0, 0, 0, time.UTC)
+
+// hourly is a job with a secret (the Basic password) that first runs the day after t0.
+const hourly = `{"startTime": "2024-01-02T00:00:00Z",
+  "action": {"type": "Https", "request": {"uri": "https://example.com/hook", "method": "POST",
+    "authentication": {"type": "Basic", "username": "u", "password": "s3cret-pass"}}},
+  "recurrence": {"frequency": "Hour", "interval": 1}}`
+
+const secret = "s3cret-pass"
+
+// env is a planner's API on real NATS and Redis, with a client connection.
+type env struct {
+	nats   *natstest.Server
+	redis  *redistest.Server
+	nc     *nats.Conn // the client's connection
+	store  *store.Store
+	svc    *jobs.Service
+	runner *fakeRunner
+	api    micro.Service
+}
+
+// newEnv starts NATS, Redis, the service and its API; opts change the Redis client's options.
+func newEnv(t *testing.T, opts ...func(*redis.Options)) *env {
+	t.Helper()
+	e := &env{nats: natstest.Start(t), redis: redistest.Start(t), runner: &fakeRunner{}}
+	ro := &redis.Options{Addr: e.redis.Addr}
+	for _, o := range opts {
+		o(ro)
+	}
+	rdb := redis.NewClient(ro)
+	t.Cleanup(func() { _ = rdb.Close() })
+	e.store = store.New(rdb, "test")
+	v, err := jobschema.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := e.nats.Connect(t)
+	e.svc = jobs.New(jobs.Config{Store: e.store, Validator: v, Events: conn, Runner: e.runner,
+		Subjects: bus.NewSubjects(""), Clock: func() time.Time { return t0 }})
+	e.api = e.start(t, conn)
+	e.nc = e.nats.Connect(t)
+	return e
+}
+
+// start runs an API (a planner) on conn.
+func (e *env) start(t *testing.T, conn *nats.Conn) micro.Service {
+	t.Helper()
+	srv, err := api.New(conn, e.svc, bus.NewSubjects(""), slog.New(slog.NewTextHandler(t.Output(), nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	if err := conn.Flush(); err != nil { // the server knows the subscriptions before any request
+		t.Fatal(err)
+	}
+	return srv
+}
+
+// call sends a request on scheduler.api.<subject>.
+func (e *env) call(t *testing.T, subject, body string) *nats.Msg {
+	t.Helper()
+	msg, err := e.nc.Request("scheduler.api."+subject, []byte(body), 5*time.Second)
+	if err != nil {
+		t.Fatalf("request %s: %v", subject, err)
+	}
+	return msg
+}
+
+// ok sends a request that must succeed and decodes its answer into out (when not nil).
+func (e *env) ok(t *testing.T, subject, body string, out any) *nats.Msg {
+	t.Helper()
+	msg := e.call(t, subject, body)
+	if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
+		t.Fatalf("%s: error %s: %s", subject, code, msg.Data)
+	}
+	if out != nil {
+		if err := json.Unmarshal(msg.Data, out); err != nil {
+			t.Fatalf("%s: decode %s: %v", subject, msg.Data, err)
+		}
+	}
+	return msg
+}
+
+// apiError is the body of an error reply.
+type apiError struct {
+	Error struct {
+		Code    string           `json:"code"`
+		Message string           `json:"message"`
+		Details []bus.ErrorEntry `json:"details"`
+	} `json:"error"`
+}
+
+func (a apiError) paths() []string {
+	var out []string
+	for _, d := range a.Error.Details {
+		out = append(out, d.Path)
+	}
+	return out
+}
+
+// fail sends a request that must fail with status and code, and returns the error body.
+func (e *env) fail(t *testing.T, subject, body string, status, code string) apiError {
+	t.Helper()
+	msg := e.call(t, subject, body)
+	if got := msg.Header.Get(micro.ErrorCodeHeader); got != status {
+		t.Fatalf("%s: status header %q, want %q (body %s)", subject, got, status, msg.Data)
+	}
+	var a apiError
+	if err := json.Unmarshal(msg.Data, &a); err != nil {
+		t.Fatalf("%s: decode error %s: %v", subject, msg.Data, err)
+	}
+	if a.Error.Code != code || a.Error.Message == "" {
+		t.Fatalf("%s: error %s, want code %s and a message", subject, msg.Data, code)
+	}
+	if got := msg.Header.Get(micro.ErrorHeader); got == "" || strings.Contains(got, "\n") {
+		t.Fatalf("%s: description header %q: want the message on one line", subject, got)
+	}
+	return a
+}
+
+// putCollection creates a collection with the given properties JSON.
+func (e *env) putCollection(t *testing.T, name, props string) {
+	t.Helper()
+	e.ok(t, "collections.put."+name, `{"properties": `+props+`}`, nil)
+}
+
+// page is a listing's answer.
+type page[T any] struct {
+	Value    []T               `json:"value"`
+	NextLink *jobs.PageRequest `json:"nextLink"`
+}
+
+// fakeRunner records the jobs run now.
+type fakeRunner struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (r *fakeRunner) RunNow(_ context.Context, c, j string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, c+"/"+j)
+	return nil
+}
+
+func (r *fakeRunner) ran() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.calls)
+}
+
+// eventually polls cond until it holds, failing the test after 5 s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition, not waiting for time to pass
+	}
+}

@@ -1,0 +1,313 @@
+package intake_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/internal/natstest"
+	"github.com/resched/resched/services/internal/redistest"
+	"github.com/resched/resched/services/planner/internal/intake"
+	"github.com/resched/resched/services/planner/internal/jobs"
+	"github.com/resched/resched/services/planner/internal/store"
+	"github.com/resched/resched/shared/job"
+	"github.com/resched/resched/shared/jobschema"
+)
+
+var t0 = time.Date(2024, 1, 1, 11, 0, 0, 0, time.UTC)
+
+const definition = `{"startTime": "2024-01-02T00:00:00Z",
+  "action": {"type": "Http", "request": {"uri": "http://localhost/hook", "method": "POST"}},
+  "recurrence": {"frequency": "Hour"}}`
+
+var subjects = bus.NewSubjects("")
+
+// env is a planner's intake on real NATS and Redis, with a client connection.
+type env struct {
+	nc  *nats.Conn // the client's connection
+	js  jetstream.JetStream
+	svc *jobs.Service
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	srv := natstest.Start(t)
+	e := &env{nc: srv.Connect(t)}
+	conn := srv.Connect(t)
+	js, err := jetstream.New(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.js = js
+	if err := bus.EnsureStreams(context.Background(), js, subjects, bus.StreamOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := jobschema.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.svc = jobs.New(jobs.Config{Store: store.New(redistest.Start(t).Client(t), "test"), Validator: v,
+		Events: conn, Subjects: subjects, Clock: func() time.Time { return t0 }})
+	if _, _, err := e.svc.PutCollection(context.Background(), "c", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// run starts an intake with the given service until the end of the test, and checks that it
+// then stops cleanly.
+func (e *env) run(t *testing.T, svc intake.Jobs) {
+	t.Helper()
+	in := intake.New(intake.Config{JS: e.js, Jobs: svc, Subjects: subjects,
+		Logger: slog.New(slog.NewTextHandler(t.Output(), nil)), RetryDelay: 20 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- in.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Error("Run did not return after its context ended")
+		}
+	})
+}
+
+// publish sends a definition with plain core NATS, as any client may.
+func (e *env) publish(t *testing.T, subject, body string, header nats.Header) {
+	t.Helper()
+	if err := e.nc.PublishMsg(&nats.Msg{Subject: subject, Data: []byte(body), Header: header}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pending is how many messages the intake stream holds (acknowledged ones leave it).
+func (e *env) pending(t *testing.T) uint64 {
+	t.Helper()
+	s, err := e.js.Stream(context.Background(), subjects.IntakeStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Msgs
+}
+
+func (e *env) exists(c, j string) bool {
+	_, err := e.svc.GetJob(context.Background(), c, j)
+	return err == nil
+}
+
+func TestPlainPublishIsStored(t *testing.T) {
+	e := newEnv(t)
+	e.run(t, e.svc)
+	e.publish(t, "scheduler.jobs.c.j", definition, nil)
+	eventually(t, "the job to be stored", func() bool { return e.exists("c", "j") })
+	d, err := e.svc.GetJob(context.Background(), "c", "j")
+	if err != nil || d.Properties.Recurrence.Frequency != job.Hour || d.Properties.Status.NextExecutionTime == nil ||
+		!d.Properties.Status.NextExecutionTime.Equal(time.Date(2024, 1, 2, 0, 0, 0, 0, time.UTC)) {
+		t.Fatalf("stored %+v (%v)", d, err)
+	}
+	eventually(t, "the message to be acknowledged", func() bool { return e.pending(t) == 0 })
+}
+
+// A definition published while no planner runs waits in the stream.
+func TestPublishedBeforeTheIntakeRuns(t *testing.T) {
+	e := newEnv(t)
+	e.publish(t, "scheduler.jobs.c.early", definition, nil)
+	eventually(t, "the stream to hold the definition", func() bool { return e.pending(t) == 1 })
+	if e.exists("c", "early") {
+		t.Fatal("stored before any intake ran")
+	}
+	e.run(t, e.svc)
+	eventually(t, "the job to be stored", func() bool { return e.exists("c", "early") })
+}
+
+func TestDeleteHeader(t *testing.T) {
+	e := newEnv(t)
+	e.run(t, e.svc)
+	e.publish(t, "scheduler.jobs.c.j", definition, nil)
+	eventually(t, "the job to be stored", func() bool { return e.exists("c", "j") })
+	del := nats.Header{bus.HeaderOperation: []string{"delete"}}
+	e.publish(t, "scheduler.jobs.c.j", "", del)
+	eventually(t, "the job to be deleted", func() bool { return !e.exists("c", "j") })
+	// a delete of a job that is not there is settled too, and the next message still flows
+	e.publish(t, "scheduler.jobs.c.never", "", del)
+	e.publish(t, "scheduler.jobs.c.after", definition, nil)
+	eventually(t, "the next job to be stored", func() bool { return e.exists("c", "after") })
+	eventually(t, "every message to be acknowledged", func() bool { return e.pending(t) == 0 })
+}
+
+// An invalid definition is not retried: the rejected event carries the errors, nothing is stored.
+func TestInvalidDefinitionIsRejected(t *testing.T) {
+	e := newEnv(t)
+	sub, err := e.nc.SubscribeSync("scheduler.events.c.bad.rejected")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	e.run(t, e.svc)
+	e.publish(t, "scheduler.jobs.c.bad", `{"action": {"type": "Http", "request": {"uri": "http://localhost/hook", "method": "POST"}},
+	  "recurrence": {"frequency": "Month", "schedule": {"monthDays": [15, 30, -32]}}}`, nil)
+	msg, err := sub.NextMsg(5 * time.Second)
+	if err != nil {
+		t.Fatalf("no rejected event: %v", err)
+	}
+	var ev bus.Event
+	if err := json.Unmarshal(msg.Data, &ev); err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, p := range ev.Errors {
+		paths = append(paths, p.Path)
+	}
+	if ev.Kind != bus.EventRejected || ev.Collection != "c" || ev.Job != "bad" || !slices.Contains(paths, "recurrence.schedule.monthDays[2]") {
+		t.Fatalf("rejected event %s", msg.Data)
+	}
+	eventually(t, "the message to be acknowledged", func() bool { return e.pending(t) == 0 })
+	if e.exists("c", "bad") {
+		t.Fatal("an invalid definition was stored")
+	}
+	if _, err := sub.NextMsg(100 * time.Millisecond); !errors.Is(err, nats.ErrTimeout) {
+		t.Fatalf("a second rejected event (retried?): %v", err)
+	}
+}
+
+// A subject that names no job, or an unknown operation, is dropped and does not block the stream.
+func TestMalformedMessagesAreDropped(t *testing.T) {
+	e := newEnv(t)
+	e.run(t, e.svc)
+	e.publish(t, "scheduler.jobs.c", definition, nil)
+	e.publish(t, "scheduler.jobs.c.j.extra", definition, nil)
+	e.publish(t, "scheduler.jobs.c.j", definition, nats.Header{bus.HeaderOperation: []string{"explode"}})
+	e.publish(t, "scheduler.jobs.c.good", definition, nil)
+	eventually(t, "the good job to be stored", func() bool { return e.exists("c", "good") })
+	eventually(t, "every message to leave the stream", func() bool { return e.pending(t) == 0 })
+	if e.exists("c", "j") {
+		t.Fatal("a message with an unknown operation was applied")
+	}
+}
+
+// failing fails its first puts as Redis down would, then passes them to the real service.
+type failing struct {
+	intake.Jobs
+	mu    sync.Mutex
+	fails int
+	calls int
+}
+
+func (f *failing) PutJob(ctx context.Context, c, j string, raw []byte) (*job.Definition, bool, error) {
+	f.mu.Lock()
+	f.calls++
+	fail := f.calls <= f.fails
+	f.mu.Unlock()
+	if fail {
+		return nil, false, errors.New("redis: connection refused")
+	}
+	return f.Jobs.PutJob(ctx, c, j, raw)
+}
+
+func (f *failing) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
+}
+
+// A failure inside the planner is retried until it passes: nothing is lost.
+func TestInternalFailureIsRetried(t *testing.T) {
+	e := newEnv(t)
+	svc := &failing{Jobs: e.svc, fails: 2}
+	e.run(t, svc)
+	e.publish(t, "scheduler.jobs.c.j", definition, nil)
+	eventually(t, "the job to be stored after the failures", func() bool { return e.exists("c", "j") })
+	if got := svc.count(); got != 3 {
+		t.Fatalf("%d attempts, want 3", got)
+	}
+	eventually(t, "the message to be acknowledged", func() bool { return e.pending(t) == 0 })
+}
+
+// blocking holds each put until released, to stop the intake while it has a message in hand.
+type blocking struct {
+	intake.Jobs
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *blocking) PutJob(ctx context.Context, c, j string, raw []byte) (*job.Definition, bool, error) {
+	b.entered <- struct{}{}
+	<-b.release
+	return b.Jobs.PutJob(ctx, c, j, raw)
+}
+
+// Stopping the intake finishes the message in hand: it is stored and acknowledged.
+func TestStopFinishesTheMessageInHand(t *testing.T) {
+	e := newEnv(t)
+	svc := &blocking{Jobs: e.svc, entered: make(chan struct{}), release: make(chan struct{})}
+	in := intake.New(intake.Config{JS: e.js, Jobs: svc, Subjects: subjects})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- in.Run(ctx) }()
+	e.publish(t, "scheduler.jobs.c.j", definition, nil)
+	select {
+	case <-svc.entered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the intake never took the message")
+	}
+	cancel()
+	close(svc.release)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+	if !e.exists("c", "j") {
+		t.Fatal("the message in hand was not applied")
+	}
+	eventually(t, "the message to be acknowledged", func() bool { return e.pending(t) == 0 })
+}
+
+// A consumer deleted under a running intake (an operator's mistake) is set up again.
+func TestConsumerDeletedIsRecreated(t *testing.T) {
+	e := newEnv(t)
+	e.run(t, e.svc)
+	e.publish(t, "scheduler.jobs.c.before", definition, nil)
+	eventually(t, "the first job to be stored", func() bool { return e.exists("c", "before") })
+	if err := e.js.DeleteConsumer(context.Background(), subjects.IntakeStream(), bus.IntakeConsumer); err != nil {
+		t.Fatal(err)
+	}
+	e.publish(t, "scheduler.jobs.c.after", definition, nil)
+	eventually(t, "the job published after the deletion to be stored", func() bool { return e.exists("c", "after") })
+}
+
+// eventually polls cond until it holds, failing the test after 5 s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition, not waiting for time to pass
+	}
+}
