@@ -20,6 +20,28 @@ type Due struct {
 	Action       json.RawMessage `json:"action"`        // a job.Action, as JSON
 }
 
+// AppendDue appends the JSON of a Due to b without reflection: the planner writes one per
+// fire. Names are safe to write unquoted-escaped (CheckName allows only A-Z a-z 0-9 - _) and
+// action is JSON already, stored as the planner accepted it.
+func AppendDue(b []byte, collection, job string, scheduled time.Time, occurrence int, action json.RawMessage) []byte {
+	b = append(b, `{"collection":"`...)
+	b = append(b, collection...)
+	b = append(b, `","job":"`...)
+	b = append(b, job...)
+	b = append(b, `","scheduledTime":"`...)
+	b = scheduled.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","executionTag":"`...)
+	b = append(b, ExecutionTag(collection, job, scheduled)...)
+	b = append(b, `","occurrence":`...)
+	b = strconv.AppendInt(b, int64(occurrence), 10)
+	b = append(b, `,"action":`...)
+	if len(action) == 0 {
+		action = json.RawMessage("null")
+	}
+	b = append(b, action...)
+	return append(b, '}')
+}
+
 // Result is one attempt reported by a worker on Subjects.Result.
 type Result struct {
 	Collection   string              `json:"collection"`
@@ -33,8 +55,11 @@ type Result struct {
 	EndTime      time.Time           `json:"endTime"`
 	Status       job.ExecutionStatus `json:"status"`
 	Message      string              `json:"message,omitempty"`
-	Final        bool                `json:"final"`   // no further attempt follows for this occurrence
-	Faulted      bool                `json:"faulted"` // the main action failed through every retry
+	// Final is set on the last result of an occurrence: no further attempt follows.
+	Final bool `json:"final"`
+	// Faulted is set only on the Final result, when the main action failed through every
+	// retry (whatever the error action did): the planner counts it into faultedCount once.
+	Faulted bool `json:"faulted"`
 }
 
 // HistoryEntry is the history record of the attempt.

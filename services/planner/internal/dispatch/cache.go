@@ -6,6 +6,7 @@ import (
 
 	"github.com/resched/resched/services/planner/internal/jobs"
 	"github.com/resched/resched/services/planner/internal/store"
+	"github.com/resched/resched/shared/job"
 	"github.com/resched/resched/shared/recurrence"
 )
 
@@ -17,20 +18,23 @@ type compiled struct {
 	action  json.RawMessage
 }
 
+// compileEntry decodes only the schedule of a stored definition; the action stays the raw
+// JSON it was stored as and goes into each due message untouched, because decoding and
+// re-encoding it cost more than everything else a fire does.
 func compileEntry(rec *store.Job) (*compiled, error) {
-	p, err := jobs.DecodeBlob(rec.Definition)
-	if err != nil {
-		return nil, err
+	var v struct {
+		StartTime  *job.DateTime   `json:"startTime"`
+		Recurrence *job.Recurrence `json:"recurrence"`
+		Action     json.RawMessage `json:"action"`
 	}
-	sched, err := jobs.Compile(p, rec.Accepted)
+	if err := json.Unmarshal(rec.Definition, &v); err != nil {
+		return nil, fmt.Errorf("decode stored definition of %s/%s: %w", rec.Collection, rec.Name, err)
+	}
+	sched, err := jobs.Compile(job.Properties{StartTime: v.StartTime, Recurrence: v.Recurrence}, rec.Accepted)
 	if err != nil {
 		return nil, fmt.Errorf("compile %s/%s: %w", rec.Collection, rec.Name, err)
 	}
-	action, err := json.Marshal(p.Action)
-	if err != nil {
-		return nil, fmt.Errorf("encode action of %s/%s: %w", rec.Collection, rec.Name, err)
-	}
-	return &compiled{version: rec.Version, sched: sched, action: action}, nil
+	return &compiled{version: rec.Version, sched: sched, action: v.Action}, nil
 }
 
 // scheduleCache is owned by one dispatch goroutine, so it needs no lock. When full it forgets

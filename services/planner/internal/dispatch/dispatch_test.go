@@ -30,7 +30,7 @@ func (c *clock) now() time.Time   { return time.Unix(0, c.ns.Load()).UTC() }
 func (c *clock) set(t time.Time)  { c.ns.Store(t.UnixNano()) }
 
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	nats  *natstest.Server
 	redis *redistest.Server
 	clock *clock
@@ -40,7 +40,7 @@ type env struct {
 	subj  bus.Subjects
 }
 
-func setup(t *testing.T, redisOpts ...redistest.Option) *env {
+func setup(t testing.TB, redisOpts ...redistest.Option) *env {
 	t.Helper()
 	ctx := context.Background()
 	ns := natstest.Start(t)

@@ -8,7 +8,6 @@ package dispatch
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -128,12 +127,7 @@ func (d *Dispatcher) RunNow(ctx context.Context, c, j string) error {
 		return err
 	}
 	now := d.cfg.Clock().UTC().Truncate(time.Millisecond)
-	data, err := json.Marshal(bus.Due{Collection: c, Job: j, Scheduled: now,
-		ExecutionTag: bus.ExecutionTag(c, j, now), Occurrence: 0, Action: e.action})
-	if err != nil {
-		return fmt.Errorf("encode due occurrence: %w", err)
-	}
-	msg := &natsMsg{subject: d.cfg.Subjects.Due(c, j), data: data, id: bus.MsgID(c, j, now)}
+	msg := &natsMsg{subject: d.cfg.Subjects.Due(c, j), data: bus.AppendDue(nil, c, j, now, 0, e.action), id: bus.MsgID(c, j, now)}
 	if _, err := d.cfg.JS.PublishMsg(ctx, msg.build()); err != nil {
 		return fmt.Errorf("publish run-now occurrence of %s/%s: %w", c, j, err)
 	}

@@ -159,11 +159,7 @@ func (w *worker) prepare(ctx context.Context, rec *store.Job, now time.Time) (pe
 	} else {
 		pd.move.Next = time.Time{}
 	}
-	data, err := json.Marshal(bus.Due{Collection: rec.Collection, Job: rec.Name, Scheduled: due,
-		ExecutionTag: bus.ExecutionTag(rec.Collection, rec.Name, due), Occurrence: pd.move.Occurrence, Action: e.action})
-	if err != nil {
-		return pending{}, fmt.Errorf("encode due occurrence: %w", err)
-	}
+	data := bus.AppendDue(nil, rec.Collection, rec.Name, due, pd.move.Occurrence, e.action)
 	msg := &natsMsg{subject: w.cfg.Subjects.Due(rec.Collection, rec.Name), data: data, id: bus.MsgID(rec.Collection, rec.Name, due)}
 	if pd.ack, err = w.cfg.JS.PublishMsgAsync(msg.build()); err != nil {
 		return pending{}, fmt.Errorf("publish: %w", err)

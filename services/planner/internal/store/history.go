@@ -19,6 +19,7 @@ const (
 
 // Outcome is one attempt reported by a worker, as the store records it.
 type Outcome struct {
+	ID        string // identifies the result; a result applied before (a redelivery) is ignored
 	Entry     job.HistoryEntry
 	Scheduled time.Time // the occurrence's scheduled time
 	Final     bool      // no further attempt follows for this occurrence
@@ -36,7 +37,7 @@ func (s *Store) ApplyResult(ctx context.Context, c, j string, o Outcome, now tim
 	keys := []string{s.k.state(c, j), s.k.history(c, j)}
 	state, err := s.run(ctx, "apply_result", keys, entry, now.Add(-HistoryMaxAge).UnixMilli(), HistoryMaxEntries,
 		string(o.Entry.ActionName), o.Entry.RetryCount, string(o.Entry.Status), o.Entry.StartTime.UnixMilli(),
-		boolArg(o.Final), boolArg(o.Faulted), o.Scheduled.UnixMilli()).Text()
+		boolArg(o.Final), boolArg(o.Faulted), o.Scheduled.UnixMilli(), o.ID).Text()
 	if err != nil {
 		return "", fmt.Errorf("apply result of %s/%s: %w", c, j, err)
 	}

@@ -74,11 +74,11 @@ func (s *Store) GetJob(ctx context.Context, c, j string) (*Job, error) {
 func (s *Store) LoadJobs(ctx context.Context, members []string) ([]*Job, error) {
 	pipe := s.rdb.Pipeline()
 	defs := make([]*redis.StringCmd, len(members))
-	states := make([]*redis.MapStringStringCmd, len(members))
+	states := make([]*redis.SliceCmd, len(members))
 	for i, m := range members {
 		c, j := splitMember(m)
 		defs[i] = pipe.Get(ctx, s.k.def(c, j))
-		states[i] = pipe.HGetAll(ctx, s.k.state(c, j))
+		states[i] = pipe.HMGet(ctx, s.k.state(c, j), stateFields...)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("load jobs: %w", err)
@@ -95,19 +95,27 @@ func (s *Store) LoadJobs(ctx context.Context, members []string) ([]*Job, error) 
 	return out, nil
 }
 
-func jobFromState(c, j string, def []byte, st map[string]string) *Job {
+// stateFields are the fields of a job's state hash that a Job holds, in the order HMGET
+// returns them (the scripts also keep lastOcc, finalOcc and finalFault there).
+var stateFields = []string{"ver", "acc", "next", "fired", "occ", "state", "exec", "fail", "faulted", "last"}
+
+func jobFromState(c, j string, def []byte, vals []any) *Job {
+	f := func(i int) string {
+		s, _ := vals[i].(string)
+		return s
+	}
 	return &Job{
 		Collection: c, Name: j, Definition: def,
-		Version:       int64(atoi(st["ver"])),
-		Accepted:      parseMS(st["acc"]),
-		Next:          parseMS(st["next"]),
-		Fired:         atoi(st["fired"]),
-		Occurrence:    atoi(st["occ"]),
-		State:         job.State(st["state"]),
-		Executions:    atoi(st["exec"]),
-		Failures:      atoi(st["fail"]),
-		Faults:        atoi(st["faulted"]),
-		LastExecution: parseMS(st["last"]),
+		Version:       int64(atoi(f(0))),
+		Accepted:      parseMS(f(1)),
+		Next:          parseMS(f(2)),
+		Fired:         atoi(f(3)),
+		Occurrence:    atoi(f(4)),
+		State:         job.State(f(5)),
+		Executions:    atoi(f(6)),
+		Failures:      atoi(f(7)),
+		Faults:        atoi(f(8)),
+		LastExecution: parseMS(f(9)),
 	}
 }
 

@@ -19,14 +19,25 @@ const Partitions = 16
 //	<prefix>:{pNN}:def:<c>/<j>    string: the job definition blob (secrets included)
 //	<prefix>:{pNN}:st:<c>/<j>     hash: small mutable fields (see jobstate.go)
 //	<prefix>:{pNN}:hist:<c>/<j>   list: history entries, newest first, "<ms>|<json>"
-type keys struct{ prefix string }
+type keys struct {
+	prefix string
+	tags   [Partitions]string // "<prefix>:{pNN}", built once: keys are built on every fire
+}
+
+func newKeys(prefix string) keys {
+	k := keys{prefix: prefix}
+	for p := range Partitions {
+		k.tags[p] = fmt.Sprintf("%s:{p%02d}", prefix, p)
+	}
+	return k
+}
 
 // PartitionOf returns the partition that holds a collection and its jobs.
 func PartitionOf(collection string) int {
 	return int(crc32.ChecksumIEEE([]byte(collection)) % Partitions)
 }
 
-func (k keys) tag(p int) string           { return fmt.Sprintf("%s:{p%02d}", k.prefix, p) }
+func (k keys) tag(p int) string           { return k.tags[p] }
 func (k keys) due(p int) string           { return k.tag(p) + ":due" }
 func (k keys) colls(p int) string         { return k.tag(p) + ":colls" }
 func (k keys) coll(c string) string       { return k.tag(PartitionOf(c)) + ":coll:" + c }

@@ -45,7 +45,7 @@ func New(rdb redis.UniversalClient, prefix string) *Store {
 	if prefix == "" {
 		prefix = "resched"
 	}
-	s := &Store{rdb: rdb, k: keys{prefix: prefix}, scripts: map[string]*redis.Script{}}
+	s := &Store{rdb: rdb, k: newKeys(prefix), scripts: map[string]*redis.Script{}}
 	entries, _ := luaFS.ReadDir("lua")
 	for _, e := range entries {
 		src, _ := luaFS.ReadFile("lua/" + e.Name())

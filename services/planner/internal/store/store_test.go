@@ -266,3 +266,27 @@ func TestCollectionDisableAndDelete(t *testing.T) {
 		t.Fatalf("due jobs left: %d", n)
 	}
 }
+
+// A result delivered twice (the planner died between applying and acknowledging it) counts once.
+func TestApplyResultIgnoresARedelivery(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	putCollection(t, s, "c", 0)
+	putJob(t, s, "c", "j", t0)
+	o := store.Outcome{ID: "tag.MainAction.0", Entry: job.HistoryEntry{StartTime: t0, ActionName: job.ActionNameMain,
+		Status: job.ExecutionFailed, RepeatCount: 1}, Scheduled: t0}
+	for range 2 {
+		if _, err := s.ApplyResult(ctx, "c", "j", o, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o.ID, o.Entry.RetryCount = "tag.MainAction.1", 1
+	if _, err := s.ApplyResult(ctx, "c", "j", o, t0); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.GetJob(ctx, "c", "j")
+	h, _ := s.History(ctx, "c", "j", t0)
+	if got.Executions != 1 || got.Failures != 2 || len(h) != 2 {
+		t.Fatalf("after a redelivery: executions %d, failures %d, %d history entries; want 1, 2, 2", got.Executions, got.Failures, len(h))
+	}
+}

@@ -6,16 +6,24 @@
 --       a+4 fired, a+5 occurrence number, a+6 published occurrence (ms, or "" when skipped)
 -- Returns a flat list {member, new state, …} of jobs that ended here (Completed or Faulted).
 local ended = {}
+local collState = {} -- one look per collection: a batch holds many jobs of few collections
 for i = 1, (#KEYS - 1) / 2 do
   local st, coll, a = KEYS[2 * i], KEYS[2 * i + 1], 6 * (i - 1)
   local member, nxt = ARGV[a + 1], ARGV[a + 3]
-  if redis.call('HGET', st, 'next') == ARGV[a + 2] then
-    redis.call('HSET', st, 'next', nxt, 'fired', ARGV[a + 4], 'occ', ARGV[a + 5])
+  local cur = redis.call('HMGET', st, 'next', 'state', 'lastOcc', 'finalOcc', 'finalFault')
+  if cur[1] == ARGV[a + 2] then
+    local last = cur[3]
     if ARGV[a + 6] ~= '' then
-      redis.call('HSET', st, 'lastOcc', ARGV[a + 6])
+      last = ARGV[a + 6]
+      redis.call('HSET', st, 'next', nxt, 'fired', ARGV[a + 4], 'occ', ARGV[a + 5], 'lastOcc', last)
+    else
+      redis.call('HSET', st, 'next', nxt, 'fired', ARGV[a + 4], 'occ', ARGV[a + 5])
     end
-    local state = redis.call('HGET', st, 'state')
-    if nxt ~= '' and state == 'Enabled' and redis.call('HGET', coll, 'state') ~= 'Disabled' then
+    local state = cur[2]
+    if collState[coll] == nil then
+      collState[coll] = redis.call('HGET', coll, 'state') or ''
+    end
+    if nxt ~= '' and state == 'Enabled' and collState[coll] ~= 'Disabled' then
       redis.call('ZADD', KEYS[1], nxt, member)
     else
       redis.call('ZREM', KEYS[1], member)
@@ -23,10 +31,8 @@ for i = 1, (#KEYS - 1) / 2 do
     if nxt == '' and state == 'Enabled' then
       -- The series is over. It ends now unless its last published occurrence is still running;
       -- then the result of that occurrence ends it (apply_result.lua), or already did.
-      local last = redis.call('HGET', st, 'lastOcc')
-      local final = redis.call('HGET', st, 'finalOcc')
-      if not last or last == final then
-        local s = (last and redis.call('HGET', st, 'finalFault') == '1') and 'Faulted' or 'Completed'
+      if not last or last == cur[4] then
+        local s = (last and cur[5] == '1') and 'Faulted' or 'Completed'
         redis.call('HSET', st, 'state', s)
         ended[#ended + 1] = member
         ended[#ended + 1] = s

@@ -3,10 +3,18 @@
 -- KEYS: 1 st, 2 hist
 -- ARGV: 1 history entry "<ms>|<json>", 2 cutoff (ms): older entries are dropped, 3 max entries,
 --       4 action name, 5 attempt (0 = first), 6 status, 7 attempt start (ms), 8 final (0|1),
---       9 faulted (0|1), 10 scheduled time of the occurrence (ms)
+--       9 faulted (0|1), 10 scheduled time of the occurrence (ms), 11 result id ("" for none)
 -- Returns the job's new state when this result ended it ("Completed" or "Faulted"), else "".
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return '' -- the job was deleted meanwhile
+end
+-- Results are applied one at a time and acknowledged after; a planner that dies in between
+-- gets the last one again. Remembering the last id makes that redelivery a no-op.
+if ARGV[11] ~= '' then
+  if redis.call('HGET', KEYS[1], 'lastResult') == ARGV[11] then
+    return ''
+  end
+  redis.call('HSET', KEYS[1], 'lastResult', ARGV[11])
 end
 redis.call('LPUSH', KEYS[2], ARGV[1])
 redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[3]) - 1)

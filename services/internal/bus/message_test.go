@@ -1,0 +1,27 @@
+package bus_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/resched/resched/services/internal/bus"
+)
+
+// AppendDue writes by hand what json.Marshal would write for a Due.
+func TestAppendDueMatchesEncodingJSON(t *testing.T) {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	action := json.RawMessage(`{"type":"Http","request":{"uri":"http://x/\u00e9","method":"GET"}}`)
+	var got, want bus.Due
+	if err := json.Unmarshal(bus.AppendDue(nil, "c-1", "job_2", at, 7, action), &got); err != nil {
+		t.Fatalf("not JSON: %v", err)
+	}
+	b, _ := json.Marshal(bus.Due{Collection: "c-1", Job: "job_2", Scheduled: at, ExecutionTag: bus.ExecutionTag("c-1", "job_2", at), Occurrence: 7, Action: action})
+	if err := json.Unmarshal(b, &want); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("AppendDue decoded to\n%+v\nwant\n%+v", got, want)
+	}
+}

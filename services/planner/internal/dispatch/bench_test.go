@@ -1,0 +1,231 @@
+package dispatch_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/resched/resched/services/internal/redistest"
+	"github.com/resched/resched/services/planner/internal/dispatch"
+	"github.com/resched/resched/services/planner/internal/store"
+	"github.com/resched/resched/shared/job"
+)
+
+// The planner benchmarks of issue 3 run against a real redis-server and an embedded JetStream
+// server on this machine; run them with `make bench` (-benchtime=1x: each does its whole
+// workload once and reports rates as custom metrics).
+
+const benchDef = `{"startTime":"2026-03-01T12:00:00Z",` + action + `,"recurrence":{"frequency":"Minute"}}`
+
+// load puts n jobs spread over 50 collections, all due at `due`, through the store's script.
+func load(b *testing.B, e *env, n int, def string, due func(i int) time.Time) {
+	b.Helper()
+	ctx := context.Background()
+	for c := range 50 {
+		if _, _, err := e.svc.PutCollection(ctx, fmt.Sprint("c", c), []byte(`{"properties":{}}`)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < n; i += 8 {
+				if _, _, err := e.store.PutJob(ctx, store.PutJob{Collection: fmt.Sprint("c", i%50), Name: fmt.Sprint("j", i),
+					Definition: []byte(def), Accepted: t0, Next: due(i), State: job.StateEnabled, Reaccept: true}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+}
+
+// drainWith runs `planners` dispatchers until `n` occurrences are published and returns the
+// time it took.
+func drainWith(b *testing.B, e *env, planners, n int, m *lagRecorder) time.Duration {
+	b.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range planners {
+		d := dispatch.New(dispatch.Config{Store: e.store, JS: e.js, Subjects: e.subj, Clock: e.clock.now, Metrics: m, MaxIdle: time.Millisecond})
+		wg.Go(func() { _ = d.Run(ctx) })
+	}
+	waitFor(b, func() bool { return m.published.Load() >= int64(n) }, "the publishes")
+	elapsed := time.Since(start)
+	cancel()
+	wg.Wait()
+	return elapsed
+}
+
+// BenchmarkFiresPerSecond: sustained fires per second from the sorted set to JetStream, with
+// every job recurring (each fire also computes and stores the next time).
+func BenchmarkFiresPerSecond(b *testing.B) {
+	for _, planners := range []int{1, 2} {
+		b.Run(fmt.Sprintf("planners=%d", planners), func(b *testing.B) {
+			n := benchJobs(200_000)
+			for range b.N {
+				e := setup(b)
+				load(b, e, n, benchDef, func(int) time.Time { return t0 })
+				e.clock.set(t0.Add(time.Second))
+				elapsed := drainWith(b, e, planners, n, &lagRecorder{})
+				b.ReportMetric(float64(n)/elapsed.Seconds(), "fires/s")
+			}
+		})
+	}
+}
+
+// BenchmarkBurst100k: 100,000 occurrences due at the same instant, until all are published.
+func BenchmarkBurst100k(b *testing.B) {
+	const n = 100_000
+	for range b.N {
+		e := setup(b)
+		load(b, e, n, `{"startTime":"2026-03-01T12:00:00Z",`+action+`}`, func(int) time.Time { return t0 })
+		e.clock.set(t0)
+		elapsed := drainWith(b, e, 1, n, &lagRecorder{})
+		b.ReportMetric(elapsed.Seconds(), "s/burst")
+	}
+}
+
+// BenchmarkFireLag: a steady 1,000 fires per second (10,000 jobs every 10 s, a tenth of them
+// due each second) on the real clock for 10 s; lag is the time from the scheduled time to the
+// publish acknowledgement.
+func BenchmarkFireLag(b *testing.B) {
+	const jobs, seconds = 10_000, 10
+	for range b.N {
+		e := setup(b)
+		start := time.Now().Add(3 * time.Second).Truncate(time.Second)
+		def := func(i int) string {
+			st := start.Add(time.Duration(i%10) * time.Second).UTC().Format(time.RFC3339)
+			return `{"startTime":"` + st + `",` + action + `,"recurrence":{"frequency":"Second","interval":10}}`
+		}
+		ctx := context.Background()
+		for c := range 50 {
+			if _, _, err := e.svc.PutCollection(ctx, fmt.Sprint("c", c), []byte(`{"properties":{}}`)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for i := range jobs {
+			if _, _, err := e.store.PutJob(ctx, store.PutJob{Collection: fmt.Sprint("c", i%50), Name: fmt.Sprint("j", i),
+				Definition: []byte(def(i)), Accepted: start.Add(-time.Second), Next: start.Add(time.Duration(i%10) * time.Second),
+				State: job.StateEnabled, Reaccept: true}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		m := &lagRecorder{}
+		runCtx, cancel := context.WithCancel(ctx)
+		d := dispatch.New(dispatch.Config{Store: e.store, JS: e.js, Subjects: e.subj, Clock: time.Now, Metrics: m, MaxIdle: 50 * time.Millisecond})
+		var wg sync.WaitGroup
+		wg.Go(func() { _ = d.Run(runCtx) })
+		want := int64(jobs / 10 * seconds)
+		waitFor(b, func() bool { return m.published.Load() >= want }, "10 seconds of fires")
+		cancel()
+		wg.Wait()
+		lags := m.sorted()
+		b.ReportMetric(float64(len(lags))/float64(seconds), "fires/s")
+		b.ReportMetric(ms(lags[len(lags)/2]), "p50-ms")
+		b.ReportMetric(ms(lags[len(lags)*99/100]), "p99-ms")
+		b.ReportMetric(ms(lags[0]), "min-ms")
+		if lags[0] < 0 {
+			b.Errorf("an occurrence was published %v before its scheduled time", -lags[0])
+		}
+	}
+}
+
+// BenchmarkRedisMemoryPerJob: used_memory growth per scheduled job at 1,000,000 jobs.
+func BenchmarkRedisMemoryPerJob(b *testing.B) {
+	const n = 1_000_000
+	for range b.N {
+		rs := redistest.Start(b)
+		rdb := rs.Client(b)
+		s := store.New(rdb, "")
+		ctx := context.Background()
+		for c := range 50 {
+			if _, err := s.PutCollection(ctx, fmt.Sprint("c", c), []byte(`{}`), job.CollectionEnabled, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+		before := usedMemory(b, rdb)
+		var wg sync.WaitGroup
+		for w := range 16 {
+			wg.Go(func() {
+				for i := w; i < n; i += 16 {
+					if _, _, err := s.PutJob(ctx, store.PutJob{Collection: fmt.Sprint("c", i%50), Name: fmt.Sprint("job-", i),
+						Definition: []byte(benchDef), Accepted: t0, Next: t0.Add(time.Duration(i) * time.Second),
+						State: job.StateEnabled, Reaccept: true}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		b.ReportMetric(float64(usedMemory(b, rdb)-before)/n, "bytes/job")
+		b.ReportMetric(float64(len(benchDef)), "definition-bytes")
+	}
+}
+
+func usedMemory(b *testing.B, rdb *redis.Client) int64 {
+	b.Helper()
+	info, err := rdb.Info(context.Background(), "memory").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	b.Fatal("no used_memory in INFO")
+	return 0
+}
+
+// lagRecorder is a dispatch.Metrics that keeps every fire lag.
+type lagRecorder struct {
+	published atomic.Int64
+	mu        sync.Mutex
+	lags      []time.Duration
+}
+
+func (r *lagRecorder) Claimed(int)     {}
+func (r *lagRecorder) Published(n int) { r.published.Add(int64(n)) }
+func (r *lagRecorder) Skipped(int)     {}
+func (r *lagRecorder) Error(string)    {}
+func (r *lagRecorder) FireLag(d time.Duration) {
+	r.mu.Lock()
+	r.lags = append(r.lags, d)
+	r.mu.Unlock()
+}
+
+func (r *lagRecorder) sorted() []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := slices.Clone(r.lags)
+	slices.Sort(out)
+	return out
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// benchJobs lets a profiling run use fewer jobs: RESCHED_BENCH_JOBS=50000.
+func benchJobs(def int) int {
+	if n, err := strconv.Atoi(os.Getenv("RESCHED_BENCH_JOBS")); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
