@@ -6,8 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/resched/resched/services/planner/internal/store"
 )
 
 // envPrefix starts the name of every planner-only environment variable. NATS_URL and REDIS_URL
@@ -20,65 +26,100 @@ type Config struct {
 	NATSURL       string // one server or a comma-separated list
 	RedisURL      string
 	SubjectPrefix string // first token of every NATS subject, "scheduler" by default
+	HTTPAddr      string // /healthz, /readyz and /metrics
+
+	RedisKeyPrefix   string        // first part of every Redis key
+	CatchUpWindow    time.Duration // an occurrence missed by more than this is skipped, not fired
+	Lease            time.Duration // how long a claim keeps other planners off a due job
+	Batch            int           // due jobs per claim
+	Concurrency      int           // partitions dispatched at once
+	MaxIdle          time.Duration // longest wait between two looks at the due set
+	StreamReplicas   int           // JetStream replicas of the streams
+	DuplicateWindow  time.Duration // JetStream duplicate window of the due and results streams
+	MinRetryInterval time.Duration // shortest retryInterval a job may ask for
+	ShutdownTimeout  time.Duration // how long a stop may take before the planner gives up
 }
 
 func defaultConfig() Config {
 	return Config{
-		LogLevel:      slog.LevelInfo,
-		NATSURL:       "nats://127.0.0.1:4222",
-		RedisURL:      "redis://127.0.0.1:6379/0",
-		SubjectPrefix: "scheduler",
+		LogLevel:         slog.LevelInfo,
+		NATSURL:          "nats://127.0.0.1:4222",
+		RedisURL:         "redis://127.0.0.1:6379/0",
+		SubjectPrefix:    "scheduler",
+		HTTPAddr:         ":8081",
+		RedisKeyPrefix:   "resched",
+		CatchUpWindow:    time.Hour,
+		Lease:            30 * time.Second,
+		Batch:            256,
+		Concurrency:      4,
+		MaxIdle:          50 * time.Millisecond,
+		StreamReplicas:   1,
+		DuplicateWindow:  10 * time.Minute,
+		MinRetryInterval: 15 * time.Second,
+		ShutdownTimeout:  30 * time.Second,
+	}
+}
+
+// setting is one configuration value: its flag, its environment variable and how to read it.
+type setting struct {
+	what  string // how errors name it
+	flag  string
+	env   string
+	usage string
+	value field
+}
+
+// settings binds every setting to its field of c.
+func (c *Config) settings() []setting {
+	p := envPrefix
+	return []setting{
+		{"log level", "log-level", p + "LOG_LEVEL", "log level: debug, info, warn or error", levelField{&c.LogLevel}},
+		{"NATS URL", "nats-url", "NATS_URL", "NATS server URL, or a comma-separated list", textField{&c.NATSURL, checkNATSURL}},
+		{"Redis URL", "redis-url", "REDIS_URL", "Redis URL, redis:// or rediss://", textField{&c.RedisURL, checkRedisURL}},
+		{"subject prefix", "subject-prefix", p + "SUBJECT_PREFIX", "first token of every NATS subject", textField{&c.SubjectPrefix, validateSubjectPrefix}},
+		{"HTTP address", "http-addr", p + "HTTP_ADDR", "listen address of /healthz, /readyz and /metrics", textField{&c.HTTPAddr, checkListenAddr}},
+		{"Redis key prefix", "redis-key-prefix", p + "REDIS_KEY_PREFIX", "first part of every Redis key", textField{&c.RedisKeyPrefix, checkKeyPrefix}},
+		{"catch-up window", "catch-up-window", p + "CATCH_UP_WINDOW", "an occurrence missed by more than this is skipped, not fired", durationField{&c.CatchUpWindow, time.Second}},
+		{"lease", "lease", p + "LEASE", "how long a claim keeps other planners off a due job", durationField{&c.Lease, time.Second}},
+		{"batch", "batch", p + "BATCH", "due jobs per claim", intField{&c.Batch, 1, 10_000}},
+		{"concurrency", "concurrency", p + "CONCURRENCY", "partitions of the due set dispatched at once", intField{&c.Concurrency, 1, store.Partitions}},
+		{"max idle", "max-idle", p + "MAX_IDLE", "longest wait between two looks at the due set", durationField{&c.MaxIdle, time.Millisecond}},
+		{"stream replicas", "stream-replicas", p + "STREAM_REPLICAS", "JetStream replicas of the streams (3 on a cluster)", intField{&c.StreamReplicas, 1, 5}},
+		{"duplicate window", "duplicate-window", p + "DUPLICATE_WINDOW", "JetStream duplicate window of the due and results streams", durationField{&c.DuplicateWindow, time.Second}},
+		{"minimum retry interval", "min-retry-interval", p + "MIN_RETRY_INTERVAL", "shortest retryInterval a job may ask for", durationField{&c.MinRetryInterval, time.Second}},
+		{"shutdown timeout", "shutdown-timeout", p + "SHUTDOWN_TIMEOUT", "how long a stop may take", durationField{&c.ShutdownTimeout, time.Second}},
 	}
 }
 
 // parseConfig builds the configuration from defaults, then the environment (through getenv, so
 // tests need not touch the process environment), then flags. Usage and flag errors go to
-// output; flag.ErrHelp is returned for -h.
+// output; flag.ErrHelp is returned for -h. Every bad value is reported, each naming its flag
+// and its variable.
 func parseConfig(args []string, getenv func(string) string, output io.Writer) (Config, error) {
 	cfg := defaultConfig()
-	logLevel := strings.ToLower(cfg.LogLevel.String())
-	env := []struct {
-		name string
-		dst  *string
-	}{
-		{envPrefix + "LOG_LEVEL", &logLevel},
-		{"NATS_URL", &cfg.NATSURL},
-		{"REDIS_URL", &cfg.RedisURL},
-		{envPrefix + "SUBJECT_PREFIX", &cfg.SubjectPrefix},
-	}
-	for _, e := range env {
-		if v, ok := lookup(getenv, e.name); ok {
-			*e.dst = v
-		}
-	}
-
+	settings := cfg.settings()
+	raw := make([]string, len(settings))
 	fs := flag.NewFlagSet("planner", flag.ContinueOnError)
 	fs.SetOutput(output)
-	fs.StringVar(&logLevel, "log-level", logLevel, "log level: debug, info, warn or error (env "+envPrefix+"LOG_LEVEL)")
-	fs.StringVar(&cfg.NATSURL, "nats-url", cfg.NATSURL, "NATS server URL, or a comma-separated list (env NATS_URL)")
-	fs.StringVar(&cfg.RedisURL, "redis-url", cfg.RedisURL, "Redis URL, redis:// or rediss:// (env REDIS_URL)")
-	fs.StringVar(&cfg.SubjectPrefix, "subject-prefix", cfg.SubjectPrefix, "first token of every NATS subject (env "+envPrefix+"SUBJECT_PREFIX)")
+	for i, s := range settings {
+		// Registered with the built-in default, so -h never prints a value (and a password) that
+		// came from the environment.
+		fs.StringVar(&raw[i], s.flag, s.value.String(), s.usage+" (env "+s.env+")")
+		if v, ok := lookup(getenv, s.env); ok {
+			raw[i] = v
+		}
+	}
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
 	if fs.NArg() > 0 {
 		return Config{}, fmt.Errorf("unexpected argument %q: the planner takes flags only", fs.Arg(0))
 	}
-
 	var errs []error
-	if err := cfg.LogLevel.UnmarshalText([]byte(logLevel)); err != nil {
-		errs = append(errs, fmt.Errorf("log level (-log-level, %sLOG_LEVEL): %q is not debug, info, warn or error", envPrefix, logLevel))
-	}
-	if err := validateServerURLs(cfg.NATSURL, "nats", "tls", "ws", "wss"); err != nil {
-		errs = append(errs, fmt.Errorf("NATS URL (-nats-url, NATS_URL): %w", err))
-	}
-	if err := validateServerURLs(cfg.RedisURL, "redis", "rediss"); err != nil {
-		errs = append(errs, fmt.Errorf("Redis URL (-redis-url, REDIS_URL): %w", err))
-	} else if strings.Contains(cfg.RedisURL, ",") {
-		errs = append(errs, errors.New("Redis URL (-redis-url, REDIS_URL): one URL only"))
-	}
-	if err := validateSubjectPrefix(cfg.SubjectPrefix); err != nil {
-		errs = append(errs, fmt.Errorf("subject prefix (-subject-prefix, %sSUBJECT_PREFIX): %w", envPrefix, err))
+	for i, s := range settings {
+		if err := s.value.Set(raw[i]); err != nil {
+			errs = append(errs, fmt.Errorf("%s (-%s, %s): %w", s.what, s.flag, s.env, err))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("invalid configuration:\n%w", err)
@@ -86,13 +127,25 @@ func parseConfig(args []string, getenv func(string) string, output io.Writer) (C
 	return cfg, nil
 }
 
-// LogValue is what the planner logs of its configuration: credentials in URLs are masked.
+// LogValue is what the planner logs of its configuration: credentials in URLs are masked, and
+// durations read as they are written ("30s"; slog's JSON would print nanoseconds).
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("log_level", c.LogLevel.String()),
 		slog.String("nats_url", redactURLs(c.NATSURL)),
 		slog.String("redis_url", redactURLs(c.RedisURL)),
 		slog.String("subject_prefix", c.SubjectPrefix),
+		slog.String("http_addr", c.HTTPAddr),
+		slog.String("redis_key_prefix", c.RedisKeyPrefix),
+		slog.String("catch_up_window", formatDuration(c.CatchUpWindow)),
+		slog.String("lease", formatDuration(c.Lease)),
+		slog.Int("batch", c.Batch),
+		slog.Int("concurrency", c.Concurrency),
+		slog.String("max_idle", formatDuration(c.MaxIdle)),
+		slog.Int("stream_replicas", c.StreamReplicas),
+		slog.String("duplicate_window", formatDuration(c.DuplicateWindow)),
+		slog.String("min_retry_interval", formatDuration(c.MinRetryInterval)),
+		slog.String("shutdown_timeout", formatDuration(c.ShutdownTimeout)),
 	)
 }
 
@@ -100,6 +153,22 @@ func (c Config) LogValue() slog.Value {
 func lookup(getenv func(string) string, name string) (string, bool) {
 	v := strings.TrimSpace(getenv(name))
 	return v, v != ""
+}
+
+func checkNATSURL(v string) error { return validateServerURLs(v, "nats", "tls", "ws", "wss") }
+
+func checkRedisURL(v string) error {
+	if err := validateServerURLs(v, "redis", "rediss"); err != nil {
+		return err
+	}
+	if strings.Contains(v, ",") {
+		return errors.New("one URL only")
+	}
+	if _, err := redis.ParseURL(v); err != nil {
+		// The URL parsed above, so the error is about the path or options, not the password.
+		return fmt.Errorf("%q: %w", redactURLs(v), err)
+	}
+	return nil
 }
 
 // validateServerURLs checks a comma-separated list of URLs for a host and an allowed scheme.
@@ -157,6 +226,27 @@ func validateSubjectPrefix(p string) error {
 		if strings.ContainsAny(tok, "*> \t\r\n") {
 			return fmt.Errorf("%q may not hold wildcards or white space", p)
 		}
+	}
+	return nil
+}
+
+// checkListenAddr accepts host:port or :port with a numeric port (0 picks a free one).
+func checkListenAddr(a string) error {
+	_, port, err := net.SplitHostPort(a)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port or :port", a)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("%q: port must be a number from 0 to 65535", a)
+	}
+	return nil
+}
+
+// checkKeyPrefix refuses braces, which would change the Redis Cluster hash tags the store
+// relies on, and white space.
+func checkKeyPrefix(p string) error {
+	if strings.ContainsAny(p, "{} \t\r\n") {
+		return fmt.Errorf("%q may not hold braces or white space", p)
 	}
 	return nil
 }

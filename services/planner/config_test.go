@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 )
 
 // env returns a getenv func over a fixed map, so tests never touch the process environment.
@@ -31,12 +32,61 @@ func TestParseConfig(t *testing.T) {
 				"REDIS_URL":                      "rediss://:pw@redis.example:6380/2",
 				"RESCHED_PLANNER_SUBJECT_PREFIX": "acme.scheduler",
 			},
-			want: Config{
-				LogLevel:      slog.LevelDebug,
-				NATSURL:       "nats://n1:4222,nats://n2:4222",
-				RedisURL:      "rediss://:pw@redis.example:6380/2",
-				SubjectPrefix: "acme.scheduler",
+			want: with(def, func(c *Config) {
+				c.LogLevel = slog.LevelDebug
+				c.NATSURL = "nats://n1:4222,nats://n2:4222"
+				c.RedisURL = "rediss://:pw@redis.example:6380/2"
+				c.SubjectPrefix = "acme.scheduler"
+			}),
+		},
+		{
+			name: "every planner variable",
+			env: map[string]string{
+				"RESCHED_PLANNER_HTTP_ADDR":          "127.0.0.1:9090",
+				"RESCHED_PLANNER_REDIS_KEY_PREFIX":   "acme",
+				"RESCHED_PLANNER_CATCH_UP_WINDOW":    "90m",
+				"RESCHED_PLANNER_LEASE":              "1m",
+				"RESCHED_PLANNER_BATCH":              "1000",
+				"RESCHED_PLANNER_CONCURRENCY":        "16",
+				"RESCHED_PLANNER_MAX_IDLE":           "200ms",
+				"RESCHED_PLANNER_STREAM_REPLICAS":    "3",
+				"RESCHED_PLANNER_DUPLICATE_WINDOW":   "2h",
+				"RESCHED_PLANNER_MIN_RETRY_INTERVAL": "5s",
+				"RESCHED_PLANNER_SHUTDOWN_TIMEOUT":   "45s",
 			},
+			want: with(def, func(c *Config) {
+				c.HTTPAddr = "127.0.0.1:9090"
+				c.RedisKeyPrefix = "acme"
+				c.CatchUpWindow = 90 * time.Minute
+				c.Lease = time.Minute
+				c.Batch = 1000
+				c.Concurrency = 16
+				c.MaxIdle = 200 * time.Millisecond
+				c.StreamReplicas = 3
+				c.DuplicateWindow = 2 * time.Hour
+				c.MinRetryInterval = 5 * time.Second
+				c.ShutdownTimeout = 45 * time.Second
+			}),
+		},
+		{
+			name: "every planner flag",
+			args: []string{"-http-addr", ":0", "-redis-key-prefix", "f", "-catch-up-window", "2h", "-lease", "10s",
+				"-batch", "1", "-concurrency", "1", "-max-idle", "1ms", "-stream-replicas", "5",
+				"-duplicate-window", "1s", "-min-retry-interval", "1s", "-shutdown-timeout", "1s"},
+			env: map[string]string{"RESCHED_PLANNER_BATCH": "7", "RESCHED_PLANNER_LEASE": "1m"},
+			want: with(def, func(c *Config) {
+				c.HTTPAddr = ":0"
+				c.RedisKeyPrefix = "f"
+				c.CatchUpWindow = 2 * time.Hour
+				c.Lease = 10 * time.Second
+				c.Batch = 1
+				c.Concurrency = 1
+				c.MaxIdle = time.Millisecond
+				c.StreamReplicas = 5
+				c.DuplicateWindow = time.Second
+				c.MinRetryInterval = time.Second
+				c.ShutdownTimeout = time.Second
+			}),
 		},
 		{
 			name: "flags override environment",
@@ -47,7 +97,9 @@ func TestParseConfig(t *testing.T) {
 				"REDIS_URL":                      "redis://env:6379",
 				"RESCHED_PLANNER_SUBJECT_PREFIX": "env",
 			},
-			want: Config{LogLevel: slog.LevelWarn, NATSURL: "tls://flag:4222", RedisURL: "redis://flag:6379", SubjectPrefix: "flag"},
+			want: with(def, func(c *Config) {
+				c.LogLevel, c.NATSURL, c.RedisURL, c.SubjectPrefix = slog.LevelWarn, "tls://flag:4222", "redis://flag:6379", "flag"
+			}),
 		},
 		{
 			name: "empty variables count as unset",
@@ -87,6 +139,21 @@ func TestParseConfigRejects(t *testing.T) {
 		{name: "Redis list", env: map[string]string{"REDIS_URL": "redis://a,redis://b"}, want: []string{"REDIS_URL", "one URL"}},
 		{name: "subject wildcard", args: []string{"-subject-prefix", "a.*"}, want: []string{"RESCHED_PLANNER_SUBJECT_PREFIX", "wildcards"}},
 		{name: "subject empty token", args: []string{"-subject-prefix", "a."}, want: []string{"-subject-prefix", "empty token"}},
+		{name: "Redis database", env: map[string]string{"REDIS_URL": "redis://:hunter2@h:6379/x"}, want: []string{"REDIS_URL", "database", "xxxxx"}},
+		{name: "HTTP address", env: map[string]string{"RESCHED_PLANNER_HTTP_ADDR": "8081"}, want: []string{"RESCHED_PLANNER_HTTP_ADDR", "-http-addr", "host:port"}},
+		{name: "HTTP port", args: []string{"-http-addr", ":99999"}, want: []string{"RESCHED_PLANNER_HTTP_ADDR", "port"}},
+		{name: "key prefix braces", args: []string{"-redis-key-prefix", "a{b}"}, want: []string{"RESCHED_PLANNER_REDIS_KEY_PREFIX", "braces"}},
+		{name: "empty flag", args: []string{"-redis-key-prefix", ""}, want: []string{"-redis-key-prefix", "empty"}},
+		{name: "duration syntax", env: map[string]string{"RESCHED_PLANNER_LEASE": "30"}, want: []string{"RESCHED_PLANNER_LEASE", "-lease", `"30" is not a duration`}},
+		{name: "duration minimum", args: []string{"-max-idle", "100us"}, want: []string{"RESCHED_PLANNER_MAX_IDLE", "-max-idle", "minimum of 1ms"}},
+		{name: "negative duration", args: []string{"-shutdown-timeout", "-5s"}, want: []string{"RESCHED_PLANNER_SHUTDOWN_TIMEOUT", "minimum of 1s"}},
+		{name: "catch-up window", args: []string{"-catch-up-window", "0s"}, want: []string{"RESCHED_PLANNER_CATCH_UP_WINDOW", "-catch-up-window"}},
+		{name: "duplicate window", env: map[string]string{"RESCHED_PLANNER_DUPLICATE_WINDOW": "ten minutes"}, want: []string{"RESCHED_PLANNER_DUPLICATE_WINDOW", "-duplicate-window"}},
+		{name: "min retry interval", env: map[string]string{"RESCHED_PLANNER_MIN_RETRY_INTERVAL": "1d"}, want: []string{"RESCHED_PLANNER_MIN_RETRY_INTERVAL", "-min-retry-interval"}},
+		{name: "whole number", env: map[string]string{"RESCHED_PLANNER_BATCH": "1e3"}, want: []string{"RESCHED_PLANNER_BATCH", "-batch", "whole number"}},
+		{name: "batch range", args: []string{"-batch", "0"}, want: []string{"-batch", "between 1 and 10000"}},
+		{name: "concurrency beyond partitions", args: []string{"-concurrency", "17"}, want: []string{"RESCHED_PLANNER_CONCURRENCY", "between 1 and 16"}},
+		{name: "replicas", env: map[string]string{"RESCHED_PLANNER_STREAM_REPLICAS": "7"}, want: []string{"RESCHED_PLANNER_STREAM_REPLICAS", "-stream-replicas", "between 1 and 5"}},
 		{name: "unknown flag", args: []string{"-bogus"}, want: []string{"bogus"}},
 		{name: "positional argument", args: []string{"extra"}, want: []string{`"extra"`}},
 		{
@@ -124,11 +191,38 @@ func TestParseConfigHelp(t *testing.T) {
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("err = %v, want flag.ErrHelp", err)
 	}
-	for _, name := range []string{"RESCHED_PLANNER_LOG_LEVEL", "NATS_URL", "REDIS_URL", "RESCHED_PLANNER_SUBJECT_PREFIX"} {
+	for _, name := range []string{"RESCHED_PLANNER_LOG_LEVEL", "NATS_URL", "REDIS_URL", "RESCHED_PLANNER_SUBJECT_PREFIX",
+		"RESCHED_PLANNER_HTTP_ADDR", "RESCHED_PLANNER_REDIS_KEY_PREFIX", "RESCHED_PLANNER_CATCH_UP_WINDOW",
+		"RESCHED_PLANNER_LEASE", "RESCHED_PLANNER_BATCH", "RESCHED_PLANNER_CONCURRENCY", "RESCHED_PLANNER_MAX_IDLE",
+		"RESCHED_PLANNER_STREAM_REPLICAS", "RESCHED_PLANNER_DUPLICATE_WINDOW", "RESCHED_PLANNER_MIN_RETRY_INTERVAL",
+		"RESCHED_PLANNER_SHUTDOWN_TIMEOUT"} {
 		if !strings.Contains(out.String(), name) {
 			t.Errorf("usage does not mention %s:\n%s", name, out.String())
 		}
 	}
+	for _, def := range []string{`(default ":8081")`, `(default "1h")`, `(default "30s")`, `(default "256")`, `(default "10m")`, `(default "50ms")`} {
+		if !strings.Contains(out.String(), def) {
+			t.Errorf("usage does not show %s:\n%s", def, out.String())
+		}
+	}
+}
+
+// The usage shows the built-in defaults, never values (and passwords) from the environment.
+func TestParseConfigHelpHidesTheEnvironment(t *testing.T) {
+	var out strings.Builder
+	_, err := parseConfig([]string{"-h"}, env(map[string]string{"REDIS_URL": "redis://:hunter2@r:6379/0"}), &out)
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("err = %v, want flag.ErrHelp", err)
+	}
+	if strings.Contains(out.String(), "hunter2") {
+		t.Errorf("usage leaks the Redis password:\n%s", out.String())
+	}
+}
+
+// with returns a copy of c changed by f.
+func with(c Config, f func(*Config)) Config {
+	f(&c)
+	return c
 }
 
 func TestConfigLogValueHidesSecrets(t *testing.T) {
@@ -141,7 +235,7 @@ func TestConfigLogValueHidesSecrets(t *testing.T) {
 			t.Errorf("logged config %s leaks %q", got, secret)
 		}
 	}
-	for _, kept := range []string{"n1:4222", "user:xxxxx@n2", "default:xxxxx@redis"} {
+	for _, kept := range []string{"n1:4222", "user:xxxxx@n2", "default:xxxxx@redis", "lease=30s", "catch_up_window=1h", "batch=256"} {
 		if !strings.Contains(got, kept) {
 			t.Errorf("logged config %s lacks %q", got, kept)
 		}

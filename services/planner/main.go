@@ -1,10 +1,12 @@
 // Command planner is the resched planner: it takes job definitions from the NATS intake
-// stream, stores them in Redis, computes each job's next fire time and publishes due
-// occurrences to JetStream for the workers.
+// stream and the NATS API, stores them in Redis, computes each job's next fire time, publishes
+// due occurrences to JetStream for the workers, and records the results the workers report.
+// Any number of planners may run against one NATS and one Redis.
 //
-// This is the skeleton: it reads its configuration (RESCHED_PLANNER_* variables, NATS_URL,
-// REDIS_URL, overridden by flags; see -h), logs it as JSON and runs until SIGINT or SIGTERM.
-// It does not connect to NATS or Redis yet.
+// It reads its configuration from RESCHED_PLANNER_* variables, NATS_URL and REDIS_URL,
+// overridden by flags (see -h); logs JSON to stdout; serves /healthz, /readyz and /metrics on
+// RESCHED_PLANNER_HTTP_ADDR; and on SIGINT or SIGTERM stops taking work, finishes the batch in
+// hand, drains NATS and exits 0 within RESCHED_PLANNER_SHUTDOWN_TIMEOUT.
 package main
 
 import (
@@ -17,6 +19,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/redis/go-redis/v9"
 )
 
 func main() {
@@ -35,11 +39,17 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		return 2
 	}
 	logger := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	// go-redis logs through one process-wide logger, plain text on stderr unless told otherwise;
+	// the process is the right owner of that setting, so it is set here and not in serve.
+	redis.SetLogger(redisLogger{logger})
 
 	// Registered before serve logs "planner started", so a signal sent after that line is
 	// always seen as a shutdown request, never as the default (killing) action.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Once a stop has begun, a second signal kills the process the default way, for an
+	// operator who will not wait for the shutdown timeout.
+	go func() { <-ctx.Done(); stop() }()
 	if err := serve(ctx, cfg, logger); err != nil {
 		logger.Error("planner failed", "error", err)
 		return 1
@@ -47,12 +57,15 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	return 0
 }
 
-// serve runs the planner until ctx is done, then stops it.
+// serve runs the planner until ctx is done, then stops it within cfg.ShutdownTimeout. It
+// returns nil after a clean stop.
 func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	logger.Info("planner started", "config", cfg)
-	<-ctx.Done()
-	logger.Info("planner stopping", "reason", context.Cause(ctx).Error())
-	// Nothing to drain yet: the NATS and Redis clients arrive with the planner issue.
+	p, err := newPlanner(cfg, logger)
+	if err != nil {
+		return err
+	}
+	err = p.run(ctx)
 	logger.Info("planner stopped")
-	return nil
+	return err
 }

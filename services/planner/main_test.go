@@ -2,15 +2,22 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/resched/resched/services/internal/natstest"
+	"github.com/resched/resched/services/internal/redistest"
 )
 
 // runAsPlanner makes the test binary act as the planner when a test starts it as a child, so
@@ -24,11 +31,38 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// logBuffer collects JSON log records written from several goroutines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// records decodes the log records written so far.
+func (b *logBuffer) records(t *testing.T) []map[string]any {
+	t.Helper()
+	return logLines(t, b.String())
+}
+
 // logLines decodes JSON log records.
 func logLines(t *testing.T, out string) []map[string]any {
 	t.Helper()
 	var recs []map[string]any
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" {
+			continue
+		}
 		var rec map[string]any
 		if err := json.Unmarshal([]byte(line), &rec); err != nil {
 			t.Fatalf("log line %q is not JSON: %v", line, err)
@@ -38,35 +72,135 @@ func logLines(t *testing.T, out string) []map[string]any {
 	return recs
 }
 
-func TestServeStopsWhenContextIsCanceled(t *testing.T) {
-	var out strings.Builder
-	logger := slog.New(slog.NewJSONHandler(&out, nil))
+// eventually polls cond until it holds or the deadline passes. Polling waits for the system
+// under test, never for a fixed time.
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", within, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitLog waits for a log record with the message and returns it.
+func waitLog(t *testing.T, logs *logBuffer, msg string) map[string]any {
+	t.Helper()
+	var found map[string]any
+	eventually(t, 10*time.Second, "log record "+msg, func() bool {
+		for _, r := range logs.records(t) {
+			if r["msg"] == msg {
+				found = r
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+// httpGet returns the status and body of a GET.
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// started runs serve in the background and returns its HTTP base URL and a stop function that
+// cancels it and returns what serve returned.
+func started(t *testing.T, cfg Config) (base string, logs *logBuffer, stop func() error) {
+	t.Helper()
+	logs = &logBuffer{}
+	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, defaultConfig(), logger) }()
-	cancel()
-	if err := <-done; err != nil {
+	go func() { done <- serve(ctx, cfg, logger) }()
+	var once sync.Once
+	var result error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case result = <-done:
+			case <-time.After(cfg.ShutdownTimeout + 10*time.Second):
+				t.Fatal("serve did not return after its context ended")
+			}
+		})
+		return result
+	}
+	t.Cleanup(func() { _ = stop() })
+	rec := waitLog(t, logs, "http listening")
+	return "http://" + rec["addr"].(string), logs, stop
+}
+
+// testConfig points the planner at test servers, on a free HTTP port.
+func testConfig(natsURL, redisURL string) Config {
+	cfg := defaultConfig()
+	cfg.NATSURL, cfg.RedisURL, cfg.HTTPAddr = natsURL, redisURL, "127.0.0.1:0"
+	cfg.LogLevel = slog.LevelDebug
+	cfg.ShutdownTimeout = 10 * time.Second
+	return cfg
+}
+
+// A planner whose NATS and Redis are not there yet runs, says why it is not ready, and still
+// stops at once when asked.
+func TestServeWithoutNATSOrRedis(t *testing.T) {
+	cfg := testConfig("nats://127.0.0.1:1", "redis://127.0.0.1:1/0")
+	base, logs, stop := started(t, cfg)
+	if code, body := httpGet(t, base+"/healthz"); code != 200 {
+		t.Errorf("/healthz = %d %s", code, body)
+	}
+	code, body := httpGet(t, base+"/readyz")
+	if code != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz = %d %s, want 503", code, body)
+	}
+	var ready struct{ Reasons map[string]string }
+	if err := json.Unmarshal([]byte(body), &ready); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"startup", "nats", "redis"} {
+		if ready.Reasons[name] == "" {
+			t.Errorf("/readyz gives no reason for %s: %s", name, body)
+		}
+	}
+	if err := stop(); err != nil {
 		t.Fatalf("serve: %v", err)
 	}
-	recs := logLines(t, out.String())
 	var msgs []string
-	for _, r := range recs {
+	for _, r := range logs.records(t) {
 		msgs = append(msgs, r["msg"].(string))
 	}
-	if got, want := strings.Join(msgs, "|"), "planner started|planner stopping|planner stopped"; got != want {
-		t.Errorf("log messages %q, want %q", got, want)
+	joined := strings.Join(msgs, "|")
+	if !strings.HasPrefix(joined, "planner started|") || !strings.HasSuffix(joined, "|planner stopping|planner stopped") {
+		t.Errorf("log messages %q", joined)
 	}
-	cfg, ok := recs[0]["config"].(map[string]any)
-	if !ok || cfg["redis_url"] != "redis://127.0.0.1:6379/0" || cfg["log_level"] != "INFO" {
-		t.Errorf("start record does not carry the config: %v", recs[0])
+	if strings.Contains(joined, "planner ready") {
+		t.Error("ready without NATS")
 	}
 }
 
 func TestSignalStopsPlanner(t *testing.T) {
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+	ns := natstest.Start(t)
+	rs := redistest.Start(t)
+	// A server without authentication ignores the credentials, so the URL can carry a password
+	// that must never show in the logs.
+	natsURL := strings.Replace(ns.ClientURL(), "nats://", "nats://planner:hunter2@", 1)
+	for _, tt := range []struct {
+		sig    syscall.Signal
+		prefix string // its own subject prefix, so the two runs do not share streams
+	}{{syscall.SIGTERM, "sigterm"}, {syscall.SIGINT, "sigint"}} {
+		sig := tt.sig
 		t.Run(sig.String(), func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-log-level", "debug")
-			cmd.Env = append(os.Environ(), runAsPlanner+"=1", "REDIS_URL=redis://:hunter2@r:6379")
+			cmd := exec.Command(os.Args[0], "-log-level", "debug", "-http-addr", "127.0.0.1:0")
+			cmd.Env = append(os.Environ(), runAsPlanner+"=1", "NATS_URL="+natsURL, "REDIS_URL="+rs.URL(),
+				"RESCHED_PLANNER_SUBJECT_PREFIX="+tt.prefix)
 			stdout, err := cmd.StdoutPipe()
 			if err != nil {
 				t.Fatal(err)
@@ -74,24 +208,31 @@ func TestSignalStopsPlanner(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
+			var before strings.Builder
 			lines := bufio.NewScanner(stdout)
-			if !lines.Scan() || !strings.Contains(lines.Text(), `"planner started"`) {
-				cmd.Process.Kill()
-				t.Fatalf("first log line %q, want the start record", lines.Text())
+			for lines.Scan() {
+				before.WriteString(lines.Text() + "\n")
+				if strings.Contains(lines.Text(), `"planner ready"`) {
+					break
+				}
 			}
-			started := lines.Text()
+			if !strings.Contains(before.String(), `"planner ready"`) {
+				_ = cmd.Process.Kill()
+				t.Fatalf("the planner never got ready:\n%s", before.String())
+			}
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
 			rest, _ := io.ReadAll(stdout)
 			if err := cmd.Wait(); err != nil {
-				t.Fatalf("planner exited with %v, want status 0", err)
+				t.Fatalf("planner exited with %v, want status 0:\n%s%s", err, before.String(), rest)
 			}
-			if strings.Contains(started, "hunter2") {
-				t.Errorf("start record leaks the Redis password: %s", started)
+			all := before.String() + string(rest)
+			if strings.Contains(all, "hunter2") {
+				t.Errorf("the logs leak the NATS password:\n%s", all)
 			}
-			if !strings.Contains(started, `"log_level":"DEBUG"`) {
-				t.Errorf("start record %s lacks the flag-set log level", started)
+			if !strings.Contains(all, `"log_level":"DEBUG"`) {
+				t.Errorf("start record lacks the flag-set log level:\n%s", all)
 			}
 			if !strings.Contains(string(rest), `"planner stopped"`) {
 				t.Errorf("no stop record after %v:\n%s", sig, rest)
@@ -109,6 +250,7 @@ func TestRunExitStatus(t *testing.T) {
 		{"help", []string{"-h"}, 0},
 		{"bad flag", []string{"-nope"}, 2},
 		{"bad value", []string{"-log-level", "loud"}, 2},
+		{"bad duration", []string{"-lease", "soon"}, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,5 +262,19 @@ func TestRunExitStatus(t *testing.T) {
 				t.Errorf("run(%q) logged before the config was valid: %s", tt.args, stdout.String())
 			}
 		})
+	}
+}
+
+// A port in use fails the start with status 1 and a log line naming the address.
+func TestRunFailsWhenTheHTTPPortIsTaken(t *testing.T) {
+	base, _, _ := started(t, testConfig("nats://127.0.0.1:1", "redis://127.0.0.1:1/0"))
+	addr := strings.TrimPrefix(base, "http://")
+	var stdout, stderr strings.Builder
+	status := run([]string{"-http-addr", addr, "-nats-url", "nats://127.0.0.1:1"}, env(nil), &stdout, &stderr)
+	if status != 1 {
+		t.Fatalf("run = %d, want 1; stderr %s", status, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "planner failed") || !strings.Contains(stdout.String(), addr) {
+		t.Errorf("no failure record naming %s:\n%s", addr, stdout.String())
 	}
 }

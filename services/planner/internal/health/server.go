@@ -1,0 +1,136 @@
+// Package health is the planner's HTTP side: /healthz (the process is alive), /readyz (it can do
+// its work: every readiness check passes within a short timeout) and /metrics (Prometheus).
+// Kubernetes restarts a planner whose /healthz fails and stops routing to one whose /readyz
+// fails; the planner itself takes no traffic over HTTP, so readiness is mostly for operators
+// and rollouts.
+package health
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Check is one readiness condition, such as "Redis answers". Func returns nil when it holds.
+type Check struct {
+	Name string
+	Func func(ctx context.Context) error
+}
+
+// Config gathers the handler's dependencies.
+type Config struct {
+	Gatherer prometheus.Gatherer // what /metrics exposes
+	Ready    []Check             // every one must pass for /readyz to answer 200
+	Timeout  time.Duration       // bound on all the readiness checks together; default 2 s
+	Logger   *slog.Logger
+}
+
+// Handler serves /healthz, /readyz and /metrics.
+func Handler(cfg Config) http.Handler {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 2 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, status{Status: "alive"})
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if reasons := cfg.ready(r.Context()); len(reasons) > 0 {
+			writeJSON(w, http.StatusServiceUnavailable, status{Status: "not ready", Reasons: reasons})
+			return
+		}
+		writeJSON(w, http.StatusOK, status{Status: "ready"})
+	})
+	if cfg.Gatherer != nil {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{
+			ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+		}))
+	}
+	return mux
+}
+
+// status is the body of /healthz and /readyz.
+type status struct {
+	Status  string            `json:"status"`
+	Reasons map[string]string `json:"reasons,omitempty"` // check name → why it fails
+}
+
+// ready runs the checks side by side and returns the reasons of those that fail.
+func (cfg Config) ready(ctx context.Context) map[string]string {
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	var mu sync.Mutex
+	reasons := map[string]string{}
+	var wg sync.WaitGroup
+	for _, c := range cfg.Ready {
+		wg.Go(func() {
+			if err := run(ctx, c); err != nil {
+				mu.Lock()
+				reasons[c.Name] = err.Error()
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return reasons
+}
+
+// run runs a check, giving up at the deadline even if the check ignores its context.
+func run(ctx context.Context, c Check) error {
+	done := make(chan error, 1)
+	go func() { done <- c.Func(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("no answer: %w", ctx.Err())
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v status) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// Server is the HTTP server, listening from Listen on.
+type Server struct {
+	srv *http.Server
+	ln  net.Listener
+}
+
+// Listen binds addr (":8081", "127.0.0.1:0") so that a port in use fails the start at once.
+func Listen(addr string, h http.Handler) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("health: listen on %s: %w", addr, err)
+	}
+	return &Server{ln: ln, srv: &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}}, nil
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Serve answers requests until Shutdown, then returns nil.
+func (s *Server) Serve() error {
+	if err := s.srv.Serve(s.ln); !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("health: serve: %w", err)
+	}
+	return nil
+}
+
+// Shutdown stops accepting requests and waits for those in hand, until ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx) }

@@ -1,0 +1,146 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func newPlanner(t *testing.T) (*Planner, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	p, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, reg
+}
+
+func TestCounters(t *testing.T) {
+	p, reg := newPlanner(t)
+	p.Claimed(3)
+	p.Claimed(2)
+	p.Published(4)
+	p.Skipped(1)
+	p.Error("publish")
+	p.Error("publish")
+	p.Error("something_new")
+	p.Result("Completed")
+	p.Result("Failed")
+	p.Result("Failed")
+	p.SetDueBacklog(42)
+	want := `
+# HELP resched_planner_claimed_total Due jobs claimed from Redis.
+# TYPE resched_planner_claimed_total counter
+resched_planner_claimed_total 5
+# HELP resched_planner_published_total Due occurrences published to JetStream and acknowledged.
+# TYPE resched_planner_published_total counter
+resched_planner_published_total 4
+# HELP resched_planner_skipped_total Due occurrences skipped because they were older than the catch-up window.
+# TYPE resched_planner_skipped_total counter
+resched_planner_skipped_total 1
+# HELP resched_planner_errors_total Errors by the stage they happened in.
+# TYPE resched_planner_errors_total counter
+resched_planner_errors_total{stage="backlog"} 0
+resched_planner_errors_total{stage="dispatch"} 0
+resched_planner_errors_total{stage="event"} 0
+resched_planner_errors_total{stage="prepare"} 0
+resched_planner_errors_total{stage="publish"} 2
+resched_planner_errors_total{stage="result_apply"} 0
+resched_planner_errors_total{stage="result_decode"} 0
+resched_planner_errors_total{stage="something_new"} 1
+# HELP resched_planner_results_total Attempt results applied, by their status.
+# TYPE resched_planner_results_total counter
+resched_planner_results_total{status="Completed"} 1
+resched_planner_results_total{status="Failed"} 2
+# HELP resched_planner_due_backlog Jobs due now that no planner has claimed yet, sampled every few seconds.
+# TYPE resched_planner_due_backlog gauge
+resched_planner_due_backlog 42
+`
+	names := []string{"resched_planner_claimed_total", "resched_planner_published_total", "resched_planner_skipped_total",
+		"resched_planner_errors_total", "resched_planner_results_total", "resched_planner_due_backlog"}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestFireLagBuckets(t *testing.T) {
+	p, _ := newPlanner(t)
+	for _, d := range []time.Duration{-time.Second, 500 * time.Microsecond, 3 * time.Millisecond, 2 * time.Second, 90 * time.Second} {
+		p.FireLag(d)
+	}
+	want := `
+# HELP resched_planner_fire_lag_seconds Time from an occurrence's scheduled time to its publish acknowledgement.
+# TYPE resched_planner_fire_lag_seconds histogram
+resched_planner_fire_lag_seconds_bucket{le="0.001"} 2
+resched_planner_fire_lag_seconds_bucket{le="0.0025"} 2
+resched_planner_fire_lag_seconds_bucket{le="0.005"} 3
+resched_planner_fire_lag_seconds_bucket{le="0.01"} 3
+resched_planner_fire_lag_seconds_bucket{le="0.025"} 3
+resched_planner_fire_lag_seconds_bucket{le="0.05"} 3
+resched_planner_fire_lag_seconds_bucket{le="0.1"} 3
+resched_planner_fire_lag_seconds_bucket{le="0.25"} 3
+resched_planner_fire_lag_seconds_bucket{le="0.5"} 3
+resched_planner_fire_lag_seconds_bucket{le="1"} 3
+resched_planner_fire_lag_seconds_bucket{le="2.5"} 4
+resched_planner_fire_lag_seconds_bucket{le="5"} 4
+resched_planner_fire_lag_seconds_bucket{le="10"} 4
+resched_planner_fire_lag_seconds_bucket{le="30"} 4
+resched_planner_fire_lag_seconds_bucket{le="60"} 4
+resched_planner_fire_lag_seconds_bucket{le="+Inf"} 5
+resched_planner_fire_lag_seconds_sum 92.0035
+resched_planner_fire_lag_seconds_count 5
+`
+	if err := testutil.CollectAndCompare(p.fireLag, strings.NewReader(want)); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestNoGlobalRegistryAndNoDoubleRegistration(t *testing.T) {
+	_, reg := newPlanner(t)
+	if _, err := New(reg); err == nil {
+		t.Error("registering twice on one registry succeeded")
+	}
+	if _, err := New(prometheus.NewRegistry()); err != nil {
+		t.Errorf("a second planner on its own registry: %v", err)
+	}
+	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %v", problems, err)
+	}
+}
+
+func TestSampleDueBacklog(t *testing.T) {
+	p, _ := newPlanner(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	calls := 0
+	// The first sample happens at once; the counter ends the run, so the test waits on nothing.
+	p.SampleDueBacklog(ctx, time.Hour, func(ctx context.Context, now time.Time) (int64, error) {
+		calls++
+		if _, ok := ctx.Deadline(); !ok {
+			t.Error("sample without a timeout")
+		}
+		cancel()
+		return 17, nil
+	}, nil)
+	if calls != 1 {
+		t.Errorf("counted %d times, want 1", calls)
+	}
+	if got := testutil.ToFloat64(p.backlog); got != 17 {
+		t.Errorf("backlog %v, want 17", got)
+	}
+
+	failing := func(context.Context, time.Time) (int64, error) { return 0, errors.New("redis down") }
+	p.sample(context.Background(), time.Second, failing, slog.New(slog.DiscardHandler))
+	if got := testutil.ToFloat64(p.backlog); got != 17 {
+		t.Errorf("a failed sample changed the backlog to %v", got)
+	}
+	if got := testutil.ToFloat64(p.errors.WithLabelValues("backlog")); got != 1 {
+		t.Errorf("backlog errors %v, want 1", got)
+	}
+}

@@ -1,0 +1,283 @@
+// Package results applies the attempt results the workers publish on
+// <prefix>.results.<collection>.<job> (spec/system.md): each becomes a history entry and moves
+// the job's status counters, and the final attempt of a job's last occurrence ends the job
+// Completed or Faulted, which is announced on <prefix>.events.<collection>.<job>.<kind>.
+//
+// Every planner shares one durable consumer of the results stream. A message is settled by
+// what became of it:
+//   - applied (to a job deleted meanwhile too): acknowledged;
+//   - malformed (not a result, or a result of another job than its subject names): terminated,
+//     with a log line, since sending it again cannot help;
+//   - failed inside the planner (Redis down): negatively acknowledged with a delay, so it
+//     comes back and nothing is lost.
+//
+// Results are applied one at a time in stream order, so the attempts of one occurrence land in
+// the history in the order the worker made them.
+package results
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/planner/internal/store"
+	"github.com/resched/resched/shared/job"
+)
+
+// Store is what the consumer needs of the planner's store.
+type Store interface {
+	ApplyResult(ctx context.Context, c, j string, o store.Outcome, now time.Time) (job.State, error)
+}
+
+// Publisher sends events (core NATS: events are notifications).
+type Publisher interface {
+	Publish(subject string, data []byte) error
+}
+
+// Metrics records what the consumer does; package metrics has the Prometheus one.
+type Metrics interface {
+	Result(status string)
+	Error(stage string)
+}
+
+// Config gathers a Consumer's dependencies and settings.
+type Config struct {
+	JS       jetstream.JetStream
+	Store    Store
+	Events   Publisher
+	Subjects bus.Subjects
+	Clock    func() time.Time
+	Logger   *slog.Logger
+	Metrics  Metrics
+
+	// RetryDelay is how long a result that failed inside the planner waits before it is
+	// delivered again, and how long Run waits before resuming after losing its consumer.
+	// Default 1 s.
+	RetryDelay time.Duration
+	// Timeout bounds the handling of one result; it stays below the consumer's AckWait so a
+	// result is settled before the server hands it to another planner. Default 20 s.
+	Timeout time.Duration
+	// Prefetch is how many results the server may push ahead of the one in hand. Default 256.
+	Prefetch int
+}
+
+// Consumer consumes the results stream.
+type Consumer struct {
+	cfg    Config
+	log    *slog.Logger
+	prefix string // <prefix>.results.
+}
+
+// New returns a Consumer. The stream must exist (bus.EnsureStreams) before Run.
+func New(cfg Config) *Consumer {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = noMetrics{}
+	}
+	if cfg.RetryDelay <= 0 {
+		cfg.RetryDelay = time.Second
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 20 * time.Second
+	}
+	if cfg.Prefetch <= 0 {
+		cfg.Prefetch = 256
+	}
+	return &Consumer{cfg: cfg, log: cfg.Logger, prefix: cfg.Subjects.Prefix + ".results."}
+}
+
+// Run applies results until ctx ends, then returns nil once the result in hand is settled. It
+// returns an error when the consumer cannot be set up at start or the NATS connection is
+// closed; a consumer lost later (deleted, a server restart) is set up again.
+func (rc *Consumer) Run(ctx context.Context) error {
+	cons, err := rc.consumer(ctx)
+	if err != nil {
+		return err
+	}
+	for {
+		err := rc.consume(ctx, cons)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if errors.Is(err, jetstream.ErrConnectionClosed) {
+			return fmt.Errorf("results: %w", err)
+		}
+		rc.log.Warn("results: interrupted; resuming", "error", err)
+		for cons = nil; cons == nil; {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(rc.cfg.RetryDelay):
+			}
+			if cons, err = rc.consumer(ctx); err != nil {
+				rc.log.Warn("results consumer", "error", err)
+			}
+		}
+	}
+}
+
+func (rc *Consumer) consumer(ctx context.Context) (jetstream.Consumer, error) {
+	stream := rc.cfg.Subjects.ResultsStream()
+	cons, err := rc.cfg.JS.CreateOrUpdateConsumer(ctx, stream, bus.ResultsConsumerConfig())
+	if err != nil {
+		return nil, fmt.Errorf("results consumer on stream %s: %w", stream, err)
+	}
+	return cons, nil
+}
+
+// consume handles messages one by one until ctx ends or the iterator fails.
+func (rc *Consumer) consume(ctx context.Context, cons jetstream.Consumer) error {
+	it, err := cons.Messages(jetstream.PullMaxMessages(rc.cfg.Prefetch))
+	if err != nil {
+		return fmt.Errorf("results messages: %w", err)
+	}
+	defer rc.release(it)
+	for {
+		msg, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			return err
+		}
+		rc.handle(ctx, msg)
+	}
+}
+
+// release stops the iterator and hands back the results it had already received, so another
+// planner gets them now rather than after the consumer's AckWait.
+func (rc *Consumer) release(it jetstream.MessagesContext) {
+	it.Drain()
+	for {
+		msg, err := it.Next(jetstream.NextMaxWait(time.Second))
+		if err != nil {
+			return
+		}
+		rc.settle(msg, msg.Nak())
+	}
+}
+
+// handle applies one result and settles it. The work is not cut short when ctx ends: the
+// result in hand is finished, within Timeout.
+func (rc *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
+	r, err := rc.decode(msg)
+	if err != nil {
+		rc.cfg.Metrics.Error("result_decode")
+		rc.log.Warn("results: malformed result dropped", "subject", msg.Subject(), "error", err)
+		rc.settle(msg, msg.Term())
+		return
+	}
+	work, cancel := context.WithTimeout(context.WithoutCancel(ctx), rc.cfg.Timeout)
+	defer cancel()
+	now := rc.cfg.Clock()
+	state, err := rc.cfg.Store.ApplyResult(work, r.Collection, r.Job, store.Outcome{
+		ID: bus.ResultMsgID(r), Entry: r.HistoryEntry(), Scheduled: r.Scheduled, Final: r.Final, Faulted: r.Faulted,
+	}, now)
+	if err != nil {
+		rc.cfg.Metrics.Error("result_apply")
+		rc.log.Error("results: apply failed; retrying", "collection", r.Collection, "job", r.Job, "error", err)
+		rc.settle(msg, msg.NakWithDelay(rc.cfg.RetryDelay))
+		return
+	}
+	rc.cfg.Metrics.Result(string(r.Status))
+	rc.log.Debug("results: applied", "collection", r.Collection, "job", r.Job, "action", r.ActionName,
+		"attempt", r.Attempt, "status", r.Status, "final", r.Final, "faulted", r.Faulted)
+	rc.announce(r, state, now)
+	rc.settle(msg, msg.Ack())
+}
+
+// decode reads a result and checks that it names the job of its subject.
+func (rc *Consumer) decode(msg jetstream.Msg) (bus.Result, error) {
+	var r bus.Result
+	if err := json.Unmarshal(msg.Data(), &r); err != nil {
+		return r, fmt.Errorf("not a result: %w", err)
+	}
+	c, j, ok := rc.names(msg.Subject())
+	if !ok {
+		return r, errors.New("subject is not <prefix>.results.<collection>.<job>")
+	}
+	var problems []string
+	if r.Collection != c || r.Job != j {
+		problems = append(problems, fmt.Sprintf("names job %q/%q, subject names %q/%q", r.Collection, r.Job, c, j))
+	}
+	if err := bus.CheckName("collection", c); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if err := bus.CheckName("job", j); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if r.ActionName == "" {
+		problems = append(problems, "no actionName")
+	}
+	if r.Status == "" {
+		problems = append(problems, "no status")
+	}
+	if r.Scheduled.IsZero() {
+		problems = append(problems, "no scheduledTime")
+	}
+	if r.Attempt < 0 || r.Occurrence < 0 {
+		problems = append(problems, "negative attempt or occurrence")
+	}
+	if len(problems) > 0 {
+		return r, errors.New(strings.Join(problems, "; "))
+	}
+	return r, nil
+}
+
+// names splits <prefix>.results.<collection>.<job>.
+func (rc *Consumer) names(subject string) (c, j string, ok bool) {
+	rest, ok := strings.CutPrefix(subject, rc.prefix)
+	if !ok {
+		return "", "", false
+	}
+	c, j, ok = strings.Cut(rest, ".")
+	if !ok || c == "" || j == "" || strings.Contains(j, ".") {
+		return "", "", false
+	}
+	return c, j, true
+}
+
+// announce publishes the completed or faulted event of a job this result ended. A lost event
+// is logged only: the state it reports is already stored.
+func (rc *Consumer) announce(r bus.Result, state job.State, now time.Time) {
+	var kind string
+	switch state {
+	case job.StateCompleted:
+		kind = bus.EventCompleted
+	case job.StateFaulted:
+		kind = bus.EventFaulted
+	default:
+		return
+	}
+	rc.log.Info("results: job ended", "collection", r.Collection, "job", r.Job, "state", state)
+	if rc.cfg.Events == nil {
+		return
+	}
+	b, err := json.Marshal(bus.Event{Kind: kind, Collection: r.Collection, Job: r.Job, Time: now.UTC()})
+	if err == nil {
+		err = rc.cfg.Events.Publish(rc.cfg.Subjects.Event(r.Collection, r.Job, kind), b)
+	}
+	if err != nil {
+		rc.cfg.Metrics.Error("event")
+		rc.log.Warn("results: publish event", "kind", kind, "collection", r.Collection, "job", r.Job, "error", err)
+	}
+}
+
+func (rc *Consumer) settle(msg jetstream.Msg, err error) {
+	if err != nil {
+		rc.log.Warn("results: settle message", "subject", msg.Subject(), "error", err)
+	}
+}
+
+type noMetrics struct{}
+
+func (noMetrics) Result(string) {}
+func (noMetrics) Error(string)  {}

@@ -1,0 +1,72 @@
+package results_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/internal/natstest"
+	"github.com/resched/resched/services/planner/internal/results"
+	"github.com/resched/resched/services/planner/internal/store"
+	"github.com/resched/resched/shared/job"
+)
+
+// flakyStore fails its first calls, as Redis does while it is down.
+type flakyStore struct {
+	mu       sync.Mutex
+	failures int
+	applied  []store.Outcome
+	done     chan struct{}
+}
+
+func (f *flakyStore) ApplyResult(_ context.Context, _, _ string, o store.Outcome, _ time.Time) (job.State, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failures > 0 {
+		f.failures--
+		return "", errors.New("dial tcp: connection refused")
+	}
+	f.applied = append(f.applied, o)
+	close(f.done)
+	return "", nil
+}
+
+// A result that fails inside the planner comes back after the retry delay and is applied.
+func TestStoreErrorRedeliversTheResult(t *testing.T) {
+	ctx := context.Background()
+	nc := natstest.Start(t).Connect(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subj := bus.NewSubjects("acme.sched")
+	if err := bus.EnsureStreams(ctx, js, subj, bus.StreamOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fs := &flakyStore{failures: 2, done: make(chan struct{})}
+	m := &recorder{}
+	e := &env{t: t}
+	e.start(results.New(results.Config{JS: js, Store: fs, Subjects: subj, Metrics: m, RetryDelay: 10 * time.Millisecond}))
+
+	r := attempt("j", job.ActionNameMain, 0, job.ExecutionCompleted, true, false)
+	e.js, e.subj = js, subj
+	e.publish(r)
+	select {
+	case <-fs.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the result was not applied within 10 s")
+	}
+	e.settled()
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if len(fs.applied) != 1 || fs.applied[0].Entry != r.HistoryEntry() || !fs.applied[0].Final || !fs.applied[0].Scheduled.Equal(t0) {
+		t.Errorf("applied %+v", fs.applied)
+	}
+	if got := m.errors("result_apply"); got != 2 {
+		t.Errorf("apply errors %d, want 2", got)
+	}
+}

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/planner/internal/api"
+	"github.com/resched/resched/services/planner/internal/dispatch"
+	"github.com/resched/resched/services/planner/internal/health"
+	"github.com/resched/resched/services/planner/internal/intake"
+	"github.com/resched/resched/services/planner/internal/jobs"
+	"github.com/resched/resched/services/planner/internal/metrics"
+	"github.com/resched/resched/services/planner/internal/results"
+	"github.com/resched/resched/services/planner/internal/store"
+	"github.com/resched/resched/shared/jobschema"
+)
+
+// backlogInterval is how often the due backlog gauge is sampled.
+const backlogInterval = 5 * time.Second
+
+// planner is the running process: its connections and the parts built on them.
+type planner struct {
+	cfg      Config
+	log      *slog.Logger
+	subjects bus.Subjects
+
+	nc       *nats.Conn
+	ncClosed <-chan struct{}
+	js       jetstream.JetStream
+	rdb      *redis.Client
+	store    *store.Store
+	metrics  *metrics.Planner
+	http     *health.Server
+	started  atomic.Bool // every part runs: readiness
+}
+
+// newPlanner connects to NATS and Redis (neither need be up yet) and binds the HTTP address.
+func newPlanner(cfg Config, logger *slog.Logger) (*planner, error) {
+	p := &planner{cfg: cfg, log: logger, subjects: bus.NewSubjects(cfg.SubjectPrefix)}
+	reg := prometheus.NewRegistry()
+	for _, c := range []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register runtime metrics: %w", err)
+		}
+	}
+	var err error
+	if p.metrics, err = metrics.New(reg); err != nil {
+		return nil, err
+	}
+	if p.rdb, err = connectRedis(cfg); err != nil {
+		return nil, err
+	}
+	p.store = store.New(p.rdb, cfg.RedisKeyPrefix)
+	if p.nc, p.ncClosed, err = connectNATS(cfg, logger); err != nil {
+		_ = p.rdb.Close()
+		return nil, err
+	}
+	if p.js, err = jetstream.New(p.nc); err != nil {
+		p.close()
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	p.http, err = health.Listen(cfg.HTTPAddr, health.Handler(health.Config{Gatherer: reg, Logger: logger, Ready: []health.Check{
+		{Name: "startup", Func: p.startedCheck},
+		{Name: "nats", Func: natsReady(p.nc)},
+		{Name: "redis", Func: p.store.Ping},
+	}}))
+	if err != nil {
+		p.close()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *planner) startedCheck(context.Context) error {
+	if !p.started.Load() {
+		return errors.New("starting or stopping")
+	}
+	return nil
+}
+
+// close releases the connections at once, for a start that failed half way.
+func (p *planner) close() {
+	p.nc.Close()
+	_ = p.rdb.Close()
+}
+
+// run serves until ctx ends or a part fails, then stops everything within ShutdownTimeout. It
+// returns nil after a stop asked for through ctx.
+func (p *planner) run(ctx context.Context) error {
+	runCtx, fail := context.WithCancelCause(ctx)
+	defer fail(nil)
+	httpDone := make(chan error, 1)
+	go func() { httpDone <- p.http.Serve() }()
+	p.log.Info("http listening", "addr", p.http.Addr().String())
+
+	var parts sync.WaitGroup
+	apiSrv, err := p.start(runCtx, &parts, fail)
+	if err != nil {
+		fail(err)
+	} else {
+		p.started.Store(true)
+		p.log.Info("planner ready")
+	}
+	select {
+	case <-runCtx.Done():
+	case err := <-httpDone:
+		fail(fmt.Errorf("http server stopped: %w", err))
+	}
+	p.started.Store(false)
+	p.log.Info("planner stopping", "reason", context.Cause(runCtx).Error())
+	stopErr := p.stop(apiSrv, &parts)
+
+	if cause := context.Cause(runCtx); ctx.Err() == nil || !errors.Is(cause, context.Cause(ctx)) {
+		return errors.Join(cause, stopErr)
+	}
+	return stopErr
+}
+
+// start ensures the streams, then starts the API, the intake, the dispatcher, the results
+// consumer and the backlog sampler. A part that fails later calls fail.
+func (p *planner) start(ctx context.Context, parts *sync.WaitGroup, fail context.CancelCauseFunc) (micro.Service, error) {
+	streams := bus.StreamOptions{Replicas: p.cfg.StreamReplicas, DuplicateWindow: p.cfg.DuplicateWindow}
+	if err := ensureStreams(ctx, p.js, p.subjects, streams, p.log); err != nil {
+		return nil, err
+	}
+	validator, err := jobschema.New(jobschema.WithMinRetryInterval(p.cfg.MinRetryInterval))
+	if err != nil {
+		return nil, err
+	}
+	disp := dispatch.New(dispatch.Config{
+		Store: p.store, JS: p.js, Events: p.nc, Subjects: p.subjects, Logger: p.log, Metrics: p.metrics,
+		Lease: p.cfg.Lease, Batch: p.cfg.Batch, CatchUp: p.cfg.CatchUpWindow, MaxIdle: p.cfg.MaxIdle,
+		Concurrency: p.cfg.Concurrency,
+	})
+	svc := jobs.New(jobs.Config{Store: p.store, Validator: validator, Events: p.nc, Runner: disp,
+		Subjects: p.subjects, Logger: p.log})
+	apiSrv, err := api.New(p.nc, svc, p.subjects, p.log)
+	if err != nil {
+		return nil, err
+	}
+	in := intake.New(intake.Config{JS: p.js, Jobs: svc, Subjects: p.subjects, Logger: p.log})
+	res := results.New(results.Config{JS: p.js, Store: p.store, Events: p.nc, Subjects: p.subjects,
+		Logger: p.log, Metrics: p.metrics})
+	for name, run := range map[string]func(context.Context) error{
+		"dispatch": disp.Run, "intake": in.Run, "results": res.Run,
+	} {
+		parts.Go(func() {
+			if err := run(ctx); err != nil {
+				fail(fmt.Errorf("%s: %w", name, err))
+			}
+		})
+	}
+	parts.Go(func() { p.metrics.SampleDueBacklog(ctx, backlogInterval, p.store.DueBacklog, p.log) })
+	return apiSrv, nil
+}
+
+// stop takes the planner down in order: no new API requests; the intake, results and the
+// dispatcher finish what they hold (their context has ended); NATS drains its subscriptions
+// and flushes what was published; then HTTP and Redis close. Past ShutdownTimeout it gives up
+// waiting and closes everything.
+func (p *planner) stop(apiSrv micro.Service, parts *sync.WaitGroup) error {
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.ShutdownTimeout)
+	defer cancel()
+	var errs []error
+	if apiSrv != nil {
+		if err := apiSrv.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("stop api: %w", err))
+		}
+	}
+	partsDone := make(chan struct{})
+	go func() { parts.Wait(); close(partsDone) }()
+	select {
+	case <-partsDone:
+	case <-ctx.Done():
+		errs = append(errs, errors.New("shutdown timed out waiting for the dispatcher, intake and results to finish"))
+	}
+	// Drain closes a connection that is not connected at once, and says so; that is no error here.
+	if err := p.nc.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) && !errors.Is(err, nats.ErrConnectionReconnecting) {
+		errs = append(errs, fmt.Errorf("drain nats: %w", err))
+	}
+	select {
+	case <-p.ncClosed:
+	case <-ctx.Done():
+		errs = append(errs, errors.New("shutdown timed out draining nats"))
+		p.nc.Close()
+	}
+	if err := p.http.Shutdown(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("stop http: %w", err))
+	}
+	if err := p.rdb.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("close redis: %w", err))
+	}
+	return errors.Join(errs...)
+}
