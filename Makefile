@@ -17,9 +17,11 @@ COMMANDS := planner worker schedctl
 VERSION  ?= $(shell git describe --tags --always 2>/dev/null || echo dev)
 LDFLAGS  := -X main.version=$(VERSION)
 
-# Packages with benchmarks, as module/package; add one line per package.
-BENCH_PKGS := \
-	shared/recurrence
+# Packages with benchmarks, as module/package:benchtime; add one line per package. The planner
+# benchmarks do their whole workload once (1x) against a real redis-server and JetStream.
+BENCH_PKGS = \
+	shared/recurrence:$(BENCHTIME) \
+	services/planner/internal/dispatch:1x
 
 BENCHTIME ?= 1s
 FUZZTIME  ?= 30s
@@ -49,10 +51,11 @@ test: ## go vet and go test every module (TESTFLAGS adds flags)
 test-race: ## make test with the race detector (needs cgo and a C compiler)
 	CGO_ENABLED=1 $(MAKE) test TESTFLAGS='-race'
 
-bench: ## run the Go benchmarks of BENCH_PKGS (BENCHTIME=1s each)
-	@for p in $(BENCH_PKGS); do \
-		echo "==> $$p"; \
-		(cd $${p%%/*} && go test -run='^$$' -bench=. -benchmem -benchtime='$(BENCHTIME)' ./$${p#*/}/); \
+bench: ## run the Go benchmarks of BENCH_PKGS (figures in docs/benchmarks.md)
+	@for entry in $(BENCH_PKGS); do \
+		p=$${entry%%:*}; t=$${entry#*:}; \
+		echo "==> $$p (-benchtime=$$t)"; \
+		(cd $${p%%/*} && go test -run='^$$' -bench=. -benchmem -benchtime="$$t" -timeout=30m ./$${p#*/}/); \
 	done
 
 fuzz: ## run every Fuzz target for FUZZTIME (default 30s) each
