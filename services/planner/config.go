@@ -38,6 +38,11 @@ type Config struct {
 	DuplicateWindow  time.Duration // JetStream duplicate window of the due and results streams
 	MinRetryInterval time.Duration // shortest retryInterval a job may ask for
 	ShutdownTimeout  time.Duration // how long a stop may take before the planner gives up
+
+	// EmbeddedNATS, when set, is the listen address of a NATS server with JetStream that the
+	// planner runs itself (NATSURL is then ignored): one binary plus Redis is a whole scheduler.
+	EmbeddedNATS    string
+	EmbeddedNATSDir string // where the embedded server keeps its JetStream data
 }
 
 func defaultConfig() Config {
@@ -56,6 +61,7 @@ func defaultConfig() Config {
 		StreamReplicas:   1,
 		DuplicateWindow:  10 * time.Minute,
 		MinRetryInterval: 15 * time.Second,
+		EmbeddedNATSDir:  ".data/nats",
 		ShutdownTimeout:  30 * time.Second,
 	}
 }
@@ -88,6 +94,8 @@ func (c *Config) settings() []setting {
 		{"duplicate window", "duplicate-window", p + "DUPLICATE_WINDOW", "JetStream duplicate window of the due and results streams", durationField{&c.DuplicateWindow, time.Second}},
 		{"minimum retry interval", "min-retry-interval", p + "MIN_RETRY_INTERVAL", "shortest retryInterval a job may ask for", durationField{&c.MinRetryInterval, time.Second}},
 		{"shutdown timeout", "shutdown-timeout", p + "SHUTDOWN_TIMEOUT", "how long a stop may take", durationField{&c.ShutdownTimeout, time.Second}},
+		{"embedded NATS address", "embedded-nats", p + "EMBEDDED_NATS", "run a NATS server with JetStream inside the planner, listening here (e.g. 127.0.0.1:4222); NATS_URL is then ignored", optionalTextField{textField{&c.EmbeddedNATS, checkListenAddr}}},
+		{"embedded NATS directory", "embedded-nats-dir", p + "EMBEDDED_NATS_DIR", "where the embedded NATS server keeps its JetStream data", textField{&c.EmbeddedNATSDir, func(string) error { return nil }}},
 	}
 }
 
@@ -133,6 +141,7 @@ func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("log_level", c.LogLevel.String()),
 		slog.String("nats_url", redactURLs(c.NATSURL)),
+		slog.String("embedded_nats", c.EmbeddedNATS),
 		slog.String("redis_url", redactURLs(c.RedisURL)),
 		slog.String("subject_prefix", c.SubjectPrefix),
 		slog.String("http_addr", c.HTTPAddr),

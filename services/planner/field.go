@@ -35,6 +35,17 @@ func (f textField) Set(v string) error {
 	return nil
 }
 
+// optionalTextField is a text setting whose empty value means "off".
+type optionalTextField struct{ textField }
+
+func (f optionalTextField) Set(v string) error {
+	if v == "" {
+		*f.p = ""
+		return nil
+	}
+	return f.textField.Set(v)
+}
+
 // levelField is a slog level by name.
 type levelField struct{ p *slog.Level }
 

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
@@ -43,7 +44,8 @@ type planner struct {
 	store    *store.Store
 	metrics  *metrics.Planner
 	http     *health.Server
-	started  atomic.Bool // every part runs: readiness
+	embedded *server.Server // the embedded NATS server, when configured
+	started  atomic.Bool    // every part runs: readiness
 }
 
 // newPlanner connects to NATS and Redis (neither need be up yet) and binds the HTTP address.
@@ -63,8 +65,15 @@ func newPlanner(cfg Config, logger *slog.Logger) (*planner, error) {
 		return nil, err
 	}
 	p.store = store.New(p.rdb, cfg.RedisKeyPrefix)
+	if cfg.EmbeddedNATS != "" {
+		if p.embedded, err = startEmbeddedNATS(cfg.EmbeddedNATS, cfg.EmbeddedNATSDir, logger); err != nil {
+			_ = p.rdb.Close()
+			return nil, err
+		}
+		cfg.NATSURL = p.embedded.ClientURL()
+	}
 	if p.nc, p.ncClosed, err = connectNATS(cfg, logger); err != nil {
-		_ = p.rdb.Close()
+		p.close()
 		return nil, err
 	}
 	if p.js, err = jetstream.New(p.nc); err != nil {
@@ -92,8 +101,19 @@ func (p *planner) startedCheck(context.Context) error {
 
 // close releases the connections at once, for a start that failed half way.
 func (p *planner) close() {
-	p.nc.Close()
+	if p.nc != nil {
+		p.nc.Close()
+	}
 	_ = p.rdb.Close()
+	p.stopEmbedded()
+}
+
+// stopEmbedded stops the embedded NATS server, last: the planner's own connection drains first.
+func (p *planner) stopEmbedded() {
+	if p.embedded != nil {
+		p.embedded.Shutdown()
+		p.embedded.WaitForShutdown()
+	}
 }
 
 // run serves until ctx ends or a part fails, then stops everything within ShutdownTimeout. It
@@ -202,5 +222,6 @@ func (p *planner) stop(apiSrv micro.Service, parts *sync.WaitGroup) error {
 	if err := p.rdb.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("close redis: %w", err))
 	}
+	p.stopEmbedded()
 	return errors.Join(errs...)
 }

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"net"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/resched/resched/services/internal/redistest"
+)
+
+// With -embedded-nats the planner runs its own JetStream server: a client connects to that
+// address and uses the API; a stop shuts the server down too.
+func TestEmbeddedNATS(t *testing.T) {
+	rs := redistest.Start(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	cfg := testConfig("nats://127.0.0.1:1", rs.URL()) // NATS_URL is ignored in this mode
+	cfg.EmbeddedNATS, cfg.EmbeddedNATSDir = addr, t.TempDir()
+	base, _, stop := started(t, cfg)
+	eventually(t, 20*time.Second, "/readyz answers 200", func() bool {
+		code, _ := httpGet(t, base+"/readyz")
+		return code == http.StatusOK
+	})
+	nc, err := nats.Connect("nats://" + addr)
+	if err != nil {
+		t.Fatalf("connect to the embedded server: %v", err)
+	}
+	defer nc.Close()
+	request(t, nc, "scheduler.api.collections.put.demo", `{"properties":{}}`)
+	if err := stop(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		c.Close()
+		t.Fatal("the embedded NATS server still listens after the planner stopped")
+	}
+}
