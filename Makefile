@@ -13,7 +13,7 @@ export GOFLAGS
 MODULES := $(shell go work edit -json | sed -n 's/.*"DiskPath": "\(.*\)".*/\1/p')
 
 BIN      := bin
-COMMANDS := planner worker schedctl
+COMMANDS := planner worker schedctl target
 VERSION  ?= $(shell git describe --tags --always 2>/dev/null || echo dev)
 LDFLAGS  := -X main.version=$(VERSION)
 
@@ -34,7 +34,7 @@ help: ## list the targets
 	@echo
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12 | sed 's/^/  /'
 
-build: ## build bin/planner, bin/worker and bin/schedctl
+build: ## build bin/planner, bin/worker, bin/schedctl and bin/target (the example HTTP target)
 	go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./services/,$(COMMANDS))
 
 test: ## go vet and go test every module (TESTFLAGS adds flags)
