@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/resched/resched/shared/job"
@@ -65,7 +66,11 @@ func preview(file string, stdin io.Reader, now time.Time, n int) ([]time.Time, e
 	if err != nil {
 		var verr *jobschema.ValidationError
 		if errors.As(err, &verr) {
-			return nil, fmt.Errorf("invalid job definition:\n%w", verr)
+			var lines strings.Builder
+			for _, p := range verr.Problems {
+				lines.WriteString("\n  " + p.String())
+			}
+			return nil, fmt.Errorf("invalid job definition:%s", lines.String())
 		}
 		return nil, err
 	}
