@@ -20,8 +20,10 @@ type command = func(args []string, stdin io.Reader, stdout, stderr io.Writer) in
 
 // commands is the read-only table of subcommands.
 var commands = map[string]command{
-	"version": runVersion,
-	"preview": previewCommand(time.Now),
+	"version":    runVersion,
+	"preview":    previewCommand(time.Now),
+	"collection": collectionGroup.command(),
+	"job":        jobGroup.command(),
 }
 
 // version is set at link time (-ldflags "-X main.version=v1.2.3"); without it, the module
@@ -34,6 +36,7 @@ func main() {
 
 // run dispatches args (without the program name) to a command and returns the exit status.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	args = hoistGlobalFlags(args) // "schedctl -o json job get c/j" as well as after the command
 	if len(args) == 0 {
 		usage(stderr)
 		return 2
@@ -61,6 +64,10 @@ func usage(w io.Writer) {
 	names = append(names, "help")
 	slices.Sort(names)
 	fmt.Fprintf(w, "usage: schedctl <command> [flags]\n\ncommands:\n  %s\n\n", strings.Join(names, "\n  "))
+	fmt.Fprintln(w, "collection and job talk to the planner's NATS API (--server or NATS_URL,")
+	fmt.Fprintln(w, "default nats://127.0.0.1:4222); -o json prints the planner's JSON reply.")
+	fmt.Fprintln(w, "preview runs locally, without a planner.")
+	fmt.Fprintln(w, "Exit status: 0 success, 1 failure, 2 bad usage or input the planner rejected.")
 	fmt.Fprintln(w, "Run 'schedctl <command> -h' for a command's flags.")
 }
 

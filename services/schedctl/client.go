@@ -1,0 +1,151 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+	"github.com/resched/resched/services/internal/bus"
+)
+
+// The connection settings' defaults and the environment variables that override them; the
+// flags --server, --prefix and --timeout override both.
+const (
+	defaultServer  = "nats://127.0.0.1:4222"
+	defaultTimeout = 5 * time.Second
+	envServer      = "NATS_URL"
+	envPrefix      = "RESCHED_SUBJECT_PREFIX"
+)
+
+// client sends requests to the planner's NATS API (spec/system.md, "The NATS interface").
+type client struct {
+	nc       *nats.Conn
+	subjects bus.Subjects
+	timeout  time.Duration
+	server   string // the server URL without credentials, for messages
+}
+
+// dial connects to the NATS server at server.
+func dial(server, prefix string, timeout time.Duration) (*client, error) {
+	shown := redactURL(server)
+	for _, part := range strings.Split(server, ",") {
+		if _, err := url.Parse(strings.TrimSpace(part)); err != nil && strings.Contains(part, "@") {
+			// The parse error would quote the credentials, or part of them.
+			return nil, errors.New("connect to NATS: a server URL with credentials does not parse (check NATS_URL or --server)")
+		}
+	}
+	nc, err := nats.Connect(server, nats.Name("schedctl"), nats.Timeout(timeout), nats.NoReconnect())
+	if err != nil {
+		// The error may quote the URL (a parse error does): never show its credentials.
+		text := err.Error()
+		for _, part := range strings.Split(server, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				text = strings.ReplaceAll(text, part, redactURL(part))
+			}
+		}
+		return nil, fmt.Errorf("connect to NATS at %s: %s (is NATS_URL or --server right?)", shown, text)
+	}
+	return &client{nc: nc, subjects: bus.NewSubjects(prefix), timeout: timeout, server: shown}, nil
+}
+
+func (c *client) close() { c.nc.Close() }
+
+// request sends body to <prefix>.api.<tokens> and returns the reply, or the planner's error
+// as an *apiError, or a *noPlannerError when nobody answers.
+func (c *client) request(body []byte, tokens ...string) (*nats.Msg, error) {
+	subject := c.subjects.API(tokens...)
+	msg, err := c.nc.Request(subject, body, c.timeout)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return nil, &noPlannerError{subject: subject, server: c.server}
+	case errors.Is(err, nats.ErrTimeout):
+		return nil, &noPlannerError{subject: subject, server: c.server, waited: c.timeout}
+	case err != nil:
+		return nil, fmt.Errorf("request %s: %w", subject, err)
+	}
+	if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
+		return nil, decodeAPIError(code, msg)
+	}
+	return msg, nil
+}
+
+// apiError is an error the planner answered: {"error": {"code", "message", "details"}} with
+// the micro error headers.
+type apiError struct {
+	Status  int              `json:"-"` // from the Nats-Service-Error-Code header; 0 if unreadable
+	Code    string           `json:"code"`
+	Message string           `json:"message"`
+	Details []bus.ErrorEntry `json:"details"`
+}
+
+func (e *apiError) Error() string { return e.Message }
+
+// decodeAPIError reads an error reply. The body is the authority; the description header
+// stands in when the body is not the documented shape (another service on the subject).
+func decodeAPIError(code string, msg *nats.Msg) *apiError {
+	var body struct {
+		Error *apiError `json:"error"`
+	}
+	e := &apiError{}
+	if json.Unmarshal(msg.Data, &body) == nil && body.Error != nil && body.Error.Message != "" {
+		e = body.Error
+	}
+	if e.Message == "" {
+		e.Message = msg.Header.Get(micro.ErrorHeader)
+	}
+	if e.Message == "" {
+		e.Message = "the planner answered error " + code
+	}
+	e.Status, _ = strconv.Atoi(code)
+	return e
+}
+
+// noPlannerError says nobody answered a request: no planner runs, or it listens on another
+// NATS server or under another subject prefix.
+type noPlannerError struct {
+	subject string
+	server  string
+	waited  time.Duration // 0: NATS said at once that nobody listens
+}
+
+func (e *noPlannerError) Error() string {
+	within := ""
+	if e.waited > 0 {
+		within = " within " + e.waited.String()
+	}
+	return fmt.Sprintf("no planner answered on %s%s (NATS at %s) — is the planner running and NATS_URL right?",
+		e.subject, within, e.server)
+}
+
+// redactURL removes passwords and tokens from a NATS URL (or a comma-separated list of them)
+// so error messages never show them.
+func redactURL(server string) string {
+	parts := strings.Split(server, ",")
+	for i, p := range parts {
+		u, err := url.Parse(strings.TrimSpace(p))
+		if err != nil || u.User == nil {
+			if strings.Contains(p, "@") { // unparseable, but may hold credentials
+				parts[i] = "(a URL with credentials)"
+			}
+			continue
+		}
+		u.User = url.User("REDACTED")
+		parts[i] = u.String()
+	}
+	return strings.Join(parts, ",")
+}
+
+// checkPrefix refuses a subject prefix that cannot start a subject.
+func checkPrefix(p string) error {
+	if p == "" || strings.ContainsAny(p, " \t\r\n*>") || strings.HasPrefix(p, ".") ||
+		strings.HasSuffix(p, ".") || strings.Contains(p, "..") {
+		return fmt.Errorf("subject prefix %q: must be dot-separated tokens without spaces or wildcards", p)
+	}
+	return nil
+}

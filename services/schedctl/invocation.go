@@ -1,0 +1,295 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/resched/resched/services/internal/bus"
+)
+
+// Exit statuses of the API commands. A request the planner refused as invalid (status 400)
+// counts as bad usage, because the fix is in the command line or the file it names.
+const (
+	exitOK      = 0
+	exitFailure = 1 // not found, conflict, the planner failed, NATS or no planner unreachable
+	exitUsage   = 2 // bad flags or arguments, or input the planner rejected as invalid
+)
+
+// globalFlags are accepted by every API subcommand, before or after the subcommand's name.
+// Each takes a value.
+var globalFlags = []string{"o", "output", "server", "prefix", "timeout"}
+
+// group is a command whose first argument names a subcommand, such as `schedctl job get`.
+type group struct {
+	name    string
+	summary string
+	subs    []subcommand
+}
+
+// subcommand is one operation of a group. run gets the arguments without the subcommand's
+// name, with the global flags where the user put them.
+type subcommand struct {
+	name    string
+	args    string // the synopsis after the name, for usage
+	summary string
+	run     func(inv *invocation, args []string) error
+}
+
+// command returns the group as an entry of the commands table.
+func (g *group) command() command {
+	return func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+		n := leadingGlobalFlags(args)
+		if n == len(args) {
+			g.usage(stderr)
+			return exitUsage
+		}
+		name := args[n]
+		switch name {
+		case "help", "-h", "-help", "--help":
+			g.usage(stdout)
+			return exitOK
+		}
+		i := slices.IndexFunc(g.subs, func(s subcommand) bool { return s.name == name })
+		if i < 0 {
+			fmt.Fprintf(stderr, "schedctl %s: unknown subcommand %q\n\n", g.name, name)
+			g.usage(stderr)
+			return exitUsage
+		}
+		sub := g.subs[i]
+		inv := newInvocation(g.name+" "+sub.name, sub.args, stdin, stdout, stderr)
+		defer inv.close()
+		rest := append(slices.Clone(args[:n]), args[n+1:]...)
+		return inv.exit(sub.run(inv, rest))
+	}
+}
+
+func (g *group) usage(w io.Writer) {
+	fmt.Fprintf(w, "usage: schedctl %s <subcommand> [flags]\n\n%s\n\nsubcommands:\n", g.name, g.summary)
+	for _, s := range g.subs {
+		fmt.Fprintf(w, "  %s %s\n      %s\n", s.name, s.args, s.summary)
+	}
+	fmt.Fprint(w, globalUsage)
+}
+
+// globalUsage documents the flags every API subcommand takes.
+const globalUsage = `
+flags of every subcommand (before or after it):
+  -o table|json     output: tables (the default) or the planner's JSON reply
+  --server URL      NATS server (default $NATS_URL, else nats://127.0.0.1:4222)
+  --prefix P        subject prefix (default $RESCHED_SUBJECT_PREFIX, else scheduler)
+  --timeout D       how long to wait for the planner (default 5s)
+
+exit status: 0 success; 1 failure (not found, conflict, planner error, no planner answered);
+2 bad usage, or input the planner rejected as invalid (each bad field named by its JSON path).
+`
+
+// leadingGlobalFlags counts the arguments at the start of args that are global flags and
+// their values, so that `schedctl job -o json get` finds the subcommand "get".
+func leadingGlobalFlags(args []string) int {
+	i := 0
+	for i < len(args) {
+		name, hasValue := flagName(args[i])
+		if name == "" || !slices.Contains(globalFlags, name) {
+			break
+		}
+		i++
+		if !hasValue {
+			i++ // the value is the next argument
+		}
+	}
+	return min(i, len(args))
+}
+
+// flagName returns the name of a flag argument ("-o", "--server=x") and whether its value is
+// in the same argument; "" when arg is not a flag.
+func flagName(arg string) (string, bool) {
+	if len(arg) < 2 || arg[0] != '-' || arg == "--" {
+		return "", false
+	}
+	name := strings.TrimPrefix(strings.TrimPrefix(arg, "-"), "-")
+	if k, _, ok := strings.Cut(name, "="); ok {
+		return k, true
+	}
+	return name, false
+}
+
+// hoistGlobalFlags moves global flags written before the command name after it:
+// `schedctl -o json job get c/j` becomes `schedctl job -o json get c/j`, which the group
+// parses. It leaves anything else as it is.
+func hoistGlobalFlags(args []string) []string {
+	n := leadingGlobalFlags(args)
+	if n == 0 || n == len(args) {
+		return args
+	}
+	out := append([]string{args[n]}, args[:n]...)
+	return append(out, args[n+1:]...)
+}
+
+// invocation is one run of a subcommand: its streams, its flags and, once a request is made,
+// the NATS connection.
+type invocation struct {
+	name   string // "job get", for messages
+	args   string // the synopsis, for usage
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	fs     *flag.FlagSet
+
+	output, server, prefix string
+	timeout                time.Duration
+
+	client *client
+}
+
+func newInvocation(name, args string, stdin io.Reader, stdout, stderr io.Writer) *invocation {
+	inv := &invocation{name: name, args: args, stdin: stdin, stdout: stdout, stderr: stderr}
+	fs := flag.NewFlagSet("schedctl "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&inv.output, "o", "table", "output `format`: table or json")
+	fs.StringVar(&inv.output, "output", "table", "output `format`: table or json")
+	// No defaults from the environment here: -h prints defaults, and NATS_URL may hold a password.
+	fs.StringVar(&inv.server, "server", "", "NATS server `URL` (default $"+envServer+", else "+defaultServer+")")
+	fs.StringVar(&inv.prefix, "prefix", "", "subject `prefix` (default $"+envPrefix+", else "+bus.DefaultPrefix+")")
+	fs.DurationVar(&inv.timeout, "timeout", defaultTimeout, "how long to wait for the planner")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: schedctl %s %s\n", name, args)
+		fs.PrintDefaults()
+	}
+	inv.fs = fs
+	return inv
+}
+
+// usageError is a mistake in the command line.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+
+// errFlags reports a flag the flag package has already complained about.
+var errFlags = errors.New("bad flags")
+
+// parse reads the flags, which may come before, between or after the positional arguments,
+// and returns the positional arguments, of which there must be from least to most.
+func (inv *invocation) parse(args []string, least, most int) ([]string, error) {
+	var pos []string
+	for {
+		if err := inv.fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, errFlags
+		}
+		rest := inv.fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			pos = append(pos, rest...) // after --, everything is an argument
+			break
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+	if len(pos) < least || len(pos) > most {
+		return nil, usagef("expected %s", inv.args)
+	}
+	if inv.output != "table" && inv.output != "json" {
+		return nil, usagef("-o %q: must be table or json", inv.output)
+	}
+	if inv.timeout <= 0 {
+		return nil, usagef("--timeout %s: must be more than 0", inv.timeout)
+	}
+	inv.server = firstOf(inv.server, os.Getenv(envServer), defaultServer)
+	inv.prefix = firstOf(inv.prefix, os.Getenv(envPrefix), bus.DefaultPrefix)
+	if err := checkPrefix(inv.prefix); err != nil {
+		return nil, &usageError{err.Error()}
+	}
+	return pos, nil
+}
+
+func firstOf(values ...string) string {
+	for _, v := range values {
+		if v = strings.TrimSpace(v); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// request sends body to <prefix>.api.<tokens>, connecting on the first call.
+func (inv *invocation) request(body []byte, tokens ...string) (*nats.Msg, error) {
+	if inv.client == nil {
+		c, err := dial(inv.server, inv.prefix, inv.timeout)
+		if err != nil {
+			return nil, err
+		}
+		inv.client = c
+	}
+	return inv.client.request(body, tokens...)
+}
+
+func (inv *invocation) close() {
+	if inv.client != nil {
+		inv.client.close()
+	}
+}
+
+// asJSON reports whether -o json was asked for.
+func (inv *invocation) asJSON() bool { return inv.output == "json" }
+
+// exit prints err and returns the exit status.
+func (inv *invocation) exit(err error) int {
+	var usage *usageError
+	var api *apiError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.Is(err, errFlags):
+		return exitUsage
+	case errors.As(err, &usage):
+		fmt.Fprintf(inv.stderr, "schedctl %s: %s\nusage: schedctl %s %s\n", inv.name, usage.msg, inv.name, inv.args)
+		return exitUsage
+	case errors.As(err, &api):
+		fmt.Fprintf(inv.stderr, "schedctl: %s\n", api.Message)
+		for _, d := range api.Details {
+			if d.Path == "" {
+				fmt.Fprintf(inv.stderr, "  %s\n", d.Message)
+			} else {
+				fmt.Fprintf(inv.stderr, "  %s: %s\n", d.Path, d.Message)
+			}
+		}
+		if api.Status == 400 {
+			return exitUsage
+		}
+		return exitFailure
+	default:
+		fmt.Fprintf(inv.stderr, "schedctl: %v\n", err)
+		return exitFailure
+	}
+}
+
+// readFile reads the file a -f flag names; "-" is standard input.
+func (inv *invocation) readFile(name string) ([]byte, error) {
+	if name == "-" {
+		b, err := io.ReadAll(inv.stdin)
+		if err != nil {
+			return nil, fmt.Errorf("read standard input: %w", err)
+		}
+		return b, nil
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, usagef("-f: %v", err) // the error names the file
+	}
+	return b, nil
+}

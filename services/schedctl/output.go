@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// show prints a reply: with -o json as the planner sent it (indented), else through table,
+// which gets the reply decoded.
+func show[T any](inv *invocation, data []byte, table func(w io.Writer, v T)) error {
+	if inv.asJSON() {
+		return printJSON(inv.stdout, data)
+	}
+	var v T
+	if err := json.Unmarshal(data, &v); err != nil {
+		return fmt.Errorf("decode the planner's reply: %w", err)
+	}
+	tw := newTable(inv.stdout)
+	table(tw, v)
+	return tw.Flush()
+}
+
+// printJSON writes JSON indented, with a final newline.
+func printJSON(w io.Writer, data []byte) error {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, data, "", "  "); err != nil {
+		return fmt.Errorf("the planner's reply is not JSON: %w", err)
+	}
+	buf.WriteByte('\n')
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0) }
+
+// row writes one line of a table; tabs and line breaks inside a cell would break the columns.
+func row(w io.Writer, cells ...string) {
+	for i, c := range cells {
+		cells[i] = oneLine(c)
+	}
+	fmt.Fprintln(w, strings.Join(cells, "\t"))
+}
+
+// field writes one line of a key: value summary.
+func field(w io.Writer, key, value string) { row(w, key+":", value) }
+
+func oneLine(s string) string {
+	if !strings.ContainsAny(s, "\t\r\n") {
+		return s
+	}
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// truncate shortens s to at most n characters, marking the cut.
+func truncate(s string, n int) string {
+	r := []rune(oneLine(s))
+	if len(r) <= n {
+		return string(r)
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// timeText formats an instant as RFC 3339 UTC, "-" when absent.
+func timeText(t *time.Time) string {
+	if t == nil || t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// countText formats a quota, "-" when unset.
+func countText(n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprint(n)
+}
+
+// orDash returns s, or "-" when it is empty.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+)
+
+// listRequest is the body of a list or history request; nextLink answers hold its paging.
+type listRequest struct {
+	Top    int    `json:"top,omitempty"`
+	Skip   int    `json:"skip,omitempty"`
+	State  string `json:"state,omitempty"`  // jobs.list
+	Status string `json:"status,omitempty"` // jobs.history
+}
+
+// pageLink is a listing's nextLink: the paging of the next request.
+type pageLink struct {
+	Top  int `json:"top"`
+	Skip int `json:"skip"`
+}
+
+// listReply is a listing's answer.
+type listReply struct {
+	Value    []json.RawMessage `json:"value"`
+	NextLink *pageLink         `json:"nextLink,omitempty"`
+}
+
+// paging holds the paging flags of a list subcommand.
+type paging struct {
+	top, skip int
+	all       bool
+}
+
+func pagingFlags(fs *flag.FlagSet) *paging {
+	p := &paging{}
+	fs.IntVar(&p.top, "top", 0, "at most `N` per page (default: the planner's, 100)")
+	fs.IntVar(&p.skip, "skip", 0, "pass over the first `N`")
+	fs.BoolVar(&p.all, "all", false, "follow nextLink to the end of the listing")
+	return p
+}
+
+func (p *paging) check() error {
+	if p.top < 0 || p.skip < 0 {
+		return usagef("--top and --skip must be 0 or more")
+	}
+	return nil
+}
+
+// list asks for a listing; with --all it follows nextLink to the end and answers the values
+// of every page as one listing without a nextLink.
+func (inv *invocation) list(p *paging, req listRequest, tokens ...string) (raw []byte, reply listReply, err error) {
+	req.Top, req.Skip = p.top, p.skip
+	for {
+		body, err := json.Marshal(req)
+		if err != nil {
+			return nil, listReply{}, fmt.Errorf("encode the request: %w", err)
+		}
+		msg, err := inv.request(body, tokens...)
+		if err != nil {
+			return nil, listReply{}, err
+		}
+		var page listReply
+		if err := json.Unmarshal(msg.Data, &page); err != nil {
+			return nil, listReply{}, fmt.Errorf("decode the planner's reply: %w", err)
+		}
+		reply.Value = append(reply.Value, page.Value...)
+		reply.NextLink = page.NextLink
+		if !p.all {
+			return msg.Data, reply, nil
+		}
+		if page.NextLink == nil {
+			break
+		}
+		if page.NextLink.Skip <= req.Skip {
+			return nil, listReply{}, fmt.Errorf("the planner's nextLink (skip %d) does not move past skip %d", page.NextLink.Skip, req.Skip)
+		}
+		req.Top, req.Skip = page.NextLink.Top, page.NextLink.Skip
+	}
+	if reply.Value == nil {
+		reply.Value = []json.RawMessage{}
+	}
+	raw, err = json.Marshal(reply)
+	return raw, reply, err
+}
+
+// showList prints a listing: as JSON, or as a table of one row per value under header,
+// with a hint on stderr when more pages follow.
+func showList[T any](inv *invocation, raw []byte, reply listReply, header []string, cells func(T) []string) error {
+	if inv.asJSON() {
+		return printJSON(inv.stdout, raw)
+	}
+	tw := newTable(inv.stdout)
+	row(tw, header...)
+	for _, r := range reply.Value {
+		var v T
+		if err := json.Unmarshal(r, &v); err != nil {
+			return fmt.Errorf("decode the planner's reply: %w", err)
+		}
+		row(tw, cells(v)...)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if n := reply.NextLink; n != nil {
+		fmt.Fprintf(inv.stderr, "(more: add --skip %d, or --all)\n", n.Skip)
+	}
+	return nil
+}
