@@ -61,12 +61,8 @@ bench: ## run the Go benchmarks of BENCH_PKGS (figures in docs/benchmarks.md)
 fuzz: ## run every Fuzz target for FUZZTIME (default 30s) each
 	@FUZZTIME='$(FUZZTIME)' scripts/fuzz.sh $(MODULES)
 
-run: build ## run the system locally (for now: builds; the full stack arrives with the planner)
-	@echo
-	@echo "Built $(addprefix $(BIN)/,$(COMMANDS))."
-	@echo "make run will start NATS, Redis, the planner and a worker once the planner issue lands;"
-	@echo "the services are skeletons for now. Try the recurrence engine instead:"
-	@echo "  $(BIN)/schedctl preview -f schemas/examples/http-weekly-schedule.json -n 5"
+run: build ## run the whole system locally: redis, planner with embedded NATS, a worker, the example target and example jobs
+	scripts/run.sh
 
 tidy: ## go mod tidy every module
 	@for m in $(MODULES); do echo "==> $$m"; (cd $$m && go mod tidy); done
