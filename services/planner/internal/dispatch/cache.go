@@ -6,7 +6,6 @@ import (
 
 	"github.com/resched/resched/services/planner/internal/jobs"
 	"github.com/resched/resched/services/planner/internal/store"
-	"github.com/resched/resched/shared/job"
 	"github.com/resched/resched/shared/recurrence"
 )
 
@@ -18,23 +17,18 @@ type compiled struct {
 	action  json.RawMessage
 }
 
-// compileEntry decodes only the schedule of a stored definition; the action stays the raw
-// JSON it was stored as and goes into each due message untouched, because decoding and
-// re-encoding it cost more than everything else a fire does.
+// compileEntry decodes only the schedule part of a stored definition; the action stays the
+// JSON it was stored as and goes into each due message untouched.
 func compileEntry(rec *store.Job) (*compiled, error) {
-	var v struct {
-		StartTime  *job.DateTime   `json:"startTime"`
-		Recurrence *job.Recurrence `json:"recurrence"`
-		Action     json.RawMessage `json:"action"`
+	p, action, err := jobs.SplitBlob(rec.Definition)
+	if err != nil {
+		return nil, fmt.Errorf("%s/%s: %w", rec.Collection, rec.Name, err)
 	}
-	if err := json.Unmarshal(rec.Definition, &v); err != nil {
-		return nil, fmt.Errorf("decode stored definition of %s/%s: %w", rec.Collection, rec.Name, err)
-	}
-	sched, err := jobs.Compile(job.Properties{StartTime: v.StartTime, Recurrence: v.Recurrence}, rec.Accepted)
+	sched, err := jobs.Compile(p, rec.Accepted)
 	if err != nil {
 		return nil, fmt.Errorf("compile %s/%s: %w", rec.Collection, rec.Name, err)
 	}
-	return &compiled{version: rec.Version, sched: sched, action: v.Action}, nil
+	return &compiled{version: rec.Version, sched: sched, action: action}, nil
 }
 
 // scheduleCache is owned by one dispatch goroutine, so it needs no lock. When full it forgets

@@ -312,7 +312,7 @@ func TestThreePlannersPublishEachOccurrenceOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 10_000
-	def := []byte(`{"startTime":"2026-03-01T12:00:00Z",` + action + `}`)
+	def := blob(t, `{"startTime":"2026-03-01T12:00:00Z",`+action+`}`)
 	for i := range n {
 		c := fmt.Sprintf("c%d", i%50) // many collections, so every partition has work
 		if i < 50 {
@@ -349,6 +349,20 @@ func TestThreePlannersPublishEachOccurrenceOnce(t *testing.T) {
 	if backlog, _ := e.store.DueBacklog(ctx, t0.Add(time.Hour)); backlog != 0 {
 		t.Fatalf("%d jobs still due", backlog)
 	}
+}
+
+// blob turns a job definition into the form the store keeps, as the service would.
+func blob(t testing.TB, def string) []byte {
+	t.Helper()
+	d, err := jobschema.Decode([]byte(def))
+	if err != nil {
+		t.Fatalf("definition %s: %v", def, err)
+	}
+	b, err := jobs.EncodeBlob(d.Properties)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func mustTime(t *testing.T, s string) time.Time {

@@ -18,7 +18,7 @@ func TestRestartsLoseNothing(t *testing.T) {
 	ctx := context.Background()
 	e := setup(t, redistest.WithPersistence())
 	const perGroup = 100
-	def := []byte(`{"startTime":"2026-03-01T12:00:00Z",` + action + `}`)
+	def := blob(t, `{"startTime":"2026-03-01T12:00:00Z",`+action+`}`)
 	for i := range 2 * perGroup {
 		due := t0
 		if i >= perGroup {

@@ -64,7 +64,7 @@ func (s *Service) store1(ctx context.Context, c, j string, p job.Properties, ifV
 	} else {
 		put.Next = first.Time
 	}
-	if put.Definition, err = encodeBlob(p); err != nil {
+	if put.Definition, err = EncodeBlob(p); err != nil {
 		return false, err
 	}
 	created, _, err := s.store.PutJob(ctx, put)

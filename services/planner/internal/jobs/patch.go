@@ -87,7 +87,7 @@ func (s *Service) keepSchedule(ctx context.Context, rec *store.Job, p job.Proper
 		}
 	}
 	var err error
-	if put.Definition, err = encodeBlob(p); err != nil {
+	if put.Definition, err = EncodeBlob(p); err != nil {
 		return err
 	}
 	_, _, err = s.store.PutJob(ctx, put)
@@ -96,8 +96,14 @@ func (s *Service) keepSchedule(ctx context.Context, rec *store.Job, p job.Proper
 
 // mergeInto applies a patch (whole resource or bare properties) to a stored job.
 func mergeInto(rec *store.Job, raw []byte) ([]byte, error) {
+	stored, err := DecodeBlob(rec.Definition)
+	if err != nil {
+		return nil, err
+	}
 	var base map[string]any
-	if err := json.Unmarshal(rec.Definition, &base); err != nil {
+	if b, err := json.Marshal(stored); err != nil {
+		return nil, err
+	} else if err := json.Unmarshal(b, &base); err != nil {
 		return nil, err
 	}
 	base["state"] = string(rec.State)
