@@ -1,0 +1,214 @@
+// Package azuritetest runs Azurite, Microsoft's Azure Storage emulator, for a test: the queue
+// service only, in memory, on a free loopback port, stopped by t.Cleanup. Azurite checks
+// Shared Key and SAS signatures, permissions and protocol the way Azure does, so a deliverer
+// tested against it is tested against real Storage Queue semantics.
+//
+// Azurite comes from scripts/emulators (pinned by its package-lock.json; .ci/run installs it
+// with npm ci). A test that needs it fails, rather than skips, when Node or the package is
+// missing, so CI can never pass without having run it.
+package azuritetest
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/v2"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/v2/sas"
+)
+
+// The well-known development account every Azurite instance has (it is public, not a secret).
+const (
+	Account    = "devstoreaccount1"
+	AccountKey = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
+
+// startTimeout bounds how long Azurite may take to listen (it usually needs about a second).
+const startTimeout = 30 * time.Second
+
+// stopTimeout bounds a graceful stop before the process is killed.
+const stopTimeout = 10 * time.Second
+
+// Azurite is a running azurite-queue child process.
+type Azurite struct {
+	// Addr is host:port of the queue service.
+	Addr string
+	cmd  *exec.Cmd
+	out  *tail
+	done chan struct{}
+}
+
+var listening = regexp.MustCompile(`successfully listens on https?://([0-9.]+:[0-9]+)`)
+
+// Start starts Azurite's queue service for the test.
+func Start(t testing.TB) *Azurite {
+	t.Helper()
+	bin := filepath.Join(emulatorsDir(t), "node_modules", ".bin", "azurite-queue")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("azuritetest: %s is missing: run `npm ci --prefix scripts/emulators` at the repository root (%v)", bin, err)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Fatalf("azuritetest: node is not on PATH; install Node.js, then run `npm ci --prefix scripts/emulators`: %v", err)
+	}
+	cmd := exec.Command(bin, "--queueHost", "127.0.0.1", "--queuePort", "0", "--inMemoryPersistence",
+		"--extentMemoryLimit", "64", "--disableTelemetry", "--silent", "--skipApiVersionCheck")
+	cmd.Dir = t.TempDir() // Azurite may leave files in its working directory
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatalf("azuritetest: %v", err)
+	}
+	a := &Azurite{cmd: cmd, out: &tail{}, done: make(chan struct{})}
+	cmd.Stderr = a.out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("azuritetest: start azurite-queue: %v", err)
+	}
+	t.Cleanup(func() { a.stop(t) })
+	addr := make(chan string, 1)
+	go a.read(stdout, addr)
+	select {
+	case a.Addr = <-addr:
+	case <-a.done:
+		t.Fatalf("azuritetest: azurite-queue exited before listening:\n%s", a.out)
+	case <-time.After(startTimeout):
+		t.Fatalf("azuritetest: azurite-queue did not listen within %s:\n%s", startTimeout, a.out)
+	}
+	return a
+}
+
+// read scans Azurite's output for the listening line, then keeps draining it (a full pipe would
+// block the child) into the tail shown when a test fails.
+func (a *Azurite) read(r io.Reader, addr chan<- string) {
+	defer close(a.done)
+	s := bufio.NewScanner(r)
+	for s.Scan() {
+		_, _ = a.out.Write(append(s.Bytes(), '\n'))
+		if m := listening.FindSubmatch(s.Bytes()); m != nil {
+			select {
+			case addr <- string(m[1]):
+			default:
+			}
+		}
+	}
+}
+
+func (a *Azurite) stop(t testing.TB) {
+	_ = a.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-a.done:
+	case <-time.After(stopTimeout):
+		_ = a.cmd.Process.Kill()
+		<-a.done
+	}
+	_ = a.cmd.Wait()
+	if t.Failed() {
+		t.Logf("azurite-queue output:\n%s", a.out)
+	}
+}
+
+// Endpoint is the queue service URL template of the dev account, as storagequeue.Config wants
+// it: path style, http://127.0.0.1:PORT/{account}.
+func (a *Azurite) Endpoint() string { return "http://" + a.Addr + "/{account}" }
+
+// ServiceURL is the dev account's queue service URL.
+func (a *Azurite) ServiceURL() string { return "http://" + a.Addr + "/" + Account }
+
+// Credential is the dev account's shared key.
+func (a *Azurite) Credential(t testing.TB) *azqueue.SharedKeyCredential {
+	t.Helper()
+	c, err := azqueue.NewSharedKeyCredential(Account, AccountKey)
+	if err != nil {
+		t.Fatalf("azuritetest: credential: %v", err)
+	}
+	return c
+}
+
+// ClientOptions retries little and fast: tests want failures to surface at once.
+func ClientOptions() *azqueue.ClientOptions {
+	return &azqueue.ClientOptions{ClientOptions: policy.ClientOptions{
+		Retry: policy.RetryOptions{MaxRetries: 1, RetryDelay: 10 * time.Millisecond, MaxRetryDelay: 50 * time.Millisecond}}}
+}
+
+// Queue creates a queue in the dev account and returns a shared-key client for it.
+func (a *Azurite) Queue(t testing.TB, name string) *azqueue.QueueClient {
+	t.Helper()
+	svc, err := azqueue.NewServiceClientWithSharedKeyCredential(a.ServiceURL()+"/", a.Credential(t), ClientOptions())
+	if err != nil {
+		t.Fatalf("azuritetest: service client: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := svc.CreateQueue(ctx, name, nil); err != nil {
+		t.Fatalf("azuritetest: create queue %s: %v", name, err)
+	}
+	return svc.NewQueueClient(name)
+}
+
+// SASToken signs a service SAS for the queue with the dev account key. It allows plain HTTP
+// (Azurite runs without TLS; QueueClient.GetSASURL would sign spr=https only).
+func (a *Azurite) SASToken(t testing.TB, queue string, perms sas.QueuePermissions, expiry time.Time) string {
+	t.Helper()
+	cred, err := azqueue.NewSharedKeyCredential(Account, AccountKey)
+	if err != nil {
+		t.Fatalf("azuritetest: credential: %v", err)
+	}
+	qp, err := sas.QueueSignatureValues{Protocol: sas.ProtocolHTTPSandHTTP, ExpiryTime: expiry.UTC(),
+		Permissions: perms.String(), QueueName: queue}.SignWithSharedKey(cred)
+	if err != nil {
+		t.Fatalf("azuritetest: sign SAS: %v", err)
+	}
+	return qp.Encode()
+}
+
+// emulatorsDir finds scripts/emulators from the test's working directory by walking up to the
+// directory holding go.work (the repository root).
+func emulatorsDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatalf("azuritetest: %v", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
+			return filepath.Join(dir, "scripts", "emulators")
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatalf("azuritetest: no go.work above the working directory: cannot find the repository root")
+		}
+		dir = parent
+	}
+}
+
+// tail keeps the last part of a child's output for failure reports.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+const tailSize = 16 << 10
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > tailSize {
+		t.buf = t.buf[len(t.buf)-tailSize:]
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.buf))
+}
