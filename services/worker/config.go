@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // envPrefix starts the name of every worker-only environment variable. NATS_URL is unprefixed:
@@ -24,67 +26,111 @@ type Config struct {
 	LogLevel      slog.Level
 	NATSURL       string // one server or a comma-separated list
 	SubjectPrefix string // first token of every NATS subject, "scheduler" by default
-	Concurrency   int    // deliveries in flight at once
+	HTTPAddr      string // /healthz, /readyz and /metrics
+	Region        string // told to targets (the Storage Queue envelope's Region)
+
+	Concurrency      int           // deliveries in flight at once
+	AckWait          time.Duration // how long a delivery may go unsettled before another worker gets it
+	MaxAckPending    int           // due messages held by all workers together, waiting retries included
+	AttemptTimeout   time.Duration // time-out of one attempt of any action (HTTP_TIMEOUT)
+	MinRetryInterval time.Duration // floor under every retry interval
+	ShutdownTimeout  time.Duration // how long a stop waits for the deliveries in flight
+	StreamReplicas   int           // replicas of the streams, when a worker is the first to create them
+
+	OAuthAuthority       string // where ActiveDirectoryOAuth tokens come from
+	StorageQueueEndpoint string // queue service URL template with {account}
+	StorageQueueBase64   bool   // base64-encode the envelope
+	ServiceBusEndpoint   string // sb:// endpoint template with {namespace}
+	ServiceBusEmulator   bool   // plain AMQP to the Service Bus emulator
 }
 
 func defaultConfig() Config {
 	return Config{
-		LogLevel:      slog.LevelInfo,
-		NATSURL:       "nats://127.0.0.1:4222",
-		SubjectPrefix: "scheduler",
-		Concurrency:   16,
+		LogLevel:             slog.LevelInfo,
+		NATSURL:              "nats://127.0.0.1:4222",
+		SubjectPrefix:        "scheduler",
+		HTTPAddr:             ":8082",
+		Region:               "local",
+		Concurrency:          16,
+		AckWait:              90 * time.Second,
+		MaxAckPending:        10_000,
+		AttemptTimeout:       60 * time.Second,
+		MinRetryInterval:     15 * time.Second,
+		ShutdownTimeout:      30 * time.Second,
+		StreamReplicas:       1,
+		OAuthAuthority:       "https://login.microsoftonline.com",
+		StorageQueueEndpoint: "https://{account}.queue.core.windows.net",
+		ServiceBusEndpoint:   "sb://{namespace}.servicebus.windows.net",
+	}
+}
+
+// setting is one configuration value: its flag, its environment variable and how to read it.
+type setting struct {
+	what  string // how errors name it
+	flag  string
+	env   string
+	usage string
+	value field
+}
+
+// settings binds every setting to its field of c.
+func (c *Config) settings() []setting {
+	p := envPrefix
+	return []setting{
+		{"log level", "log-level", p + "LOG_LEVEL", "log level: debug, info, warn or error", levelField{&c.LogLevel}},
+		{"NATS URL", "nats-url", "NATS_URL", "NATS server URL, or a comma-separated list", textField{&c.NATSURL, checkNATSURL}},
+		{"subject prefix", "subject-prefix", p + "SUBJECT_PREFIX", "first token of every NATS subject", textField{&c.SubjectPrefix, validateSubjectPrefix}},
+		{"HTTP address", "http-addr", p + "HTTP_ADDR", "listen address of /healthz, /readyz and /metrics", textField{&c.HTTPAddr, checkListenAddr}},
+		{"region", "region", p + "REGION", "region name told to targets (the Storage Queue envelope)", textField{&c.Region, checkOneLine}},
+		{"concurrency", "concurrency", p + "CONCURRENCY", "deliveries in flight at once", intField{&c.Concurrency, 1, maxConcurrency}},
+		{"ack wait", "ack-wait", p + "ACK_WAIT", "how long a delivery may go unsettled before another worker gets it; longer than the HTTP time-out", durationField{&c.AckWait, time.Second}},
+		{"max ack pending", "max-ack-pending", p + "MAX_ACK_PENDING", "due messages held by all workers together, retries waiting for their interval included", intField{&c.MaxAckPending, 1, 10_000_000}},
+		{"HTTP time-out", "http-timeout", p + "HTTP_TIMEOUT", "time-out of one attempt: an HTTP request, a queue or Service Bus send", durationField{&c.AttemptTimeout, time.Millisecond}},
+		{"minimum retry interval", "min-retry-interval", p + "MIN_RETRY_INTERVAL", "floor under every retry interval", durationField{&c.MinRetryInterval, time.Millisecond}},
+		{"shutdown timeout", "shutdown-timeout", p + "SHUTDOWN_TIMEOUT", "how long a stop waits for the deliveries in flight", durationField{&c.ShutdownTimeout, time.Second}},
+		{"stream replicas", "stream-replicas", p + "STREAM_REPLICAS", "JetStream replicas of the streams, when a worker is the first to create them", intField{&c.StreamReplicas, 1, 5}},
+		{"OAuth authority", "oauth-authority", p + "OAUTH_AUTHORITY", "where ActiveDirectoryOAuth tokens come from: <authority>/<tenant>/oauth2/token", textField{&c.OAuthAuthority, checkAuthority}},
+		{"Storage Queue endpoint", "storage-queue-endpoint", p + "STORAGE_QUEUE_ENDPOINT", "queue service URL, {account} standing for the job's storage account (Azurite: http://127.0.0.1:10001/{account})", textField{&c.StorageQueueEndpoint, checkTemplate("{account}", "http", "https")}},
+		{"Storage Queue base64", "storage-queue-base64", p + "STORAGE_QUEUE_BASE64", "base64-encode the Storage Queue envelope, for consumers that expect it", boolField{&c.StorageQueueBase64}},
+		{"Service Bus endpoint", "servicebus-endpoint", p + "SERVICEBUS_ENDPOINT", "Service Bus endpoint, {namespace} standing for the job's namespace (emulator: sb://127.0.0.1:5672)", textField{&c.ServiceBusEndpoint, checkTemplate("{namespace}", "sb")}},
+		{"Service Bus emulator", "servicebus-emulator", p + "SERVICEBUS_EMULATOR", "speak plain AMQP to the Service Bus emulator, never for Azure", boolField{&c.ServiceBusEmulator}},
 	}
 }
 
 // parseConfig builds the configuration from defaults, then the environment (through getenv, so
 // tests need not touch the process environment), then flags. Usage and flag errors go to
-// output; flag.ErrHelp is returned for -h.
+// output; flag.ErrHelp is returned for -h. Every bad value is reported, each naming its flag
+// and its variable.
 func parseConfig(args []string, getenv func(string) string, output io.Writer) (Config, error) {
 	cfg := defaultConfig()
-	logLevel := strings.ToLower(cfg.LogLevel.String())
-	concurrency := strconv.Itoa(cfg.Concurrency)
-	env := []struct {
-		name string
-		dst  *string
-	}{
-		{envPrefix + "LOG_LEVEL", &logLevel},
-		{"NATS_URL", &cfg.NATSURL},
-		{envPrefix + "SUBJECT_PREFIX", &cfg.SubjectPrefix},
-		{envPrefix + "CONCURRENCY", &concurrency},
-	}
-	for _, e := range env {
-		if v, ok := lookup(getenv, e.name); ok {
-			*e.dst = v
-		}
-	}
-
+	settings := cfg.settings()
+	raw := make([]string, len(settings))
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.SetOutput(output)
-	fs.StringVar(&logLevel, "log-level", logLevel, "log level: debug, info, warn or error (env "+envPrefix+"LOG_LEVEL)")
-	fs.StringVar(&cfg.NATSURL, "nats-url", cfg.NATSURL, "NATS server URL, or a comma-separated list (env NATS_URL)")
-	fs.StringVar(&cfg.SubjectPrefix, "subject-prefix", cfg.SubjectPrefix, "first token of every NATS subject (env "+envPrefix+"SUBJECT_PREFIX)")
-	fs.StringVar(&concurrency, "concurrency", concurrency, "deliveries in flight at once, 1 to "+strconv.Itoa(maxConcurrency)+" (env "+envPrefix+"CONCURRENCY)")
+	for i, s := range settings {
+		// Registered with the built-in default, so -h never prints a value (and a password) that
+		// came from the environment.
+		fs.StringVar(&raw[i], s.flag, s.value.String(), s.usage+" (env "+s.env+")")
+		if v, ok := lookup(getenv, s.env); ok {
+			raw[i] = v
+		}
+	}
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
 	if fs.NArg() > 0 {
 		return Config{}, fmt.Errorf("unexpected argument %q: the worker takes flags only", fs.Arg(0))
 	}
-
 	var errs []error
-	if err := cfg.LogLevel.UnmarshalText([]byte(logLevel)); err != nil {
-		errs = append(errs, fmt.Errorf("log level (-log-level, %sLOG_LEVEL): %q is not debug, info, warn or error", envPrefix, logLevel))
+	for i, s := range settings {
+		if err := s.value.Set(raw[i]); err != nil {
+			errs = append(errs, fmt.Errorf("%s (-%s, %s): %w", s.what, s.flag, s.env, err))
+		}
 	}
-	if err := validateServerURLs(cfg.NATSURL, "nats", "tls", "ws", "wss"); err != nil {
-		errs = append(errs, fmt.Errorf("NATS URL (-nats-url, NATS_URL): %w", err))
-	}
-	if err := validateSubjectPrefix(cfg.SubjectPrefix); err != nil {
-		errs = append(errs, fmt.Errorf("subject prefix (-subject-prefix, %sSUBJECT_PREFIX): %w", envPrefix, err))
-	}
-	if n, err := strconv.Atoi(concurrency); err != nil || n < 1 || n > maxConcurrency {
-		errs = append(errs, fmt.Errorf("concurrency (-concurrency, %sCONCURRENCY): %q is not a whole number from 1 to %d", envPrefix, concurrency, maxConcurrency))
-	} else {
-		cfg.Concurrency = n
+	if len(errs) == 0 && cfg.AckWait <= cfg.AttemptTimeout {
+		// An attempt still running when AckWait ends is handed to a second worker as well.
+		errs = append(errs, fmt.Errorf("ack wait (-ack-wait, %sACK_WAIT) %s must be longer than the HTTP time-out (-http-timeout, %sHTTP_TIMEOUT) %s",
+			envPrefix, formatDuration(cfg.AckWait), envPrefix, formatDuration(cfg.AttemptTimeout)))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("invalid configuration:\n%w", err)
@@ -92,13 +138,27 @@ func parseConfig(args []string, getenv func(string) string, output io.Writer) (C
 	return cfg, nil
 }
 
-// LogValue is what the worker logs of its configuration: credentials in URLs are masked.
+// LogValue is what the worker logs of its configuration: credentials in URLs are masked, and
+// durations read as they are written ("30s"; slog's JSON would print nanoseconds).
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("log_level", c.LogLevel.String()),
 		slog.String("nats_url", redactURLs(c.NATSURL)),
 		slog.String("subject_prefix", c.SubjectPrefix),
+		slog.String("http_addr", c.HTTPAddr),
+		slog.String("region", c.Region),
 		slog.Int("concurrency", c.Concurrency),
+		slog.String("ack_wait", formatDuration(c.AckWait)),
+		slog.Int("max_ack_pending", c.MaxAckPending),
+		slog.String("http_timeout", formatDuration(c.AttemptTimeout)),
+		slog.String("min_retry_interval", formatDuration(c.MinRetryInterval)),
+		slog.String("shutdown_timeout", formatDuration(c.ShutdownTimeout)),
+		slog.Int("stream_replicas", c.StreamReplicas),
+		slog.String("oauth_authority", redactURLs(c.OAuthAuthority)),
+		slog.String("storage_queue_endpoint", redactTemplate(c.StorageQueueEndpoint, "{account}")),
+		slog.Bool("storage_queue_base64", c.StorageQueueBase64),
+		slog.String("servicebus_endpoint", redactTemplate(c.ServiceBusEndpoint, "{namespace}")),
+		slog.Bool("servicebus_emulator", c.ServiceBusEmulator),
 	)
 }
 
@@ -106,6 +166,50 @@ func (c Config) LogValue() slog.Value {
 func lookup(getenv func(string) string, name string) (string, bool) {
 	v := strings.TrimSpace(getenv(name))
 	return v, v != ""
+}
+
+func checkNATSURL(v string) error { return validateServerURLs(v, "nats", "tls", "ws", "wss") }
+
+// checkAuthority accepts one http(s) URL without a query: the tenant and the token path are
+// appended to it.
+func checkAuthority(v string) error {
+	if err := validateServerURLs(v, "https", "http"); err != nil {
+		return err
+	}
+	if strings.ContainsAny(v, ",?#") {
+		return fmt.Errorf("%q: one URL without a query or fragment", redactURLs(v))
+	}
+	return nil
+}
+
+// checkTemplate accepts a URL template with one of the schemes; the placeholder is optional
+// (an emulator takes every account or namespace at one address).
+func checkTemplate(placeholder string, schemes ...string) func(string) error {
+	return func(v string) error {
+		if err := validateServerURLs(strings.ReplaceAll(v, placeholder, templateName), schemes...); err != nil {
+			return errors.New(strings.ReplaceAll(err.Error(), templateName, placeholder))
+		}
+		if strings.ContainsAny(v, ",?#; ") {
+			return fmt.Errorf("%q: one URL without a query, a fragment or options", redactTemplate(v, placeholder))
+		}
+		return nil
+	}
+}
+
+// templateName stands for a template's placeholder while the template is parsed as a URL
+// (braces are not allowed in a host name).
+const templateName = "placeholder"
+
+// redactTemplate is redactURLs for a URL template.
+func redactTemplate(v, placeholder string) string {
+	return strings.ReplaceAll(redactURLs(strings.ReplaceAll(v, placeholder, templateName)), templateName, placeholder)
+}
+
+func checkOneLine(v string) error {
+	if strings.ContainsAny(v, "\r\n") {
+		return errors.New("must be one line")
+	}
+	return nil
 }
 
 // validateServerURLs checks a comma-separated list of URLs for a host and an allowed scheme.
@@ -163,6 +267,18 @@ func validateSubjectPrefix(p string) error {
 		if strings.ContainsAny(tok, "*> \t\r\n") {
 			return fmt.Errorf("%q may not hold wildcards or white space", p)
 		}
+	}
+	return nil
+}
+
+// checkListenAddr accepts host:port or :port with a numeric port (0 picks a free one).
+func checkListenAddr(a string) error {
+	_, port, err := net.SplitHostPort(a)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port or :port", a)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("%q: port must be a number from 0 to 65535", a)
 	}
 	return nil
 }

@@ -1,11 +1,15 @@
 // Command worker is a resched worker: it pulls due occurrences from the JetStream due stream,
 // delivers each job's action (HTTP, Storage Queue, Service Bus queue or topic) with its retry
-// policy and error action, and publishes the outcome for the planner. Workers keep no state;
-// run as many as the load needs.
+// policy and error action, and publishes the outcome of every attempt for the planner.
+// Workers keep no state and need only NATS and the targets; run as many as the load needs,
+// they share one durable consumer.
 //
-// This is the skeleton: it reads its configuration (RESCHED_WORKER_* variables and NATS_URL,
-// overridden by flags; see -h), logs it as JSON and runs until SIGINT or SIGTERM. It does not
-// connect to NATS yet.
+// It reads its configuration from RESCHED_WORKER_* variables and NATS_URL, overridden by
+// flags (see -h); logs JSON to stdout; serves /healthz, /readyz and /metrics on
+// RESCHED_WORKER_HTTP_ADDR; and on SIGINT or SIGTERM stops pulling, finishes the deliveries
+// in flight (handing back those still running after RESCHED_WORKER_SHUTDOWN_TIMEOUT), drains
+// NATS and exits 0. A worker killed outright loses nothing: its occurrences are redelivered
+// to another worker after RESCHED_WORKER_ACK_WAIT.
 package main
 
 import (
@@ -41,6 +45,9 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	// always seen as a shutdown request, never as the default (killing) action.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Once a stop has begun, a second signal kills the process the default way, for an
+	// operator who will not wait for the shutdown timeout.
+	go func() { <-ctx.Done(); stop() }()
 	if err := serve(ctx, cfg, logger); err != nil {
 		logger.Error("worker failed", "error", err)
 		return 1
@@ -48,12 +55,14 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	return 0
 }
 
-// serve runs the worker until ctx is done, then stops it.
+// serve runs the worker until ctx is done, then stops it. It returns nil after a clean stop.
 func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	logger.Info("worker started", "config", cfg)
-	<-ctx.Done()
-	logger.Info("worker stopping", "reason", context.Cause(ctx).Error())
-	// Nothing to drain yet: the NATS consumer and the deliveries arrive with the worker issue.
+	w, err := newWorker(cfg, logger)
+	if err != nil {
+		return err
+	}
+	err = w.run(ctx)
 	logger.Info("worker stopped")
-	return nil
+	return err
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // runAsWorker makes the test binary act as the worker when a test starts it as a child, so
-// TestSignalStopsWorker can send a real signal to a real process.
+// tests can send real signals to a real process.
 const runAsWorker = "RESCHED_WORKER_TEST_RUN_MAIN"
 
 func TestMain(m *testing.M) {
@@ -38,12 +38,17 @@ func logLines(t *testing.T, out string) []map[string]any {
 	return recs
 }
 
+// unreachableNATS is a NATS URL where nothing listens: the worker keeps trying to connect.
+const unreachableNATS = "nats://127.0.0.1:1"
+
 func TestServeStopsWhenContextIsCanceled(t *testing.T) {
-	var out strings.Builder
+	var out syncBuffer
 	logger := slog.New(slog.NewJSONHandler(&out, nil))
+	cfg := defaultConfig()
+	cfg.NATSURL, cfg.HTTPAddr = unreachableNATS, "127.0.0.1:0"
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, defaultConfig(), logger) }()
+	go func() { done <- serve(ctx, cfg, logger) }()
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("serve: %v", err)
@@ -53,11 +58,12 @@ func TestServeStopsWhenContextIsCanceled(t *testing.T) {
 	for _, r := range recs {
 		msgs = append(msgs, r["msg"].(string))
 	}
-	if got, want := strings.Join(msgs, "|"), "worker started|worker stopping|worker stopped"; got != want {
-		t.Errorf("log messages %q, want %q", got, want)
+	got := strings.Join(msgs, "|")
+	if !strings.HasPrefix(got, "worker started|") || !strings.Contains(got, "|worker stopping|") || !strings.HasSuffix(got, "|worker stopped") {
+		t.Errorf("log messages %q: want worker started, …, worker stopping, …, worker stopped", got)
 	}
-	cfg, ok := recs[0]["config"].(map[string]any)
-	if !ok || cfg["nats_url"] != "nats://127.0.0.1:4222" || cfg["concurrency"] != 16.0 || cfg["log_level"] != "INFO" {
+	c, ok := recs[0]["config"].(map[string]any)
+	if !ok || c["nats_url"] != unreachableNATS || c["concurrency"] != 16.0 || c["log_level"] != "INFO" {
 		t.Errorf("start record does not carry the config: %v", recs[0])
 	}
 }
@@ -66,7 +72,8 @@ func TestSignalStopsWorker(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-log-level", "debug")
-			cmd.Env = append(os.Environ(), runAsWorker+"=1", "NATS_URL=nats://u:hunter2@n:4222")
+			cmd.Env = append(os.Environ(), runAsWorker+"=1", "NATS_URL=nats://u:hunter2@127.0.0.1:1",
+				"RESCHED_WORKER_HTTP_ADDR=127.0.0.1:0")
 			stdout, err := cmd.StdoutPipe()
 			if err != nil {
 				t.Fatal(err)
@@ -76,7 +83,7 @@ func TestSignalStopsWorker(t *testing.T) {
 			}
 			lines := bufio.NewScanner(stdout)
 			if !lines.Scan() || !strings.Contains(lines.Text(), `"worker started"`) {
-				cmd.Process.Kill()
+				_ = cmd.Process.Kill()
 				t.Fatalf("first log line %q, want the start record", lines.Text())
 			}
 			started := lines.Text()
@@ -87,8 +94,8 @@ func TestSignalStopsWorker(t *testing.T) {
 			if err := cmd.Wait(); err != nil {
 				t.Fatalf("worker exited with %v, want status 0", err)
 			}
-			if strings.Contains(started, "hunter2") {
-				t.Errorf("start record leaks the NATS password: %s", started)
+			if strings.Contains(started+string(rest), "hunter2") {
+				t.Errorf("the log leaks the NATS password")
 			}
 			if !strings.Contains(started, `"log_level":"DEBUG"`) {
 				t.Errorf("start record %s lacks the flag-set log level", started)
@@ -109,6 +116,7 @@ func TestRunExitStatus(t *testing.T) {
 		{"help", []string{"-h"}, 0},
 		{"bad flag", []string{"-nope"}, 2},
 		{"bad value", []string{"-log-level", "loud"}, 2},
+		{"bad listen address", []string{"-http-addr", "bad:port:x"}, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

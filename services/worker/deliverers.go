@@ -1,0 +1,40 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/resched/resched/services/worker/internal/action"
+	"github.com/resched/resched/services/worker/internal/action/httpaction"
+	"github.com/resched/resched/services/worker/internal/action/servicebus"
+	"github.com/resched/resched/services/worker/internal/action/storagequeue"
+	"github.com/resched/resched/shared/job"
+)
+
+// deliverers builds the deliverer of every action type. close releases their connections.
+func deliverers(cfg Config) (reg action.Registry, close func(context.Context), err error) {
+	h := httpaction.New(httpaction.Options{Timeout: cfg.AttemptTimeout, OAuthAuthority: cfg.OAuthAuthority})
+	sq, err := storagequeue.New(storagequeue.Config{
+		Endpoint: cfg.StorageQueueEndpoint, Base64: cfg.StorageQueueBase64, Timeout: cfg.AttemptTimeout,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("storage queue deliverer: %w", err)
+	}
+	sb, err := servicebus.New(servicebus.Config{
+		Endpoint: cfg.ServiceBusEndpoint, DevelopmentEmulator: cfg.ServiceBusEmulator, Timeout: cfg.AttemptTimeout,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("service bus deliverer: %w", err)
+	}
+	reg = action.Registry{
+		job.ActionHTTP:            h,
+		job.ActionHTTPS:           h,
+		job.ActionStorageQueue:    sq,
+		job.ActionServiceBusQueue: sb,
+		job.ActionServiceBusTopic: sb,
+	}
+	return reg, func(ctx context.Context) {
+		h.Close()
+		_ = sb.Close(ctx)
+	}, nil
+}

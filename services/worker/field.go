@@ -1,0 +1,125 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// field reads one setting from its text (a flag or an environment variable) into Config, and
+// prints its default for -h.
+type field interface {
+	String() string
+	Set(string) error
+}
+
+// textField is a string with a check.
+type textField struct {
+	p     *string
+	check func(string) error
+}
+
+func (f textField) String() string { return *f.p }
+
+func (f textField) Set(v string) error {
+	if v == "" {
+		return errors.New("must not be empty")
+	}
+	if err := f.check(v); err != nil {
+		return err
+	}
+	*f.p = v
+	return nil
+}
+
+// optionalTextField is a text setting whose empty value means "off".
+type optionalTextField struct{ textField }
+
+func (f optionalTextField) Set(v string) error {
+	if v == "" {
+		*f.p = ""
+		return nil
+	}
+	return f.textField.Set(v)
+}
+
+// levelField is a slog level by name.
+type levelField struct{ p *slog.Level }
+
+func (f levelField) String() string { return strings.ToLower(f.p.String()) }
+
+func (f levelField) Set(v string) error {
+	if err := f.p.UnmarshalText([]byte(v)); err != nil {
+		return fmt.Errorf("%q is not debug, info, warn or error", v)
+	}
+	return nil
+}
+
+// durationField is a Go duration ("500ms", "30s", "1h") of at least min.
+type durationField struct {
+	p   *time.Duration
+	min time.Duration
+}
+
+func (f durationField) String() string { return formatDuration(*f.p) }
+
+func (f durationField) Set(v string) error {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration such as 500ms, 30s, 10m or 1h", v)
+	}
+	if d < f.min {
+		return fmt.Errorf("%s is shorter than the minimum of %s", v, formatDuration(f.min))
+	}
+	*f.p = d
+	return nil
+}
+
+// formatDuration drops the zero minutes and seconds time.Duration prints: "1h", not "1h0m0s".
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// intField is a whole number from min to max.
+type intField struct {
+	p        *int
+	min, max int
+}
+
+func (f intField) String() string { return strconv.Itoa(*f.p) }
+
+func (f intField) Set(v string) error {
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return fmt.Errorf("%q is not a whole number", v)
+	}
+	if n < f.min || n > f.max {
+		return fmt.Errorf("%d is not between %d and %d", n, f.min, f.max)
+	}
+	*f.p = n
+	return nil
+}
+
+// boolField is true or false (also 1/0, t/f as strconv.ParseBool reads them).
+type boolField struct{ p *bool }
+
+func (f boolField) String() string { return strconv.FormatBool(*f.p) }
+
+func (f boolField) Set(v string) error {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return fmt.Errorf("%q is not true or false", v)
+	}
+	*f.p = b
+	return nil
+}

@@ -1,0 +1,63 @@
+// Package action defines how a worker delivers one attempt of a job's action: one Deliverer
+// per action type (HTTP, Storage Queue, Service Bus), each passing the conformance suite in
+// actiontest. A Deliverer knows nothing of NATS, retries or history; the executor does.
+package action
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/resched/resched/shared/job"
+)
+
+// Meta is what identifies an attempt to the target (system.md, "What a target receives").
+type Meta struct {
+	Collection      string
+	Job             string
+	Scheduled       time.Time // x-ms-scheduler-expected-execution-time
+	ExecutionTag    string    // same for every attempt of the occurrence
+	ClientRequestID string    // new for every attempt
+	Occurrence      int
+	Attempt         int // 0 for the first attempt
+	Region          string
+}
+
+// Deliverer delivers one attempt. It returns the history message summarising what the target
+// answered, and an error when the attempt failed; wrap the error with Permanent when retrying
+// cannot help (a definition the target can never accept, e.g. an unreadable certificate).
+type Deliverer interface {
+	Deliver(ctx context.Context, a *job.ActionSpec, m Meta) (message string, err error)
+}
+
+// permanent marks an error that retries cannot fix.
+type permanent struct{ err error }
+
+func (p permanent) Error() string { return p.err.Error() }
+func (p permanent) Unwrap() error { return p.err }
+
+// Permanent marks err as not worth retrying.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return permanent{err}
+}
+
+// IsPermanent reports whether err was marked with Permanent.
+func IsPermanent(err error) bool {
+	var p permanent
+	return errors.As(err, &p)
+}
+
+// Registry picks the Deliverer of an action type.
+type Registry map[job.ActionType]Deliverer
+
+// Deliver runs the Deliverer of a.Type, or fails permanently when none is registered.
+func (r Registry) Deliver(ctx context.Context, a *job.ActionSpec, m Meta) (string, error) {
+	d, ok := r[a.Type]
+	if !ok {
+		return "", Permanent(errors.New("no deliverer for action type " + string(a.Type)))
+	}
+	return d.Deliver(ctx, a, m)
+}

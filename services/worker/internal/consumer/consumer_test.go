@@ -1,0 +1,242 @@
+package consumer_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/worker/internal/consumer"
+	"github.com/resched/resched/shared/job"
+)
+
+// summary is what the tests check of a result.
+type summary struct {
+	name    job.ActionName
+	attempt int
+	status  job.ExecutionStatus
+	final   bool
+	faulted bool
+}
+
+func summarise(rs []bus.Result) []summary {
+	out := make([]summary, len(rs))
+	for i, r := range rs {
+		out[i] = summary{r.ActionName, r.Attempt, r.Status, r.Final, r.Faulted}
+	}
+	return out
+}
+
+func checkResults(t *testing.T, got []bus.Result, tag string, want []summary) {
+	t.Helper()
+	for _, r := range got {
+		if r.ExecutionTag != tag || r.Collection != "c" || r.Occurrence != 1 || r.Message == "" || r.EndTime.Before(r.StartTime) {
+			t.Errorf("result does not describe the attempt of occurrence %s: %+v", tag, r)
+		}
+	}
+	s := summarise(got)
+	if len(s) != len(want) {
+		t.Fatalf("results %+v, want %+v", s, want)
+	}
+	for i := range want {
+		if s[i] != want[i] {
+			t.Errorf("result %d = %+v, want %+v", i, s[i], want[i])
+		}
+	}
+}
+
+func TestRetryThenSuccess(t *testing.T) {
+	e := newEnv(t)
+	res := e.results(t)
+	tg := newTarget(t, http.StatusServiceUnavailable, http.StatusInternalServerError, http.StatusOK)
+	e.worker(t, nil)
+	tag := e.publishDue(t, "c", "j", scheduled, job.Action{ActionSpec: httpAct(tg.URL, fixed(3, 10*time.Millisecond))})
+
+	checkResults(t, res.take(t, 3), tag, []summary{
+		{job.ActionNameMain, 0, job.ExecutionFailed, false, false},
+		{job.ActionNameMain, 1, job.ExecutionFailed, false, false},
+		{job.ActionNameMain, 2, job.ExecutionCompleted, true, false},
+	})
+	calls := tg.callsSoFar()
+	if len(calls) != 3 {
+		t.Fatalf("target got %d calls, want 3", len(calls))
+	}
+	ids := map[string]bool{}
+	for _, c := range calls {
+		if c.tag != tag {
+			t.Errorf("call with execution tag %q, want %q on every retry", c.tag, tag)
+		}
+		ids[c.requestID] = true
+	}
+	if len(ids) != 3 {
+		t.Errorf("request ids %v: want a new one per attempt", ids)
+	}
+	waitFor(t, "the due message to be acknowledged", func() bool { return e.dueMessages(t) == 0 })
+}
+
+func TestRetriesExhaustedThenErrorAction(t *testing.T) {
+	e := newEnv(t)
+	res := e.results(t)
+	main := newTarget(t, http.StatusInternalServerError)
+	fallback := newTarget(t, http.StatusBadGateway, http.StatusOK)
+	e.worker(t, nil)
+	tag := e.publishDue(t, "c", "j", scheduled, job.Action{
+		ActionSpec:  httpAct(main.URL, fixed(1, 10*time.Millisecond)),
+		ErrorAction: &job.ErrorAction{ActionSpec: httpAct(fallback.URL, fixed(2, 10*time.Millisecond))},
+	})
+
+	checkResults(t, res.take(t, 4), tag, []summary{
+		{job.ActionNameMain, 0, job.ExecutionFailed, false, false},
+		{job.ActionNameMain, 1, job.ExecutionFailed, false, false},
+		{job.ActionNameError, 0, job.ExecutionFailed, false, false},
+		{job.ActionNameError, 1, job.ExecutionCompleted, true, true},
+	})
+	if n, m := len(main.callsSoFar()), len(fallback.callsSoFar()); n != 2 || m != 2 {
+		t.Errorf("main target got %d calls, error target %d; want 2 and 2", n, m)
+	}
+	waitFor(t, "both due messages to be acknowledged", func() bool { return e.dueMessages(t) == 0 })
+}
+
+func TestMalformedMessagesAreTerminated(t *testing.T) {
+	e := newEnv(t)
+	res := e.results(t)
+	tg := newTarget(t)
+	e.worker(t, nil)
+	ctx := context.Background()
+	if _, err := e.js.Publish(ctx, e.subjects.Due("c", "garbage"), []byte("{not json")); err != nil {
+		t.Fatal(err)
+	}
+	wrongSubject := bus.AppendDue(nil, "other", "j", scheduled, 1, []byte(`{"type":"Http"}`))
+	if _, err := e.js.Publish(ctx, e.subjects.Due("c", "j"), wrongSubject); err != nil {
+		t.Fatal(err)
+	}
+	unknownPhase := nats.NewMsg(e.subjects.Due("c", "p"))
+	unknownPhase.Data = bus.AppendDue(nil, "c", "p", scheduled, 1, []byte(`{"type":"Http"}`))
+	unknownPhase.Header.Set(consumer.HeaderPhase, "sideways")
+	if _, err := e.js.PublishMsg(ctx, unknownPhase); err != nil {
+		t.Fatal(err)
+	}
+	tag := e.publishDue(t, "c", "ok", scheduled, job.Action{ActionSpec: httpAct(tg.URL, nil)})
+
+	got := res.take(t, 1)
+	if got[0].ExecutionTag != tag || got[0].Status != job.ExecutionCompleted {
+		t.Errorf("first result %+v, want the valid occurrence's", got[0])
+	}
+	waitFor(t, "the malformed messages to be terminated", func() bool { return e.dueMessages(t) == 0 })
+}
+
+func TestThreeWorkersDeliverEachOccurrenceOnce(t *testing.T) {
+	e := newEnv(t)
+	res := e.results(t)
+	tg := newTarget(t)
+	for range 3 {
+		e.worker(t, nil)
+	}
+	const jobs, occurrences = 15, 3
+	tags := map[string]bool{}
+	for j := range jobs {
+		for o := range occurrences {
+			name := "job-" + string(rune('a'+j))
+			tags[e.publishDue(t, "c", name, scheduled.Add(time.Duration(o)*time.Minute), job.Action{ActionSpec: httpAct(tg.URL, nil)})] = true
+		}
+	}
+	for _, r := range res.take(t, jobs*occurrences) {
+		if r.Status != job.ExecutionCompleted || !r.Final || r.Attempt != 0 {
+			t.Errorf("result %+v, want a completed first attempt", r)
+		}
+	}
+	seen := map[string]int{}
+	for _, c := range tg.callsSoFar() {
+		seen[c.tag]++
+	}
+	for tag := range tags {
+		if seen[tag] != 1 {
+			t.Errorf("occurrence %s delivered %d times, want once", tag, seen[tag])
+		}
+	}
+	if len(seen) != len(tags) {
+		t.Errorf("target saw %d occurrences, want %d", len(seen), len(tags))
+	}
+}
+
+func TestStopFinishesTheDeliveriesInFlight(t *testing.T) {
+	e := newEnv(t)
+	res := e.results(t)
+	tg := newTarget(t)
+	tg.block, tg.arrived = make(chan struct{}), make(chan struct{}, 1)
+	stop := e.worker(t, nil)
+	tag := e.publishDue(t, "c", "j", scheduled, job.Action{ActionSpec: httpAct(tg.URL, nil)})
+	<-tg.arrived
+
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	select {
+	case err := <-stopped:
+		t.Fatalf("Run returned (%v) with a delivery in flight", err)
+	default:
+	}
+	close(tg.block)
+	if err := <-stopped; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	checkResults(t, res.take(t, 1), tag, []summary{{job.ActionNameMain, 0, job.ExecutionCompleted, true, false}})
+	if n := e.dueMessages(t); n != 0 {
+		t.Errorf("due stream holds %d messages after a clean stop, want 0", n)
+	}
+}
+
+func TestStopTimeoutHandsTheDeliveryBack(t *testing.T) {
+	e := newEnv(t)
+	res := e.results(t)
+	tg := newTarget(t)
+	tg.block, tg.arrived = make(chan struct{}), make(chan struct{}, 1)
+	stop := e.worker(t, func(c *consumer.Config) { c.StopTimeout = 50 * time.Millisecond })
+	tag := e.publishDue(t, "c", "j", scheduled, job.Action{ActionSpec: httpAct(tg.URL, nil)})
+	<-tg.arrived
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+
+	// The target answers from now on; a second worker gets the occurrence back at once (the
+	// AckWait of 30 s would outlast the test's deadline).
+	tg.mu.Lock()
+	tg.block, tg.arrived = nil, nil
+	tg.mu.Unlock()
+	e.worker(t, nil)
+	checkResults(t, res.take(t, 1), tag, []summary{{job.ActionNameMain, 1, job.ExecutionCompleted, true, false}})
+}
+
+func TestLongDeliveryIsKeptInProgress(t *testing.T) {
+	e := newEnv(t)
+	res := e.results(t)
+	// Watch the acknowledgements the worker sends: "+WPI" is "work in progress".
+	acks, err := e.srv.Connect(t).SubscribeSync("$JS.ACK.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := newTarget(t)
+	tg.block, tg.arrived = make(chan struct{}), make(chan struct{}, 4)
+	e.worker(t, func(c *consumer.Config) { c.AckWait = time.Second })
+	tag := e.publishDue(t, "c", "j", scheduled, job.Action{ActionSpec: httpAct(tg.URL, nil)})
+	<-tg.arrived
+
+	// Three heartbeats span more than the AckWait: without them the server would have handed
+	// the occurrence out again.
+	for n := 0; n < 3; {
+		m, err := acks.NextMsg(deadline)
+		if err != nil {
+			t.Fatalf("waiting for in-progress acknowledgements: %v", err)
+		}
+		if bytes.Equal(m.Data, []byte("+WPI")) {
+			n++
+		}
+	}
+	close(tg.block)
+	checkResults(t, res.take(t, 1), tag, []summary{{job.ActionNameMain, 0, job.ExecutionCompleted, true, false}})
+	if n := len(tg.callsSoFar()); n != 1 {
+		t.Errorf("target got %d calls, want 1", n)
+	}
+}

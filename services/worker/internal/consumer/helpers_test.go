@@ -1,0 +1,237 @@
+package consumer_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/internal/natstest"
+	"github.com/resched/resched/services/worker/internal/action"
+	"github.com/resched/resched/services/worker/internal/action/httpaction"
+	"github.com/resched/resched/services/worker/internal/consumer"
+	"github.com/resched/resched/services/worker/internal/executor"
+	"github.com/resched/resched/shared/job"
+)
+
+// deadline bounds every wait of these tests; they poll, they never sleep.
+const deadline = 20 * time.Second
+
+var scheduled = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// env is a NATS server with the streams, as a planner would have left it.
+type env struct {
+	srv      *natstest.Server
+	js       jetstream.JetStream
+	subjects bus.Subjects
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	srv := natstest.Start(t)
+	js, err := jetstream.New(srv.Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{srv: srv, js: js, subjects: bus.NewSubjects("")}
+	if err := bus.EnsureStreams(context.Background(), js, e.subjects, bus.StreamOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// worker starts a consumer on a connection of its own, as a worker process would have, and
+// returns the func that stops it (also called at the end of the test).
+func (e *env) worker(t *testing.T, edit func(*consumer.Config)) (stop func() error) {
+	t.Helper()
+	nc, err := nats.Connect(e.srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := consumer.Config{
+		JS: js, Subjects: e.subjects, Concurrency: 4, AckWait: 30 * time.Second, StopTimeout: 10 * time.Second,
+		RetryDelay: 50 * time.Millisecond,
+		Executor: executor.New(executor.Config{
+			Deliverer:        action.Registry{job.ActionHTTP: httpaction.New(httpaction.Options{Timeout: 10 * time.Second})},
+			MinRetryInterval: time.Millisecond,
+		}),
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- consumer.New(cfg).Run(ctx) }()
+	var once sync.Once
+	var runErr error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			runErr = <-done
+			nc.Close()
+		})
+		return runErr
+	}
+	t.Cleanup(func() { _ = stop() })
+	return stop
+}
+
+// publishDue publishes an occurrence as the planner does.
+func (e *env) publishDue(t *testing.T, collection, jobName string, at time.Time, act job.Action) string {
+	t.Helper()
+	raw, err := json.Marshal(act)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := nats.NewMsg(e.subjects.Due(collection, jobName))
+	m.Data = bus.AppendDue(nil, collection, jobName, at, 1, raw)
+	m.Header.Set(bus.HeaderMsgID, bus.MsgID(collection, jobName, at))
+	if _, err := e.js.PublishMsg(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	return bus.ExecutionTag(collection, jobName, at)
+}
+
+// results reads the results stream as the planner does.
+type results struct {
+	cons jetstream.Consumer
+}
+
+func (e *env) results(t *testing.T) *results {
+	t.Helper()
+	cons, err := e.js.CreateOrUpdateConsumer(context.Background(), e.subjects.ResultsStream(), jetstream.ConsumerConfig{
+		Durable: "test-results", AckPolicy: jetstream.AckExplicitPolicy,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &results{cons: cons}
+}
+
+// take returns the next n results, failing the test if they do not come.
+func (r *results) take(t *testing.T, n int) []bus.Result {
+	t.Helper()
+	var out []bus.Result
+	end := time.Now().Add(deadline)
+	for len(out) < n {
+		if time.Now().After(end) {
+			t.Fatalf("got %d results, want %d: %+v", len(out), n, out)
+		}
+		batch, err := r.cons.Fetch(n-len(out), jetstream.FetchMaxWait(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for m := range batch.Messages() {
+			var res bus.Result
+			if err := json.Unmarshal(m.Data(), &res); err != nil {
+				t.Fatalf("result %s: %v", m.Data(), err)
+			}
+			if want := bus.ResultMsgID(res); m.Headers().Get(bus.HeaderMsgID) != want {
+				t.Errorf("result id %q, want %q", m.Headers().Get(bus.HeaderMsgID), want)
+			}
+			out = append(out, res)
+			_ = m.Ack()
+		}
+	}
+	return out
+}
+
+// dueMessages is how many messages the due stream holds (acknowledged ones are gone).
+func (e *env) dueMessages(t *testing.T) uint64 {
+	t.Helper()
+	s, err := e.js.Stream(context.Background(), e.subjects.DueStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Msgs
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(deadline)
+	poll := time.NewTicker(10 * time.Millisecond)
+	defer poll.Stop()
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		<-poll.C
+	}
+}
+
+// target is an HTTP target answering each request with the next status of a script (the
+// last one repeating), recording the execution tag and request id of each.
+type target struct {
+	*httptest.Server
+	mu       sync.Mutex
+	statuses []int
+	calls    []call
+	block    chan struct{} // when not nil, requests wait on it (or on their cancellation)
+	arrived  chan struct{} // receives once per request, when not nil
+}
+
+type call struct{ tag, requestID string }
+
+func newTarget(t *testing.T, statuses ...int) *target {
+	t.Helper()
+	tg := &target{statuses: statuses}
+	tg.Server = httptest.NewServer(http.HandlerFunc(tg.serve))
+	t.Cleanup(tg.Close)
+	return tg
+}
+
+func (tg *target) serve(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	tg.mu.Lock()
+	tg.calls = append(tg.calls, call{r.Header.Get(httpaction.HeaderExecutionTag), r.Header.Get(httpaction.HeaderClientRequestID)})
+	status := http.StatusOK
+	if n := len(tg.calls); len(tg.statuses) > 0 {
+		status = tg.statuses[min(n, len(tg.statuses))-1]
+	}
+	block, arrived := tg.block, tg.arrived
+	tg.mu.Unlock()
+	if arrived != nil {
+		arrived <- struct{}{}
+	}
+	if block != nil {
+		select {
+		case <-block:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	w.WriteHeader(status)
+	fmt.Fprintf(w, "status %d", status)
+}
+
+func (tg *target) callsSoFar() []call {
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	return append([]call(nil), tg.calls...)
+}
+
+func httpAct(uri string, p *job.RetryPolicy) job.ActionSpec {
+	return job.ActionSpec{Type: job.ActionHTTP, Request: &job.HTTPRequest{URI: uri, Method: "POST"}, RetryPolicy: p}
+}
+
+func fixed(count int, interval time.Duration) *job.RetryPolicy {
+	d := job.Duration(interval)
+	return &job.RetryPolicy{RetryType: job.RetryFixed, RetryCount: &count, RetryInterval: &d}
+}

@@ -1,0 +1,203 @@
+// Package executor runs one attempt of a due occurrence and decides what follows it: done,
+// retry after the policy's interval, or hand over to the error action. It knows nothing of
+// NATS; the consumer turns a Decision into an acknowledgement and publishes its Result.
+//
+// Attempts are numbered from the JetStream delivery count of the due message, so a retry
+// scheduled with a delayed negative acknowledgement survives a worker restart: delivery n
+// is attempt n-1, from 0 to the policy's retry count. The error action runs from a message
+// of its own (the consumer publishes it when a Decision says Escalate), so its attempts are
+// numbered from 0 again and a permanent failure can skip the main action's remaining
+// retries without upsetting the count.
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/worker/internal/action"
+	"github.com/resched/resched/shared/job"
+)
+
+// DefaultMinRetryInterval is the shortest wait between two attempts unless configured.
+const DefaultMinRetryInterval = 15 * time.Second
+
+// ErrMalformed marks a due message that cannot be executed at all: sending it again cannot
+// help, so the consumer terminates it.
+var ErrMalformed = errors.New("malformed due occurrence")
+
+// Deliverer delivers one attempt of an action; action.Registry is the worker's.
+type Deliverer interface {
+	Deliver(ctx context.Context, a *job.ActionSpec, m action.Meta) (string, error)
+}
+
+// Phase says which action a due message runs.
+type Phase int
+
+// The phases.
+const (
+	PhaseMain  Phase = iota // the job's action
+	PhaseError              // its errorAction, after the main action failed through every retry
+)
+
+func (p Phase) String() string {
+	if p == PhaseError {
+		return "error"
+	}
+	return "main"
+}
+
+// Verdict is what the consumer does with the due message after the attempt.
+type Verdict int
+
+// The verdicts.
+const (
+	// Ack: the occurrence is done, by a success or by giving up.
+	Ack Verdict = iota + 1
+	// Retry: negatively acknowledge with Decision.Delay; the next delivery is the next attempt.
+	Retry
+	// Escalate: publish the occurrence again for PhaseError, then acknowledge this message.
+	Escalate
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case Ack:
+		return "ack"
+	case Retry:
+		return "retry"
+	case Escalate:
+		return "escalate"
+	}
+	return fmt.Sprintf("Verdict(%d)", int(v))
+}
+
+// Attempt is one delivery of a due message.
+type Attempt struct {
+	Due      bus.Due
+	Phase    Phase
+	Delivery int // the JetStream delivery count, from 1
+}
+
+// Decision is the outcome of an attempt.
+type Decision struct {
+	Verdict    Verdict
+	Delay      time.Duration  // before the next attempt, with Retry
+	Result     bus.Result     // to publish before the due message is settled
+	ActionType job.ActionType // of the action that ran, for metrics
+	Err        error          // why the attempt failed; nil when it completed
+}
+
+// Config gathers an Executor's dependencies and settings.
+type Config struct {
+	Deliverer Deliverer
+	// MinRetryInterval is a floor under every retry interval; default 15 s.
+	MinRetryInterval time.Duration
+	// Timeout bounds one attempt, whatever its action type; 0 leaves it to the deliverer.
+	Timeout time.Duration
+	// Region is told to targets that carry it (the Storage Queue envelope).
+	Region string
+	// Clock tells the start and end of attempts; default time.Now.
+	Clock func() time.Time
+	// NewRequestID makes the x-ms-client-request-id of an attempt; default NewRequestID.
+	NewRequestID func() string
+}
+
+// Executor runs attempts. It is safe for concurrent use.
+type Executor struct{ cfg Config }
+
+// New returns an Executor.
+func New(cfg Config) *Executor {
+	if cfg.MinRetryInterval <= 0 {
+		cfg.MinRetryInterval = DefaultMinRetryInterval
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.NewRequestID == nil {
+		cfg.NewRequestID = NewRequestID
+	}
+	return &Executor{cfg: cfg}
+}
+
+// Execute runs the attempt a stands for and decides what follows. It returns an error
+// wrapping ErrMalformed, and no Decision, when the due message cannot be executed.
+func (e *Executor) Execute(ctx context.Context, a Attempt) (Decision, error) {
+	act, spec, name, err := actionOf(a)
+	if err != nil {
+		return Decision{}, err
+	}
+	policy := spec.RetryPolicy
+	retries := policy.Count()
+	// A delivery past the last attempt follows a crash between that attempt and the
+	// acknowledgement of its message: the last attempt runs again (at least once).
+	attempt := min(max(a.Delivery-1, 0), retries)
+	d := a.Due
+	meta := action.Meta{
+		Collection: d.Collection, Job: d.Job, Scheduled: d.Scheduled, ExecutionTag: d.ExecutionTag,
+		ClientRequestID: e.cfg.NewRequestID(), Occurrence: d.Occurrence, Attempt: attempt, Region: e.cfg.Region,
+	}
+
+	start := e.cfg.Clock()
+	msg, err := e.deliver(ctx, spec, meta)
+	end := e.cfg.Clock()
+
+	dec := Decision{ActionType: spec.Type, Err: err, Result: bus.Result{
+		Collection: d.Collection, Job: d.Job, Scheduled: d.Scheduled, ExecutionTag: d.ExecutionTag,
+		Occurrence: d.Occurrence, ActionName: name, Attempt: attempt, StartTime: start, EndTime: end,
+		Status: job.ExecutionCompleted, Message: msg,
+	}}
+	if err == nil {
+		dec.Verdict = Ack
+		dec.Result.Final = true
+		dec.Result.Faulted = a.Phase == PhaseError // the main action failed before this one ran
+		return dec, nil
+	}
+	dec.Result.Status = job.ExecutionFailed
+	if dec.Result.Message == "" {
+		dec.Result.Message = err.Error()
+	}
+	switch {
+	case attempt < retries && !action.IsPermanent(err):
+		dec.Verdict = Retry
+		dec.Delay = max(policy.Interval(), e.cfg.MinRetryInterval)
+	case a.Phase == PhaseMain && act.ErrorAction != nil:
+		dec.Verdict = Escalate
+	default:
+		dec.Verdict = Ack
+		dec.Result.Final = true
+		dec.Result.Faulted = true
+	}
+	return dec, nil
+}
+
+// deliver runs the deliverer under the attempt time-out.
+func (e *Executor) deliver(ctx context.Context, spec *job.ActionSpec, m action.Meta) (string, error) {
+	if e.cfg.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, e.cfg.Timeout)
+		defer cancel()
+	}
+	return e.cfg.Deliverer.Deliver(ctx, spec, m)
+}
+
+// actionOf decodes the occurrence's action and picks the one of the attempt's phase.
+func actionOf(a Attempt) (job.Action, *job.ActionSpec, job.ActionName, error) {
+	var act job.Action
+	if err := json.Unmarshal(a.Due.Action, &act); err != nil {
+		return act, nil, "", fmt.Errorf("%w: action: %v", ErrMalformed, err)
+	}
+	switch a.Phase {
+	case PhaseMain:
+		return act, &act.ActionSpec, job.ActionNameMain, nil
+	case PhaseError:
+		if act.ErrorAction == nil {
+			return act, nil, "", fmt.Errorf("%w: error phase of an action without errorAction", ErrMalformed)
+		}
+		return act, &act.ErrorAction.ActionSpec, job.ActionNameError, nil
+	}
+	return act, nil, "", fmt.Errorf("%w: unknown phase %d", ErrMalformed, a.Phase)
+}

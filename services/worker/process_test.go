@@ -1,0 +1,260 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/internal/natstest"
+	"github.com/resched/resched/services/worker/internal/action/httpaction"
+	"github.com/resched/resched/shared/job"
+)
+
+// deadline bounds every wait of these tests; they poll, they never sleep.
+const deadline = 30 * time.Second
+
+// syncBuffer is a bytes.Buffer safe for the goroutines that log.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// child is a worker process: the test binary run as the worker.
+type child struct {
+	cmd  *exec.Cmd
+	logs chan map[string]any
+}
+
+func startChild(t *testing.T, env ...string) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), append([]string{runAsWorker + "=1", "RESCHED_WORKER_HTTP_ADDR=127.0.0.1:0"}, env...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &child{cmd: cmd, logs: make(chan map[string]any, 1024)}
+	go c.read(stdout)
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return c
+}
+
+// read decodes the log records; the channel closes when the process's stdout does.
+func (c *child) read(r io.Reader) {
+	defer close(c.logs)
+	lines := bufio.NewScanner(r)
+	for lines.Scan() {
+		var rec map[string]any
+		if json.Unmarshal(lines.Bytes(), &rec) == nil {
+			select {
+			case c.logs <- rec:
+			default: // nobody reads this far: drop rather than block the child
+			}
+		}
+	}
+}
+
+// waitLog returns the first record with the message msg.
+func (c *child) waitLog(t *testing.T, msg string) map[string]any {
+	t.Helper()
+	timer := time.NewTimer(deadline)
+	defer timer.Stop()
+	for {
+		select {
+		case rec, ok := <-c.logs:
+			if !ok {
+				t.Fatalf("worker exited before logging %q", msg)
+			}
+			if rec["msg"] == msg {
+				return rec
+			}
+		case <-timer.C:
+			t.Fatalf("worker did not log %q", msg)
+		}
+	}
+}
+
+// e2e is a NATS server and an HTTP target for worker processes.
+type e2e struct {
+	srv      *natstest.Server
+	js       jetstream.JetStream
+	subjects bus.Subjects
+	results  jetstream.Consumer
+
+	mu      sync.Mutex
+	calls   []string    // execution tag + " " + request id, per request
+	hold    bool        // hold the next request until the test ends
+	arrived chan string // request ids, as requests arrive
+	target  *httptest.Server
+}
+
+func newE2E(t *testing.T) *e2e {
+	t.Helper()
+	srv := natstest.Start(t)
+	js, err := jetstream.New(srv.Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &e2e{srv: srv, js: js, subjects: bus.NewSubjects(""), arrived: make(chan string, 16)}
+	ctx := context.Background()
+	if err := bus.EnsureStreams(ctx, js, e.subjects, bus.StreamOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if e.results, err = js.CreateOrUpdateConsumer(ctx, e.subjects.ResultsStream(), jetstream.ConsumerConfig{
+		Durable: "test-results", AckPolicy: jetstream.AckExplicitPolicy,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	e.target = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get(httpaction.HeaderClientRequestID)
+		e.mu.Lock()
+		e.calls = append(e.calls, r.Header.Get(httpaction.HeaderExecutionTag)+" "+id)
+		hold := e.hold
+		e.hold = false
+		e.mu.Unlock()
+		e.arrived <- id
+		if hold {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		_, _ = io.WriteString(w, "ok")
+	}))
+	t.Cleanup(e.target.Close)
+	t.Cleanup(func() { close(release) })
+	return e
+}
+
+func (e *e2e) publishDue(t *testing.T, jobName string) string {
+	t.Helper()
+	act, _ := json.Marshal(job.Action{ActionSpec: job.ActionSpec{Type: job.ActionHTTP, Request: &job.HTTPRequest{URI: e.target.URL, Method: "POST"}}})
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	m := nats.NewMsg(e.subjects.Due("c", jobName))
+	m.Data = bus.AppendDue(nil, "c", jobName, at, 1, act)
+	m.Header.Set(bus.HeaderMsgID, bus.MsgID("c", jobName, at))
+	if _, err := e.js.PublishMsg(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	return bus.ExecutionTag("c", jobName, at)
+}
+
+func (e *e2e) nextResult(t *testing.T) bus.Result {
+	t.Helper()
+	m, err := e.results.Next(jetstream.FetchMaxWait(deadline))
+	if err != nil {
+		t.Fatalf("no result: %v", err)
+	}
+	_ = m.Ack()
+	var r bus.Result
+	if err := json.Unmarshal(m.Data(), &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (e *e2e) waitArrival(t *testing.T) string {
+	t.Helper()
+	select {
+	case id := <-e.arrived:
+		return id
+	case <-time.After(deadline):
+		t.Fatal("no request reached the target")
+		return ""
+	}
+}
+
+func TestWorkerProcessDeliversAndServesHealth(t *testing.T) {
+	e := newE2E(t)
+	w := startChild(t, "NATS_URL="+e.srv.ClientURL())
+	addr := w.waitLog(t, "http listening")["addr"].(string)
+	w.waitLog(t, "consuming due occurrences")
+	tag := e.publishDue(t, "j")
+
+	r := e.nextResult(t)
+	if r.ExecutionTag != tag || r.Status != job.ExecutionCompleted || !r.Final || r.Attempt != 0 {
+		t.Errorf("result %+v, want a completed first attempt of %s", r, tag)
+	}
+	for path, want := range map[string]string{
+		"/healthz": `"alive"`,
+		"/readyz":  `"ready"`,
+		"/metrics": `resched_worker_attempts_total{action_type="Http",outcome="Completed"} 1`,
+	} {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+			t.Errorf("GET %s: %d, body lacks %s:\n%.2000s", path, resp.StatusCode, want, body)
+		}
+	}
+}
+
+// A worker killed with SIGKILL in the middle of a delivery loses nothing: once AckWait has
+// passed, the occurrence goes to another worker.
+func TestKilledWorkerLosesNothing(t *testing.T) {
+	e := newE2E(t)
+	// The HTTP time-out outlasts the kill; AckWait is short so the test is.
+	env := []string{"NATS_URL=" + e.srv.ClientURL(), "RESCHED_WORKER_HTTP_TIMEOUT=2s", "RESCHED_WORKER_ACK_WAIT=3s"}
+	e.mu.Lock()
+	e.hold = true
+	e.mu.Unlock()
+	first := startChild(t, env...)
+	tag := e.publishDue(t, "j")
+	firstID := e.waitArrival(t)
+	if err := first.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.cmd.Wait()
+
+	second := startChild(t, env...)
+	second.waitLog(t, "consuming due occurrences")
+	secondID := e.waitArrival(t)
+	r := e.nextResult(t)
+	if r.ExecutionTag != tag || r.Status != job.ExecutionCompleted || !r.Final || r.Attempt != 1 {
+		t.Errorf("result %+v, want the completed second delivery of %s", r, tag)
+	}
+	e.mu.Lock()
+	calls := append([]string(nil), e.calls...)
+	e.mu.Unlock()
+	want := []string{tag + " " + firstID, tag + " " + secondID}
+	if len(calls) != 2 || calls[0] != want[0] || calls[1] != want[1] || firstID == secondID {
+		t.Errorf("target calls %q, want %q with two request ids", calls, want)
+	}
+}

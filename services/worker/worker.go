@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/worker/internal/consumer"
+	"github.com/resched/resched/services/worker/internal/executor"
+	"github.com/resched/resched/services/worker/internal/metrics"
+)
+
+// drainTimeout bounds the NATS drain and the HTTP shutdown after the deliveries have stopped.
+const drainTimeout = 10 * time.Second
+
+// worker is the running process: its connections and the parts built on them.
+type worker struct {
+	cfg      Config
+	log      *slog.Logger
+	nc       *nats.Conn
+	ncClosed <-chan struct{}
+	consumer *consumer.Consumer
+	closeDel func(context.Context) // releases the deliverers' connections
+	http     *http.Server
+	ln       net.Listener
+}
+
+// newWorker builds the parts, connects to NATS (which need not be up yet) and binds the HTTP
+// address, so a port in use fails the start at once.
+func newWorker(cfg Config, logger *slog.Logger) (*worker, error) {
+	reg := prometheus.NewRegistry()
+	for _, c := range []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register runtime metrics: %w", err)
+		}
+	}
+	m, err := metrics.New(reg)
+	if err != nil {
+		return nil, err
+	}
+	registry, closeDel, err := deliverers(cfg)
+	if err != nil {
+		return nil, err
+	}
+	w := &worker{cfg: cfg, log: logger, closeDel: closeDel}
+	if w.nc, w.ncClosed, err = connectNATS(cfg, logger); err != nil {
+		w.closeDel(context.Background())
+		return nil, err
+	}
+	js, err := jetstream.New(w.nc)
+	if err != nil {
+		w.close()
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	w.consumer = consumer.New(consumer.Config{
+		JS: js, Subjects: bus.NewSubjects(cfg.SubjectPrefix), Logger: logger, Metrics: m,
+		Executor: executor.New(executor.Config{
+			Deliverer: registry, MinRetryInterval: cfg.MinRetryInterval, Timeout: cfg.AttemptTimeout, Region: cfg.Region,
+		}),
+		Concurrency: cfg.Concurrency, AckWait: cfg.AckWait, MaxAckPending: cfg.MaxAckPending,
+		Streams: bus.StreamOptions{Replicas: cfg.StreamReplicas}, StopTimeout: cfg.ShutdownTimeout,
+	})
+	if w.ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+		w.close()
+		return nil, fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
+	}
+	w.http = &http.Server{Handler: healthHandler(reg, logger, []check{
+		{"nats", natsReady(w.nc)},
+		{"consumer", w.consumerReady},
+	}), ReadHeaderTimeout: 5 * time.Second}
+	return w, nil
+}
+
+func (w *worker) consumerReady(context.Context) error {
+	if !w.consumer.Ready() {
+		return errors.New("not consuming (starting, stopping or setting the consumer up again)")
+	}
+	return nil
+}
+
+// close releases everything at once, for a start that failed half way.
+func (w *worker) close() {
+	w.nc.Close()
+	w.closeDel(context.Background())
+}
+
+// run serves until ctx ends or a part fails, then stops in order: the consumer finishes (or
+// hands back) its deliveries, NATS drains what was published, HTTP and the deliverers' connections
+// close. It returns nil after a stop asked for through ctx.
+func (w *worker) run(ctx context.Context) error {
+	runCtx, fail := context.WithCancelCause(ctx)
+	defer fail(nil)
+	go func() {
+		if err := w.http.Serve(w.ln); !errors.Is(err, http.ErrServerClosed) {
+			fail(fmt.Errorf("http server stopped: %w", err))
+		}
+	}()
+	w.log.Info("http listening", "addr", w.ln.Addr().String())
+
+	consErr := w.consumer.Run(runCtx)
+	if consErr != nil {
+		fail(consErr)
+	}
+	w.log.Info("worker stopping", "reason", context.Cause(runCtx).Error())
+	stopErr := w.stop()
+
+	if cause := context.Cause(runCtx); ctx.Err() == nil || !errors.Is(cause, context.Cause(ctx)) {
+		return errors.Join(cause, stopErr)
+	}
+	return stopErr
+}
+
+// stop drains NATS and closes HTTP and the deliverers, within drainTimeout.
+func (w *worker) stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	var errs []error
+	// Drain closes a connection that is not connected at once, and says so; that is no error here.
+	if err := w.nc.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) && !errors.Is(err, nats.ErrConnectionReconnecting) {
+		errs = append(errs, fmt.Errorf("drain nats: %w", err))
+	}
+	select {
+	case <-w.ncClosed:
+	case <-ctx.Done():
+		errs = append(errs, errors.New("shutdown timed out draining nats"))
+		w.nc.Close()
+	}
+	if err := w.http.Shutdown(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("stop http: %w", err))
+	}
+	w.closeDel(ctx)
+	return errors.Join(errs...)
+}
