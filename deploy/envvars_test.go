@@ -1,0 +1,105 @@
+package deploy
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// serviceVars is what one program reads from its environment.
+type serviceVars struct {
+	source   string   // the file that names the variables, relative to the repository root
+	prefix   string   // the prefix of the service's own variables, "" when it has none
+	names    []string // every variable the program reads
+	required []string // variables a deployment must set: the defaults point at 127.0.0.1
+	listen   string   // the variable holding the program's HTTP listen address
+	port     int32    // the port it listens on when listen is not set
+}
+
+// knownEnv lists the environment variables each program reads, so the deployment files can be
+// checked for names the program would silently ignore (a typo, a renamed setting).
+// TestKnownEnvMatchesSource keeps it honest against the code. It is a read-only table.
+var knownEnv = map[string]serviceVars{
+	"planner": {
+		source: "services/planner/config.go",
+		prefix: "RESCHED_PLANNER_",
+		names: []string{
+			"NATS_URL", "REDIS_URL",
+			"RESCHED_PLANNER_LOG_LEVEL", "RESCHED_PLANNER_SUBJECT_PREFIX", "RESCHED_PLANNER_HTTP_ADDR",
+			"RESCHED_PLANNER_REDIS_KEY_PREFIX", "RESCHED_PLANNER_CATCH_UP_WINDOW", "RESCHED_PLANNER_LEASE",
+			"RESCHED_PLANNER_BATCH", "RESCHED_PLANNER_CONCURRENCY", "RESCHED_PLANNER_MAX_IDLE",
+			"RESCHED_PLANNER_STREAM_REPLICAS", "RESCHED_PLANNER_DUPLICATE_WINDOW",
+			"RESCHED_PLANNER_MIN_RETRY_INTERVAL", "RESCHED_PLANNER_SHUTDOWN_TIMEOUT",
+			"RESCHED_PLANNER_EMBEDDED_NATS", "RESCHED_PLANNER_EMBEDDED_NATS_DIR",
+		},
+		required: []string{"NATS_URL", "REDIS_URL"},
+		listen:   "RESCHED_PLANNER_HTTP_ADDR",
+		port:     8081,
+	},
+	"worker": {
+		source: "services/worker/config.go",
+		prefix: "RESCHED_WORKER_",
+		names: []string{
+			"NATS_URL",
+			"RESCHED_WORKER_LOG_LEVEL", "RESCHED_WORKER_SUBJECT_PREFIX", "RESCHED_WORKER_HTTP_ADDR",
+			"RESCHED_WORKER_REGION", "RESCHED_WORKER_CONCURRENCY", "RESCHED_WORKER_ACK_WAIT",
+			"RESCHED_WORKER_MAX_ACK_PENDING", "RESCHED_WORKER_HTTP_TIMEOUT", "RESCHED_WORKER_MIN_RETRY_INTERVAL",
+			"RESCHED_WORKER_SHUTDOWN_TIMEOUT", "RESCHED_WORKER_STREAM_REPLICAS", "RESCHED_WORKER_OAUTH_AUTHORITY",
+			"RESCHED_WORKER_STORAGE_QUEUE_ENDPOINT", "RESCHED_WORKER_STORAGE_QUEUE_BASE64",
+			"RESCHED_WORKER_SERVICEBUS_ENDPOINT", "RESCHED_WORKER_SERVICEBUS_EMULATOR",
+		},
+		required: []string{"NATS_URL"},
+		listen:   "RESCHED_WORKER_HTTP_ADDR",
+		port:     8082,
+	},
+	"target": {
+		source: "services/target/main.go",
+		names:  []string{"TARGET_ADDR"},
+		listen: "TARGET_ADDR",
+		port:   8080,
+	},
+}
+
+// goRuntimeEnv are variables the Go runtime reads, which any of the programs may be given.
+var goRuntimeEnv = []string{"GOMEMLIMIT", "GOMAXPROCS", "GODEBUG", "GOGC"}
+
+// repoRoot is the repository root: the tests run in deploy/.
+const repoRoot = ".."
+
+func (s serviceVars) knows(name string) bool {
+	return slices.Contains(s.names, name) || slices.Contains(goRuntimeEnv, name)
+}
+
+// TestKnownEnvMatchesSource fails when a program stops reading a variable knownEnv lists: each
+// name (without the service prefix) must appear as a string literal in the program's source,
+// and the prefix too.
+func TestKnownEnvMatchesSource(t *testing.T) {
+	for service, vars := range knownEnv {
+		t.Run(service, func(t *testing.T) {
+			src, err := os.ReadFile(filepath.Join(repoRoot, vars.source))
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := string(src)
+			if vars.prefix != "" && !strings.Contains(text, `"`+vars.prefix+`"`) {
+				t.Errorf("%s does not define the prefix %q", vars.source, vars.prefix)
+			}
+			for _, name := range vars.names {
+				literal := name
+				if vars.prefix != "" && strings.HasPrefix(name, vars.prefix) {
+					literal = strings.TrimPrefix(name, vars.prefix)
+				}
+				if !strings.Contains(text, `"`+literal+`"`) {
+					t.Errorf("%s no longer reads %s (no string literal %q): update knownEnv", vars.source, name, literal)
+				}
+			}
+			for _, name := range vars.required {
+				if !slices.Contains(vars.names, name) {
+					t.Errorf("required %s is not among the names", name)
+				}
+			}
+		})
+	}
+}

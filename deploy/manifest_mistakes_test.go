@@ -1,0 +1,127 @@
+package deploy
+
+// mistakes are the cases of TestManifestChecksCatchMistakes: one mistake each, on top of the
+// real kustomizations. A read-only table.
+var mistakes = []variant{
+	{
+		name: "pod labels the selector does not match", from: "base", check: "workload selectors", want: "Deployment/planner",
+		extra: patch("apps/v1", "Deployment", "planner", `spec: {template: {metadata: {labels: {app.kubernetes.io/name: planner-x}}}}`),
+	},
+	{
+		name: "Service on a port the pods do not declare", from: "base", check: "services", want: "no container port metrics",
+		extra: jsonPatch("Service", "planner", `[{"op": "replace", "path": "/spec/ports/0/targetPort", "value": "metrics"}]`),
+	},
+	{
+		name: "Secret key that does not exist", from: "base", check: "config and secret references", want: "redis-uri",
+		extra: jsonPatch("Deployment", "planner", `[{"op": "replace", "path": "/spec/template/spec/containers/0/env/1/valueFrom/secretKeyRef/key", "value": "redis-uri"}]`),
+	},
+	{
+		name: "ConfigMap key the planner does not read", from: "base", check: "service environment", want: "RESCHED_PLANNER_LOGLEVEL",
+		extra: mergeConfig("planner-config", "RESCHED_PLANNER_LOGLEVEL=debug"),
+	},
+	{
+		name: "planner without REDIS_URL", from: "base", check: "service environment", want: "REDIS_URL is not set",
+		extra: jsonPatch("Deployment", "planner", `[{"op": "remove", "path": "/spec/template/spec/containers/0/env/1"}]`),
+	},
+	{
+		name: "planner container renamed", from: "base", check: "service environment", want: "no container named planner",
+		extra: jsonPatch("Deployment", "planner", `[{"op": "replace", "path": "/spec/template/spec/containers/0/name", "value": "main"}]`),
+	},
+	{
+		name: "readiness probe on the liveness path", from: "base", check: "probes", want: "readiness probe on /healthz",
+		extra: jsonPatch("Deployment", "planner", `[{"op": "replace", "path": "/spec/template/spec/containers/0/readinessProbe/httpGet/path", "value": "/healthz"}]`),
+	},
+	{
+		name: "planner moved to another port, probes not", from: "base", check: "probes", want: "listens on 9000",
+		extra: mergeConfig("planner-config", "RESCHED_PLANNER_HTTP_ADDR=:9000"),
+	},
+	{
+		name: "one planner", from: "overlays/example", check: "planner replicas", want: "fewer than 2",
+		extra: "replicas: [{name: planner, count: 1}]\n",
+	},
+	{
+		name: "worker replicas fixed under an autoscaler", from: "base", check: "autoscaling", want: "sets replicas",
+		extra: "replicas: [{name: worker, count: 3}]\n",
+	},
+	{
+		name: "HPA and ScaledObject on the worker", from: "base", check: "autoscaling", want: "would fight",
+		files: map[string]string{"scaledobject.yaml": `apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: worker-extra, namespace: resched}
+spec:
+  scaleTargetRef: {name: worker}
+  minReplicaCount: 1
+`},
+	},
+	{
+		name: "ScaledObject on the wrong consumer", from: "overlays/example", check: "KEDA triggers", want: "consumer",
+		extra: kedaPatch(`[{"op": "replace", "path": "/spec/triggers/0/metadata/consumer", "value": "worker"}]`),
+	},
+	{
+		name: "namespace changed, KEDA endpoint not", from: "overlays/example", check: "KEDA triggers", want: "natsServerMonitoringEndpoint",
+		extra: "namespace: elsewhere\n",
+	},
+	{
+		name: "worker on another subject prefix", from: "overlays/example", check: "shared settings", want: "different SUBJECT_PREFIX",
+		extra: mergeConfig("worker-config", "RESCHED_WORKER_SUBJECT_PREFIX=other"),
+	},
+	{
+		name: "worker with other stream replicas", from: "base", check: "shared settings", want: "different STREAM_REPLICAS",
+		extra: mergeConfig("worker-config", "RESCHED_WORKER_STREAM_REPLICAS=3"),
+	},
+	{
+		name: "worker prefix changed, KEDA stream not", from: "overlays/example", check: "KEDA triggers", want: "OTHER_DUE",
+		extra: mergeConfig("worker-config", "RESCHED_WORKER_SUBJECT_PREFIX=other"),
+	},
+	{
+		name: "Redis without an append-only file", from: "base", check: "persistent storage", want: "appendonly",
+		extra: jsonPatch("StatefulSet", "redis", `[{"op": "replace", "path": "/spec/template/spec/containers/0/args/3", "value": "no"}]`),
+	},
+	{
+		name: "NATS writing outside its volume", from: "base", check: "persistent storage", want: "/tmp",
+		extra: jsonPatch("StatefulSet", "nats", `[{"op": "replace", "path": "/spec/template/spec/containers/0/args/1", "value": "--store_dir=/tmp"}]`),
+	},
+	{
+		name: "privilege escalation allowed", from: "base", check: "security context", want: "allowPrivilegeEscalation",
+		extra: jsonPatch("Deployment", "worker", `[{"op": "replace", "path": "/spec/template/spec/containers/0/securityContext/allowPrivilegeEscalation", "value": true}]`),
+	},
+	{
+		name: "image without a fixed tag", from: "base", check: "image tags", want: "no fixed tag",
+		extra: "images: [{name: resched/worker, newTag: latest}]\n",
+	},
+	{
+		name: "REDIS_URL with another password than Redis's", from: "base", check: "connection URLs", want: "password differs",
+		extra: secretPatch("redis-url", "redis://:other@redis:6379/0"),
+	},
+	{
+		name: "NATS_URL naming no Service", from: "base", check: "connection URLs", want: "no Service natz",
+		extra: secretPatch("nats-url", "nats://natz:4222"),
+	},
+	{
+		name: "Namespace missing", from: "base", check: "namespace", want: "0 Namespace objects",
+		extra: patch("v1", "Namespace", "resched", "$patch: delete"),
+	},
+}
+
+// patch is a strategic-merge patch of one object, as kustomization.yaml lines.
+func patch(apiVersion, kind, name, body string) string {
+	return "patches:\n  - patch: |-\n      apiVersion: " + apiVersion + "\n      kind: " + kind +
+		"\n      metadata: {name: " + name + "}\n      " + body + "\n"
+}
+
+// jsonPatch is a JSON 6902 patch (written as YAML) of one object.
+func jsonPatch(kind, name, ops string) string {
+	return "patches:\n  - target: {kind: " + kind + ", name: " + name + "}\n    patch: '" + ops + "'\n"
+}
+
+func kedaPatch(ops string) string {
+	return "patches:\n  - target: {group: keda.sh, kind: ScaledObject, name: worker}\n    patch: '" + ops + "'\n"
+}
+
+func secretPatch(key, value string) string {
+	return patch("v1", "Secret", "resched-secrets", "stringData: {"+key+": \""+value+"\"}")
+}
+
+func mergeConfig(name, literal string) string {
+	return "configMapGenerator:\n  - name: " + name + "\n    behavior: merge\n    literals: [" + literal + "]\n"
+}
