@@ -34,6 +34,7 @@ type Config struct {
 	Batch            int           // due jobs per claim
 	Concurrency      int           // partitions dispatched at once
 	MaxIdle          time.Duration // longest wait between two looks at the due set
+	Lookahead        time.Duration // how long before its time a job is claimed and prepared
 	StreamReplicas   int           // JetStream replicas of the streams
 	DuplicateWindow  time.Duration // JetStream duplicate window of the due and results streams
 	MinRetryInterval time.Duration // shortest retryInterval a job may ask for
@@ -58,6 +59,7 @@ func defaultConfig() Config {
 		Batch:            256,
 		Concurrency:      4,
 		MaxIdle:          50 * time.Millisecond,
+		Lookahead:        250 * time.Millisecond,
 		StreamReplicas:   1,
 		DuplicateWindow:  10 * time.Minute,
 		MinRetryInterval: 15 * time.Second,
@@ -90,6 +92,7 @@ func (c *Config) settings() []setting {
 		{"batch", "batch", p + "BATCH", "due jobs per claim", intField{&c.Batch, 1, 10_000}},
 		{"concurrency", "concurrency", p + "CONCURRENCY", "partitions of the due set dispatched at once", intField{&c.Concurrency, 1, store.Partitions}},
 		{"max idle", "max-idle", p + "MAX_IDLE", "longest wait between two looks at the due set", durationField{&c.MaxIdle, time.Millisecond}},
+		{"lookahead", "lookahead", p + "LOOKAHEAD", "claim and prepare jobs this long before they are due; each is still published at its time (0 to turn off)", durationField{&c.Lookahead, 0}},
 		{"stream replicas", "stream-replicas", p + "STREAM_REPLICAS", "JetStream replicas of the streams (3 on a cluster)", intField{&c.StreamReplicas, 1, 5}},
 		{"duplicate window", "duplicate-window", p + "DUPLICATE_WINDOW", "JetStream duplicate window of the due and results streams", durationField{&c.DuplicateWindow, time.Second}},
 		{"minimum retry interval", "min-retry-interval", p + "MIN_RETRY_INTERVAL", "shortest retryInterval a job may ask for", durationField{&c.MinRetryInterval, time.Second}},
@@ -129,6 +132,12 @@ func parseConfig(args []string, getenv func(string) string, output io.Writer) (C
 			errs = append(errs, fmt.Errorf("%s (-%s, %s): %w", s.what, s.flag, s.env, err))
 		}
 	}
+	if len(errs) == 0 && cfg.Lookahead >= cfg.Lease {
+		// A claim made that early would end before the job is due and another planner would
+		// claim it too.
+		errs = append(errs, fmt.Errorf("lookahead (-lookahead, %sLOOKAHEAD): %s must be shorter than the lease (%s)",
+			envPrefix, formatDuration(cfg.Lookahead), formatDuration(cfg.Lease)))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("invalid configuration:\n%w", err)
 	}
@@ -148,6 +157,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("redis_key_prefix", c.RedisKeyPrefix),
 		slog.String("catch_up_window", formatDuration(c.CatchUpWindow)),
 		slog.String("lease", formatDuration(c.Lease)),
+		slog.String("lookahead", formatDuration(c.Lookahead)),
 		slog.Int("batch", c.Batch),
 		slog.Int("concurrency", c.Concurrency),
 		slog.String("max_idle", formatDuration(c.MaxIdle)),

@@ -72,7 +72,7 @@ func TestParseConfig(t *testing.T) {
 			name: "every planner flag",
 			args: []string{"-http-addr", ":0", "-redis-key-prefix", "f", "-catch-up-window", "2h", "-lease", "10s",
 				"-batch", "1", "-concurrency", "1", "-max-idle", "1ms", "-stream-replicas", "5",
-				"-duplicate-window", "1s", "-min-retry-interval", "1s", "-shutdown-timeout", "1s"},
+				"-duplicate-window", "1s", "-min-retry-interval", "1s", "-shutdown-timeout", "1s", "-lookahead", "2s"},
 			env: map[string]string{"RESCHED_PLANNER_BATCH": "7", "RESCHED_PLANNER_LEASE": "1m"},
 			want: with(def, func(c *Config) {
 				c.HTTPAddr = ":0"
@@ -86,6 +86,7 @@ func TestParseConfig(t *testing.T) {
 				c.DuplicateWindow = time.Second
 				c.MinRetryInterval = time.Second
 				c.ShutdownTimeout = time.Second
+				c.Lookahead = 2 * time.Second
 			}),
 		},
 		{
@@ -154,6 +155,7 @@ func TestParseConfigRejects(t *testing.T) {
 		{name: "batch range", args: []string{"-batch", "0"}, want: []string{"-batch", "between 1 and 10000"}},
 		{name: "concurrency beyond partitions", args: []string{"-concurrency", "17"}, want: []string{"RESCHED_PLANNER_CONCURRENCY", "between 1 and 16"}},
 		{name: "replicas", env: map[string]string{"RESCHED_PLANNER_STREAM_REPLICAS": "7"}, want: []string{"RESCHED_PLANNER_STREAM_REPLICAS", "-stream-replicas", "between 1 and 5"}},
+		{name: "lookahead past the lease", args: []string{"-lookahead", "30s"}, want: []string{"RESCHED_PLANNER_LOOKAHEAD", "-lookahead", "shorter than the lease"}},
 		{name: "unknown flag", args: []string{"-bogus"}, want: []string{"bogus"}},
 		{name: "positional argument", args: []string{"extra"}, want: []string{`"extra"`}},
 		{

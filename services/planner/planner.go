@@ -162,7 +162,7 @@ func (p *planner) start(ctx context.Context, parts *sync.WaitGroup, fail context
 	disp := dispatch.New(dispatch.Config{
 		Store: p.store, JS: p.js, Events: p.nc, Subjects: p.subjects, Logger: p.log, Metrics: p.metrics,
 		Lease: p.cfg.Lease, Batch: p.cfg.Batch, CatchUp: p.cfg.CatchUpWindow, MaxIdle: p.cfg.MaxIdle,
-		Concurrency: p.cfg.Concurrency,
+		Concurrency: p.cfg.Concurrency, Lookahead: p.cfg.Lookahead,
 	})
 	svc := jobs.New(jobs.Config{Store: p.store, Validator: validator, Events: p.nc, Runner: disp,
 		Subjects: p.subjects, Logger: p.log})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/redis/go-redis/v9"
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/internal/natstest"
 	"github.com/resched/resched/services/internal/redistest"
@@ -30,14 +31,15 @@ func (c *clock) now() time.Time   { return time.Unix(0, c.ns.Load()).UTC() }
 func (c *clock) set(t time.Time)  { c.ns.Store(t.UnixNano()) }
 
 type env struct {
-	t     testing.TB
-	nats  *natstest.Server
-	redis *redistest.Server
-	clock *clock
-	store *store.Store
-	svc   *jobs.Service
-	js    jetstream.JetStream
-	subj  bus.Subjects
+	t           testing.TB
+	nats        *natstest.Server
+	redis       *redistest.Server
+	redisClient *redis.Client
+	clock       *clock
+	store       *store.Store
+	svc         *jobs.Service
+	js          jetstream.JetStream
+	subj        bus.Subjects
 }
 
 func setup(t testing.TB, redisOpts ...redistest.Option) *env {
@@ -58,7 +60,8 @@ func setup(t testing.TB, redisOpts ...redistest.Option) *env {
 		t.Fatal(err)
 	}
 	rs := redistest.Start(t, redisOpts...)
-	e := &env{t: t, nats: ns, redis: rs, clock: newClock(t0), store: store.New(rs.Client(t), ""), js: js, subj: subj}
+	rc := rs.Client(t)
+	e := &env{t: t, nats: ns, redis: rs, redisClient: rc, clock: newClock(t0), store: store.New(rc, ""), js: js, subj: subj}
 	e.svc = jobs.New(jobs.Config{Store: e.store, Validator: v, Subjects: subj, Clock: e.clock.now})
 	if _, _, err := e.svc.PutCollection(ctx, "c", []byte(`{"properties":{}}`)); err != nil {
 		t.Fatal(err)
@@ -165,7 +168,7 @@ func TestFiresAtScheduledTimesAndAdvances(t *testing.T) {
 func TestKilledBetweenClaimAndPublish(t *testing.T) {
 	e := setup(t)
 	e.put("j", `{"startTime":"2026-03-01T12:00:00Z",`+action+`,"recurrence":{"frequency":"Hour"}}`)
-	if got, err := e.store.Claim(context.Background(), store.PartitionOf("c"), t0, 30*time.Second, 10); err != nil || len(got) != 1 {
+	if got, err := e.store.Claim(context.Background(), store.PartitionOf("c"), t0, t0.Add(30*time.Second), 10); err != nil || len(got) != 1 {
 		t.Fatalf("the dying planner's claim: %v %v", got, err)
 	}
 	d := e.dispatcher(nil)
@@ -189,7 +192,7 @@ func TestRepublishIsDeduplicated(t *testing.T) {
 	d := e.dispatcher(nil)
 	// The first planner: claims and publishes, but its advance never happens. Simulate it with
 	// a RunNow-free publish of the same id.
-	if got, _ := e.store.Claim(context.Background(), store.PartitionOf("c"), t0, 30*time.Second, 10); len(got) != 1 {
+	if got, _ := e.store.Claim(context.Background(), store.PartitionOf("c"), t0, t0.Add(30*time.Second), 10); len(got) != 1 {
 		t.Fatal("claim")
 	}
 	msg := jetstream.WithMsgID(bus.MsgID("c", "j", t0))

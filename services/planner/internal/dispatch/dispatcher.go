@@ -42,12 +42,16 @@ type Config struct {
 	Logger   *slog.Logger
 	Metrics  Metrics
 
-	Lease       time.Duration // how long a claim keeps other planners off; default 30 s
-	Batch       int           // jobs per claim; default 256
-	CatchUp     time.Duration // an occurrence later than this is skipped, not fired; default 1 h
-	MaxIdle     time.Duration // longest wait between two looks at the due set; default 50 ms
-	Concurrency int           // partitions worked on at once; default 4
-	CacheSize   int           // compiled schedules kept per worker goroutine; default 50,000
+	Lease   time.Duration // how long a claim keeps other planners off; default 30 s
+	Batch   int           // jobs per claim; default 256
+	CatchUp time.Duration // an occurrence later than this is skipped, not fired; default 1 h
+	MaxIdle time.Duration // longest wait between two looks at the due set; default 50 ms
+	// Lookahead claims jobs this long before they are due, so their messages are ready and
+	// each is published the moment it is due (never before): fire lag is then the publish
+	// alone. 0 claims only what is due.
+	Lookahead   time.Duration
+	Concurrency int // partitions worked on at once; default 4
+	CacheSize   int // compiled schedules kept per worker goroutine; default 50,000
 }
 
 func (c *Config) defaults() {

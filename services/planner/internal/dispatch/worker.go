@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -42,7 +43,7 @@ func (w *worker) run(ctx context.Context) error {
 func (w *worker) idle(ctx context.Context) {
 	wait := w.cfg.MaxIdle
 	if at, ok, err := w.cfg.Store.Earliest(ctx, w.partitions); err == nil && ok {
-		wait = min(max(at.Sub(w.cfg.Clock()), time.Millisecond), wait)
+		wait = min(max(at.Add(-w.cfg.Lookahead).Sub(w.cfg.Clock()), time.Millisecond), wait)
 	}
 	t := time.NewTimer(wait)
 	defer t.Stop()
@@ -75,14 +76,43 @@ func (w *worker) round(ctx context.Context) (int, error) {
 // pending is one claimed job on its way through a batch.
 type pending struct {
 	move    store.Advance
-	ack     jetstream.PubAckFuture // nil when nothing is published
+	msg     *nats.Msg              // the occurrence to publish at move.Published; nil for none
+	ack     jetstream.PubAckFuture // set once published
 	skipped *job.HistoryEntry
+}
+
+// publish sends the batch's occurrences in time order, each once it is due: with a lookahead
+// some were claimed early, and none may reach a worker before its scheduled time.
+func (w *worker) publish(ctx context.Context, batch []pending) {
+	slices.SortStableFunc(batch, func(a, b pending) int { return a.move.Published.Compare(b.move.Published) })
+	for i := range batch {
+		pd := &batch[i]
+		if pd.msg == nil {
+			continue
+		}
+		if wait := pd.move.Published.Sub(w.cfg.Clock()); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
+		}
+		ack, err := w.cfg.JS.PublishMsgAsync(pd.msg)
+		if err != nil {
+			w.cfg.Metrics.Error("publish")
+			w.cfg.Logger.Error("publish occurrence", "collection", pd.move.Collection, "job", pd.move.Name, "error", err)
+			continue
+		}
+		pd.ack = ack
+	}
 }
 
 // partition claims one batch of a partition, publishes it and advances it.
 func (w *worker) partition(ctx context.Context, p int) (claimed, published int, err error) {
 	now := w.cfg.Clock()
-	members, err := w.cfg.Store.Claim(ctx, p, now, w.cfg.Lease, w.cfg.Batch)
+	members, err := w.cfg.Store.Claim(ctx, p, now.Add(w.cfg.Lookahead), now.Add(w.cfg.Lease), w.cfg.Batch)
 	if err != nil || len(members) == 0 {
 		return 0, 0, err
 	}
@@ -96,7 +126,7 @@ func (w *worker) partition(ctx context.Context, p int) (claimed, published int, 
 		if rec == nil || rec.State != job.StateEnabled {
 			continue // deleted or disabled since the claim: that change already took it out of the due set
 		}
-		pd, err := w.prepare(ctx, rec, now)
+		pd, err := w.prepare(rec, now)
 		if err != nil {
 			w.cfg.Metrics.Error("prepare")
 			w.cfg.Logger.Error("prepare occurrence", "collection", rec.Collection, "job", rec.Name, "error", err)
@@ -104,8 +134,12 @@ func (w *worker) partition(ctx context.Context, p int) (claimed, published int, 
 		}
 		batch = append(batch, pd)
 	}
+	w.publish(ctx, batch)
 	moves := make([]store.Advance, 0, len(batch))
 	for _, pd := range batch {
+		if pd.msg != nil && pd.ack == nil {
+			continue // the publish failed at once: not advanced, the lease runs out and it is retried
+		}
 		if pd.ack != nil {
 			select {
 			case <-pd.ack.Ok():
@@ -136,8 +170,8 @@ func (w *worker) partition(ctx context.Context, p int) (claimed, published int, 
 }
 
 // prepare decides what a claimed job does now (fire its latest due occurrence, skip the
-// missed ones) and starts publishing.
-func (w *worker) prepare(ctx context.Context, rec *store.Job, now time.Time) (pending, error) {
+// missed ones) and builds the message to publish.
+func (w *worker) prepare(rec *store.Job, now time.Time) (pending, error) {
 	move := store.Advance{Collection: rec.Collection, Name: rec.Name, Claimed: rec.Next, Fired: rec.Fired, Occurrence: rec.Occurrence}
 	if rec.Next.IsZero() {
 		return pending{move: move}, nil // no next time: the advance takes it out of the due set
@@ -160,10 +194,7 @@ func (w *worker) prepare(ctx context.Context, rec *store.Job, now time.Time) (pe
 		pd.move.Next = time.Time{}
 	}
 	data := bus.AppendDue(nil, rec.Collection, rec.Name, due, pd.move.Occurrence, e.action)
-	msg := &natsMsg{subject: w.cfg.Subjects.Due(rec.Collection, rec.Name), data: data, id: bus.MsgID(rec.Collection, rec.Name, due)}
-	if pd.ack, err = w.cfg.JS.PublishMsgAsync(msg.build()); err != nil {
-		return pending{}, fmt.Errorf("publish: %w", err)
-	}
+	pd.msg = (&natsMsg{subject: w.cfg.Subjects.Due(rec.Collection, rec.Name), data: data, id: bus.MsgID(rec.Collection, rec.Name, due)}).build()
 	return pd, nil
 }
 

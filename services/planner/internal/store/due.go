@@ -9,10 +9,11 @@ import (
 	"github.com/resched/resched/shared/job"
 )
 
-// Claim takes up to batch members of a partition that are due at now, leasing them until
-// now+lease: other planners skip them until then, and take them over if this one dies.
-func (s *Store) Claim(ctx context.Context, partition int, now time.Time, lease time.Duration, batch int) ([]string, error) {
-	members, err := s.run(ctx, "claim", []string{s.k.due(partition)}, now.UnixMilli(), now.Add(lease).UnixMilli(), batch).StringSlice()
+// Claim takes up to batch members of a partition that are due by dueBy, earliest first,
+// leasing them until leaseUntil: other planners skip them until then, and take them over if
+// this one dies.
+func (s *Store) Claim(ctx context.Context, partition int, dueBy, leaseUntil time.Time, batch int) ([]string, error) {
+	members, err := s.run(ctx, "claim", []string{s.k.due(partition)}, dueBy.UnixMilli(), leaseUntil.UnixMilli(), batch).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("claim due jobs of partition %d: %w", partition, err)
 	}

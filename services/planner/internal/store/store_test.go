@@ -91,16 +91,16 @@ func TestClaimLeases(t *testing.T) {
 	putCollection(t, s, "c", 0)
 	putJob(t, s, "c", "j", t0)
 	p := partition(t, s, "c", "j", t0)
-	if got, _ := s.Claim(ctx, p, t0.Add(-time.Second), time.Minute, 10); len(got) != 0 {
+	if got, _ := s.Claim(ctx, p, t0.Add(-time.Second), t0.Add(59*time.Second), 10); len(got) != 0 {
 		t.Fatalf("claimed before due: %v", got)
 	}
-	if got, _ := s.Claim(ctx, p, t0, 30*time.Second, 10); fmt.Sprint(got) != "[c/j]" {
+	if got, _ := s.Claim(ctx, p, t0, t0.Add(30*time.Second), 10); fmt.Sprint(got) != "[c/j]" {
 		t.Fatalf("claim at due time: %v", got)
 	}
-	if got, _ := s.Claim(ctx, p, t0.Add(29*time.Second), time.Minute, 10); len(got) != 0 {
+	if got, _ := s.Claim(ctx, p, t0.Add(29*time.Second), t0.Add(89*time.Second), 10); len(got) != 0 {
 		t.Fatalf("claimed during the lease: %v", got)
 	}
-	if got, _ := s.Claim(ctx, p, t0.Add(30*time.Second), time.Minute, 10); fmt.Sprint(got) != "[c/j]" {
+	if got, _ := s.Claim(ctx, p, t0.Add(30*time.Second), t0.Add(90*time.Second), 10); fmt.Sprint(got) != "[c/j]" {
 		t.Fatalf("claim after the lease: %v", got)
 	}
 }
@@ -108,7 +108,7 @@ func TestClaimLeases(t *testing.T) {
 func partition(t *testing.T, s *store.Store, c, j string, due time.Time) int {
 	t.Helper()
 	p := store.PartitionOf(c)
-	if got, err := s.Claim(context.Background(), p, due, 0, 10); err != nil || fmt.Sprint(got) != "["+c+"/"+j+"]" {
+	if got, err := s.Claim(context.Background(), p, due, due, 10); err != nil || fmt.Sprint(got) != "["+c+"/"+j+"]" {
 		t.Fatalf("job %s/%s not due in partition %d at %v: %v %v", c, j, p, due, got, err)
 	}
 	return p
@@ -288,5 +288,28 @@ func TestApplyResultIgnoresARedelivery(t *testing.T) {
 	h, _ := s.History(ctx, "c", "j", t0)
 	if got.Executions != 1 || got.Failures != 2 || len(h) != 2 {
 		t.Fatalf("after a redelivery: executions %d, failures %d, %d history entries; want 1, 2, 2", got.Executions, got.Failures, len(h))
+	}
+}
+
+// The first result of an occurrence counts it as executed, also when attempt 0 never reported
+// (its worker died): executionCount counts occurrences, not attempts.
+func TestExecutionCountCountsOccurrences(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	putCollection(t, s, "c", 0)
+	putJob(t, s, "c", "j", t0)
+	apply := func(id string, scheduled time.Time, attempt int) {
+		o := store.Outcome{ID: id, Entry: job.HistoryEntry{StartTime: scheduled, ActionName: job.ActionNameMain,
+			Status: job.ExecutionFailed, RetryCount: attempt}, Scheduled: scheduled}
+		if _, err := s.ApplyResult(ctx, "c", "j", o, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply("a1", t0, 1) // attempt 0 lost with its worker
+	apply("a2", t0, 2)
+	apply("b0", t0.Add(time.Minute), 0)
+	got, _ := s.GetJob(ctx, "c", "j")
+	if got.Executions != 2 || got.Failures != 3 {
+		t.Fatalf("executions %d, failures %d; want 2 occurrences and 3 failed attempts", got.Executions, got.Failures)
 	}
 }

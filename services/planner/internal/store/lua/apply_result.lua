@@ -27,7 +27,10 @@ while true do
   redis.call('RPOP', KEYS[2])
 end
 if ARGV[4] == 'MainAction' then
-  if ARGV[5] == '0' then
+  -- An occurrence counts as executed at its first result, whatever its attempt number: a
+  -- worker that died during attempt 0 leaves attempt 1 as the first one reported.
+  if redis.call('HGET', KEYS[1], 'execOcc') ~= ARGV[10] then
+    redis.call('HSET', KEYS[1], 'execOcc', ARGV[10])
     redis.call('HINCRBY', KEYS[1], 'exec', 1)
   end
   if ARGV[6] == 'Failed' then

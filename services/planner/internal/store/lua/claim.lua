@@ -2,7 +2,7 @@
 -- other planner claims them while this one publishes; if this planner dies, the lease runs out
 -- and another claims them again. The scheduled time itself stays in the job's state ("next").
 -- KEYS: 1 due
--- ARGV: 1 now (ms), 2 lease end (ms), 3 batch size
+-- ARGV: 1 due by (ms), 2 lease end (ms), 3 batch size
 -- Returns the claimed members.
 local due = redis.call('ZRANGE', KEYS[1], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, tonumber(ARGV[3]))
 if #due == 0 then
