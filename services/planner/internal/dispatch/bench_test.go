@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,6 +25,14 @@ import (
 // workload once and reports rates as custom metrics).
 
 const benchDef = `{"startTime":"2026-03-01T12:00:00Z",` + action + `,"recurrence":{"frequency":"Minute"}}`
+
+// TestMain runs the benchmarks with the garbage collector set as bin/planner sets it.
+func TestMain(m *testing.M) {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400) // services/planner/main.go: gcPercent
+	}
+	os.Exit(m.Run())
+}
 
 // load puts n jobs spread over 50 collections, all due at `due`, through the store's script.
 func load(b *testing.B, e *env, n int, def string, due func(i int) time.Time) {
