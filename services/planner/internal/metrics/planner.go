@@ -52,7 +52,7 @@ func New(reg prometheus.Registerer) (*Planner, error) {
 			Namespace: namespace, Name: "published_total", Help: "Due occurrences published to JetStream and acknowledged.",
 		}),
 		skipped: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Name: "skipped_total", Help: "Due occurrences skipped because they were older than the catch-up window.",
+			Namespace: namespace, Name: "skipped_total", Help: "Claims that fired nothing because every due occurrence was past the catch-up window (each such run is one Skipped history entry).",
 		}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "errors_total", Help: "Errors by the stage they happened in.",
@@ -81,7 +81,7 @@ func (p *Planner) Claimed(n int) { p.claimed.Add(float64(n)) }
 // Published counts published occurrences.
 func (p *Planner) Published(n int) { p.published.Add(float64(n)) }
 
-// Skipped counts skipped occurrences.
+// Skipped counts claims that fired nothing because every due occurrence was too late.
 func (p *Planner) Skipped(n int) { p.skipped.Add(float64(n)) }
 
 // FireLag observes how late an occurrence was published. A negative lag (clocks of planners

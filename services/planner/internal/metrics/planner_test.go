@@ -42,7 +42,7 @@ resched_planner_claimed_total 5
 # HELP resched_planner_published_total Due occurrences published to JetStream and acknowledged.
 # TYPE resched_planner_published_total counter
 resched_planner_published_total 4
-# HELP resched_planner_skipped_total Due occurrences skipped because they were older than the catch-up window.
+# HELP resched_planner_skipped_total Claims that fired nothing because every due occurrence was past the catch-up window (each such run is one Skipped history entry).
 # TYPE resched_planner_skipped_total counter
 resched_planner_skipped_total 1
 # HELP resched_planner_errors_total Errors by the stage they happened in.
