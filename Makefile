@@ -21,7 +21,8 @@ LDFLAGS  := -X main.version=$(VERSION)
 # benchmarks do their whole workload once (1x) against a real redis-server and JetStream.
 BENCH_PKGS = \
 	shared/recurrence:$(BENCHTIME) \
-	services/planner/internal/dispatch:1x
+	services/planner/internal/dispatch:1x \
+	services/worker:1x
 
 BENCHTIME ?= 1s
 FUZZTIME  ?= 30s
