@@ -28,7 +28,7 @@ BENCHTIME ?= 1s
 FUZZTIME  ?= 30s
 TESTFLAGS ?=
 
-.PHONY: help build test test-race bench fuzz run tidy fmt lint clean
+.PHONY: help deps build test test-race bench fuzz run tidy fmt lint clean
 
 help: ## list the targets
 	@echo "usage: make <target>"
@@ -38,7 +38,10 @@ help: ## list the targets
 build: ## build bin/planner, bin/worker, bin/schedctl and bin/target (the example HTTP target)
 	go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./services/,$(COMMANDS))
 
-test: ## go vet and go test every module (TESTFLAGS adds flags)
+deps: ## install what the tests need when missing: redis-server, the emulators' Node packages
+	scripts/deps.sh redis emulators
+
+test: deps ## go vet and go test every module (TESTFLAGS adds flags)
 	@failed=""; \
 	for m in $(MODULES); do \
 		if [ -z "$$(cd $$m && go list -e ./... 2>/dev/null)" ]; then echo "==> $$m: no Go packages"; continue; fi; \

@@ -20,25 +20,6 @@ JOBS=${JOBS-http-every-10-seconds http-every-minute http-failing-with-error-acti
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 
-# redis-server comes from PATH; when it is missing, install it with the system's package
-# manager if that can be done without asking, else say how.
-ensure_redis() {
-	command -v redis-server >/dev/null && return
-	if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
-		say "redis-server is not installed: installing it with apt-get (Debian's redis-server package)"
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server </dev/null >/dev/null
-	elif command -v apt-get >/dev/null && command -v sudo >/dev/null; then
-		say "redis-server is not installed: installing it with sudo apt-get"
-		sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server
-	elif command -v brew >/dev/null; then
-		say "redis-server is not installed: installing it with Homebrew"
-		brew install redis
-	else
-		echo "make run needs redis-server on PATH. Install it with your package manager:" >&2
-		echo "  Debian/Ubuntu: sudo apt-get install redis-server   Fedora: sudo dnf install redis   macOS: brew install redis" >&2
-		exit 1
-	fi
-}
 
 pids=()
 # start runs a command in the background in a session of its own, so that Ctrl-C reaches only
@@ -76,7 +57,7 @@ wait_tcp() {
 	return 1
 }
 
-ensure_redis
+scripts/deps.sh redis
 mkdir -p "$DATA/redis" "$DATA/nats"
 
 say "redis-server on 127.0.0.1:$REDIS_PORT (data in $DATA/redis)"
