@@ -139,10 +139,22 @@ func (c *Consumer) Run(ctx context.Context) error {
 	// Deliveries outlive ctx: a stop lets them finish, up to StopTimeout.
 	work, abandon := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer abandon(nil)
+	// A fixed pool of delivery goroutines, rather than one per message: a new goroutine's
+	// stack grows again on every delivery, and that cost as much as a tenth of a delivery.
 	var inflight sync.WaitGroup
 	slots := make(chan struct{}, c.cfg.Concurrency)
+	msgs := make(chan jetstream.Msg)
+	for range c.cfg.Concurrency {
+		inflight.Go(func() {
+			for msg := range msgs {
+				c.handle(work, msg)
+				release(slots, 1)
+			}
+		})
+	}
 
-	err := c.pullLoop(ctx, work, slots, &inflight)
+	err := c.pullLoop(ctx, slots, msgs)
+	close(msgs) // the idle deliverers end; the busy ones end after their delivery
 	c.ready.Store(false)
 	if stopErr := c.stop(&inflight, abandon); stopErr != nil {
 		err = errors.Join(err, stopErr)
@@ -176,7 +188,7 @@ func (c *Consumer) stop(inflight *sync.WaitGroup, abandon context.CancelCauseFun
 
 // pullLoop sets the consumer up and pulls until ctx ends, setting it up again when it is
 // lost (deleted, a server restart).
-func (c *Consumer) pullLoop(ctx, work context.Context, slots chan struct{}, inflight *sync.WaitGroup) error {
+func (c *Consumer) pullLoop(ctx context.Context, slots chan struct{}, msgs chan<- jetstream.Msg) error {
 	for {
 		cons, err := c.setup(ctx)
 		if err != nil {
@@ -188,7 +200,7 @@ func (c *Consumer) pullLoop(ctx, work context.Context, slots chan struct{}, infl
 		c.ready.Store(true)
 		c.log.Info("consuming due occurrences", "stream", c.cfg.Subjects.DueStream(), "consumer", bus.WorkerConsumer,
 			"concurrency", c.cfg.Concurrency)
-		err = c.pull(ctx, work, cons, slots, inflight)
+		err = c.pull(ctx, cons, slots, msgs)
 		c.ready.Store(false)
 		if ctx.Err() != nil {
 			return nil
@@ -259,10 +271,10 @@ func (c *Consumer) wait(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// pull fetches as many messages as there are free slots and starts a delivery for each, until
+// pull fetches as many messages as there are free slots and hands each to the pool, until
 // ctx ends. Messages of a pull that arrive after ctx ended are delivered too: they are
 // already this worker's, and handing them back would cost them an attempt.
-func (c *Consumer) pull(ctx, work context.Context, cons jetstream.Consumer, slots chan struct{}, inflight *sync.WaitGroup) error {
+func (c *Consumer) pull(ctx context.Context, cons jetstream.Consumer, slots chan struct{}, msgs chan<- jetstream.Msg) error {
 	for ctx.Err() == nil {
 		free := reserve(ctx, slots)
 		if free == 0 {
@@ -274,13 +286,10 @@ func (c *Consumer) pull(ctx, work context.Context, cons jetstream.Consumer, slot
 			return err
 		}
 		for msg := range batch.Messages() {
+			// A reserved slot means a deliverer is free, or about to be once it has
+			// released its slot, so this send waits little.
 			free--
-			inflight.Add(1)
-			go func() {
-				defer inflight.Done()
-				defer release(slots, 1)
-				c.handle(work, msg)
-			}()
+			msgs <- msg
 		}
 		release(slots, free)
 		if err := batch.Error(); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/worker/internal/executor"
+	"github.com/resched/resched/shared/job"
 )
 
 // handle runs one delivery and settles its message.
@@ -25,24 +26,23 @@ func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
 		c.malformed(msg, err)
 		return
 	}
-	stopBeat := c.heartbeat(msg)
+	beat := c.heartbeat(msg)
 	dec, err := c.cfg.Executor.Execute(ctx, a)
-	stopBeat()
+	beat.stop()
 	if err != nil {
 		c.malformed(msg, err)
 		return
 	}
-	log := c.log.With("collection", a.Due.Collection, "job", a.Due.Job, "occurrence", a.Due.Occurrence,
-		"action", dec.Result.ActionName, "type", dec.ActionType, "attempt", dec.Result.Attempt)
+	log := &deliveryLog{base: c.log, a: &a, dec: &dec}
 	if errors.Is(context.Cause(ctx), errAbandoned) {
-		log.Warn("delivery abandoned at stop; handing it back")
+		log.get().Warn("delivery abandoned at stop; handing it back")
 		c.settle(log, "nak", msg.Nak())
 		return
 	}
 	c.cfg.Metrics.Attempt(dec.ActionType, dec.Result.Status, dec.Result.EndTime.Sub(dec.Result.StartTime))
 	if err := c.publish(ctx, resultMsg(c.cfg.Subjects, dec.Result)); err != nil {
 		c.cfg.Metrics.Error("publish_result")
-		log.Error("result not published; the attempt will run again", "error", err)
+		log.get().Error("result not published; the attempt will run again", "error", err)
 		c.settle(log, "nak", msg.NakWithDelay(c.cfg.RetryDelay))
 		return
 	}
@@ -50,8 +50,10 @@ func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
 	if dec.Err != nil {
 		level = slog.LevelInfo
 	}
-	log.Log(ctx, level, "attempt", "status", dec.Result.Status, "verdict", dec.Verdict.String(), "retry_in", dec.Delay.String(),
-		"final", dec.Result.Final, "faulted", dec.Result.Faulted, "error", errString(dec.Err))
+	if c.log.Enabled(ctx, level) {
+		log.get().Log(ctx, level, "attempt", "status", dec.Result.Status, "verdict", dec.Verdict.String(),
+			"retry_in", dec.Delay.String(), "final", dec.Result.Final, "faulted", dec.Result.Faulted, "error", errString(dec.Err))
+	}
 	switch dec.Verdict {
 	case executor.Retry:
 		c.cfg.Metrics.Retry(dec.ActionType)
@@ -59,7 +61,7 @@ func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
 	case executor.Escalate:
 		if err := c.publish(ctx, errorPhaseMsg(msg, a.Due)); err != nil {
 			c.cfg.Metrics.Error("publish_error_action")
-			log.Error("error action not scheduled; the attempt will run again", "error", err)
+			log.get().Error("error action not scheduled; the attempt will run again", "error", err)
 			c.settle(log, "nak", msg.NakWithDelay(c.cfg.RetryDelay))
 			return
 		}
@@ -69,6 +71,28 @@ func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
 	}
 }
 
+// deliveryLog builds the logger of a delivery on its first use: most deliveries log nothing,
+// and building it (slog.Logger.With) cost a few per cent of a delivery.
+type deliveryLog struct {
+	base    *slog.Logger
+	a       *executor.Attempt  // nil for a malformed message
+	dec     *executor.Decision // with a
+	subject string             // without a
+	l       *slog.Logger
+}
+
+func (d *deliveryLog) get() *slog.Logger {
+	if d.l == nil {
+		if d.a == nil {
+			d.l = d.base.With("subject", d.subject)
+		} else {
+			d.l = d.base.With("collection", d.a.Due.Collection, "job", d.a.Due.Job, "occurrence", d.a.Due.Occurrence,
+				"action", d.dec.Result.ActionName, "type", d.dec.ActionType, "attempt", d.dec.Result.Attempt)
+		}
+	}
+	return d.l
+}
+
 // decode reads a due message: its occurrence (which must name the job of its subject), its
 // phase and its delivery count.
 func (c *Consumer) decode(msg jetstream.Msg) (executor.Attempt, error) {
@@ -76,8 +100,18 @@ func (c *Consumer) decode(msg jetstream.Msg) (executor.Attempt, error) {
 	if err != nil {
 		return executor.Attempt{}, fmt.Errorf("metadata: %w", err)
 	}
+	// The action is decoded here with the rest, once. When that fails, or the action is
+	// null or missing, the message is decoded again the plain way, so that the executor
+	// judges it as it always did.
+	var fast struct {
+		bus.Due
+		Action *job.Action `json:"action"` // hides Due.Action
+	}
 	var d bus.Due
-	if err := json.Unmarshal(msg.Data(), &d); err != nil {
+	var act *job.Action
+	if err := json.Unmarshal(msg.Data(), &fast); err == nil && fast.Action != nil {
+		d, act = fast.Due, fast.Action
+	} else if err := json.Unmarshal(msg.Data(), &d); err != nil {
 		return executor.Attempt{}, fmt.Errorf("not a due occurrence: %w", err)
 	}
 	if want := c.cfg.Subjects.Due(d.Collection, d.Job); msg.Subject() != want {
@@ -91,43 +125,64 @@ func (c *Consumer) decode(msg jetstream.Msg) (executor.Attempt, error) {
 	default:
 		return executor.Attempt{}, fmt.Errorf("unknown %s %q", HeaderPhase, p)
 	}
-	return executor.Attempt{Due: d, Phase: phase, Delivery: int(md.NumDelivered)}, nil
+	return executor.Attempt{Due: d, Action: act, Phase: phase, Delivery: int(md.NumDelivered)}, nil
 }
 
 func (c *Consumer) malformed(msg jetstream.Msg, err error) {
 	c.cfg.Metrics.Error("malformed")
-	log := c.log.With("subject", msg.Subject())
-	log.Warn("malformed due message terminated", "error", err)
+	log := &deliveryLog{base: c.log, subject: msg.Subject()}
+	log.get().Warn("malformed due message terminated", "error", err)
 	c.settle(log, "term", msg.TermWithReason("malformed"))
 }
 
-func (c *Consumer) settle(log *slog.Logger, how string, err error) {
+func (c *Consumer) settle(log *deliveryLog, how string, err error) {
 	if err != nil {
 		c.cfg.Metrics.Error(how)
-		log.Warn("settling the due message failed; it will be redelivered", "how", how, "error", err)
+		log.get().Warn("settling the due message failed; it will be redelivered", "how", how, "error", err)
 	}
 }
 
 // heartbeat tells the server the delivery is in progress every third of AckWait, so a long
-// delivery is not handed to another worker meanwhile. The returned func stops it.
-func (c *Consumer) heartbeat(msg jetstream.Msg) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(c.cfg.AckWait / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				if err := msg.InProgress(); err != nil {
-					c.cfg.Metrics.Error("in_progress")
-				}
-			}
-		}
-	})
-	return func() { close(done); wg.Wait() }
+// delivery is not handed to another worker meanwhile, until its stop. A timer re-armed after
+// each beat, rather than a goroutine and a ticker per delivery: nearly every delivery ends
+// before the first beat, and then the timer is all it cost.
+func (c *Consumer) heartbeat(msg jetstream.Msg) *beat {
+	b := &beat{msg: msg, period: c.cfg.AckWait / 3, metrics: c.cfg.Metrics}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.timer = time.AfterFunc(b.period, b.fire)
+	return b
+}
+
+// beat is the heartbeat of one delivery.
+type beat struct {
+	msg     jetstream.Msg
+	period  time.Duration
+	metrics Metrics
+
+	mu      sync.Mutex // held through a beat, so none is sent after stop returns
+	timer   *time.Timer
+	stopped bool
+}
+
+func (b *beat) fire() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped {
+		return
+	}
+	if err := b.msg.InProgress(); err != nil {
+		b.metrics.Error("in_progress")
+	}
+	b.timer.Reset(b.period)
+}
+
+// stop ends the heartbeat; a beat under way is waited for.
+func (b *beat) stop() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.stopped = true
+	b.timer.Stop()
 }
 
 // publish publishes to JetStream and waits for the stream's acknowledgement, trying three
@@ -156,9 +211,8 @@ func (c *Consumer) publish(ctx context.Context, m *nats.Msg) error {
 
 // resultMsg is the result of an attempt, with the id that drops a re-publish.
 func resultMsg(s bus.Subjects, r bus.Result) *nats.Msg {
-	data, _ := json.Marshal(r) // a Result always marshals
 	m := nats.NewMsg(s.Result(r.Collection, r.Job))
-	m.Data = data
+	m.Data = appendResult(make([]byte, 0, 320+len(r.Message)), r)
 	m.Header.Set(bus.HeaderMsgID, bus.ResultMsgID(r))
 	return m
 }

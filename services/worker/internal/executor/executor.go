@@ -77,7 +77,10 @@ func (v Verdict) String() string {
 
 // Attempt is one delivery of a due message.
 type Attempt struct {
-	Due      bus.Due
+	Due bus.Due
+	// Action is Due.Action decoded, when the caller has decoded it with the rest of the
+	// message; nil: Execute decodes Due.Action.
+	Action   *job.Action
 	Phase    Phase
 	Delivery int // the JetStream delivery count, from 1
 }
@@ -185,10 +188,13 @@ func (e *Executor) deliver(ctx context.Context, spec *job.ActionSpec, m action.M
 }
 
 // actionOf decodes the occurrence's action and picks the one of the attempt's phase.
-func actionOf(a Attempt) (job.Action, *job.ActionSpec, job.ActionName, error) {
-	var act job.Action
-	if err := json.Unmarshal(a.Due.Action, &act); err != nil {
-		return act, nil, "", fmt.Errorf("%w: action: %v", ErrMalformed, err)
+func actionOf(a Attempt) (*job.Action, *job.ActionSpec, job.ActionName, error) {
+	act := a.Action
+	if act == nil {
+		act = new(job.Action)
+		if err := json.Unmarshal(a.Due.Action, act); err != nil {
+			return act, nil, "", fmt.Errorf("%w: action: %v", ErrMalformed, err)
+		}
 	}
 	switch a.Phase {
 	case PhaseMain:
