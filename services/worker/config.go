@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/resched/resched/services/internal/config"
 )
 
 // envPrefix starts the name of every worker-only environment variable. NATS_URL is unprefixed:
@@ -239,24 +241,8 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// redactURLs masks the password (or a lone user token, as NATS uses) of each URL in a list.
-func redactURLs(list string) string {
-	parts := strings.Split(list, ",")
-	for i, raw := range parts {
-		u, err := url.Parse(strings.TrimSpace(raw))
-		if err != nil {
-			parts[i] = "(unparsable URL)"
-			continue
-		}
-		if u.User != nil {
-			if _, hasPassword := u.User.Password(); !hasPassword {
-				u.User = url.User("xxxxx") // nats://TOKEN@host: the user part is the secret
-			}
-		}
-		parts[i] = u.Redacted()
-	}
-	return strings.Join(parts, ",")
-}
+// redactURLs masks the secrets of each URL in a list; see config.RedactURLs.
+func redactURLs(list string) string { return config.RedactURLs(list) }
 
 // validateSubjectPrefix accepts one or more NATS subject tokens without wildcards or spaces.
 func validateSubjectPrefix(p string) error {
