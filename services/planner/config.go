@@ -75,31 +75,31 @@ type setting struct {
 	flag  string
 	env   string
 	usage string
-	value field
+	value config.Field
 }
 
 // settings binds every setting to its field of c.
 func (c *Config) settings() []setting {
 	p := envPrefix
 	return []setting{
-		{"log level", "log-level", p + "LOG_LEVEL", "log level: debug, info, warn or error", levelField{&c.LogLevel}},
-		{"NATS URL", "nats-url", "NATS_URL", "NATS server URL, or a comma-separated list", textField{&c.NATSURL, checkNATSURL}},
-		{"Redis URL", "redis-url", "REDIS_URL", "Redis URL, redis:// or rediss://", textField{&c.RedisURL, checkRedisURL}},
-		{"subject prefix", "subject-prefix", p + "SUBJECT_PREFIX", "first token of every NATS subject", textField{&c.SubjectPrefix, validateSubjectPrefix}},
-		{"HTTP address", "http-addr", p + "HTTP_ADDR", "listen address of /healthz, /readyz and /metrics", textField{&c.HTTPAddr, checkListenAddr}},
-		{"Redis key prefix", "redis-key-prefix", p + "REDIS_KEY_PREFIX", "first part of every Redis key", textField{&c.RedisKeyPrefix, checkKeyPrefix}},
-		{"catch-up window", "catch-up-window", p + "CATCH_UP_WINDOW", "an occurrence missed by more than this is skipped, not fired", durationField{&c.CatchUpWindow, time.Second}},
-		{"lease", "lease", p + "LEASE", "how long a claim keeps other planners off a due job", durationField{&c.Lease, time.Second}},
-		{"batch", "batch", p + "BATCH", "due jobs per claim", intField{&c.Batch, 1, 10_000}},
-		{"concurrency", "concurrency", p + "CONCURRENCY", "partitions of the due set dispatched at once", intField{&c.Concurrency, 1, store.Partitions}},
-		{"max idle", "max-idle", p + "MAX_IDLE", "longest wait between two looks at the due set", durationField{&c.MaxIdle, time.Millisecond}},
-		{"lookahead", "lookahead", p + "LOOKAHEAD", "claim and prepare jobs this long before they are due; each is still published at its time (0 to turn off)", durationField{&c.Lookahead, 0}},
-		{"stream replicas", "stream-replicas", p + "STREAM_REPLICAS", "JetStream replicas of the streams (3 on a cluster)", intField{&c.StreamReplicas, 1, 5}},
-		{"duplicate window", "duplicate-window", p + "DUPLICATE_WINDOW", "JetStream duplicate window of the due and results streams", durationField{&c.DuplicateWindow, time.Second}},
-		{"minimum retry interval", "min-retry-interval", p + "MIN_RETRY_INTERVAL", "shortest retryInterval a job may ask for", durationField{&c.MinRetryInterval, time.Second}},
-		{"shutdown timeout", "shutdown-timeout", p + "SHUTDOWN_TIMEOUT", "how long a stop may take", durationField{&c.ShutdownTimeout, time.Second}},
-		{"embedded NATS address", "embedded-nats", p + "EMBEDDED_NATS", "run a NATS server with JetStream inside the planner, listening here (e.g. 127.0.0.1:4222); NATS_URL is then ignored", optionalTextField{textField{&c.EmbeddedNATS, checkListenAddr}}},
-		{"embedded NATS directory", "embedded-nats-dir", p + "EMBEDDED_NATS_DIR", "where the embedded NATS server keeps its JetStream data", textField{&c.EmbeddedNATSDir, func(string) error { return nil }}},
+		{"log level", "log-level", p + "LOG_LEVEL", "log level: debug, info, warn or error", config.Level(&c.LogLevel)},
+		{"NATS URL", "nats-url", "NATS_URL", "NATS server URL, or a comma-separated list", config.Text(&c.NATSURL, checkNATSURL)},
+		{"Redis URL", "redis-url", "REDIS_URL", "Redis URL, redis:// or rediss://", config.Text(&c.RedisURL, checkRedisURL)},
+		{"subject prefix", "subject-prefix", p + "SUBJECT_PREFIX", "first token of every NATS subject", config.Text(&c.SubjectPrefix, validateSubjectPrefix)},
+		{"HTTP address", "http-addr", p + "HTTP_ADDR", "listen address of /healthz, /readyz and /metrics", config.Text(&c.HTTPAddr, checkListenAddr)},
+		{"Redis key prefix", "redis-key-prefix", p + "REDIS_KEY_PREFIX", "first part of every Redis key", config.Text(&c.RedisKeyPrefix, checkKeyPrefix)},
+		{"catch-up window", "catch-up-window", p + "CATCH_UP_WINDOW", "an occurrence missed by more than this is skipped, not fired", config.Duration(&c.CatchUpWindow, time.Second)},
+		{"lease", "lease", p + "LEASE", "how long a claim keeps other planners off a due job", config.Duration(&c.Lease, time.Second)},
+		{"batch", "batch", p + "BATCH", "due jobs per claim", config.Int(&c.Batch, 1, 10_000)},
+		{"concurrency", "concurrency", p + "CONCURRENCY", "partitions of the due set dispatched at once", config.Int(&c.Concurrency, 1, store.Partitions)},
+		{"max idle", "max-idle", p + "MAX_IDLE", "longest wait between two looks at the due set", config.Duration(&c.MaxIdle, time.Millisecond)},
+		{"lookahead", "lookahead", p + "LOOKAHEAD", "claim and prepare jobs this long before they are due; each is still published at its time (0 to turn off)", config.Duration(&c.Lookahead, 0)},
+		{"stream replicas", "stream-replicas", p + "STREAM_REPLICAS", "JetStream replicas of the streams (3 on a cluster)", config.Int(&c.StreamReplicas, 1, 5)},
+		{"duplicate window", "duplicate-window", p + "DUPLICATE_WINDOW", "JetStream duplicate window of the due and results streams", config.Duration(&c.DuplicateWindow, time.Second)},
+		{"minimum retry interval", "min-retry-interval", p + "MIN_RETRY_INTERVAL", "shortest retryInterval a job may ask for", config.Duration(&c.MinRetryInterval, time.Second)},
+		{"shutdown timeout", "shutdown-timeout", p + "SHUTDOWN_TIMEOUT", "how long a stop may take", config.Duration(&c.ShutdownTimeout, time.Second)},
+		{"embedded NATS address", "embedded-nats", p + "EMBEDDED_NATS", "run a NATS server with JetStream inside the planner, listening here (e.g. 127.0.0.1:4222); NATS_URL is then ignored", config.OptionalText(&c.EmbeddedNATS, checkListenAddr)},
+		{"embedded NATS directory", "embedded-nats-dir", p + "EMBEDDED_NATS_DIR", "where the embedded NATS server keeps its JetStream data", config.Text(&c.EmbeddedNATSDir, func(string) error { return nil })},
 	}
 }
 
@@ -137,7 +137,7 @@ func parseConfig(args []string, getenv func(string) string, output io.Writer) (C
 		// A claim made that early would end before the job is due and another planner would
 		// claim it too.
 		errs = append(errs, fmt.Errorf("lookahead (-lookahead, %sLOOKAHEAD): %s must be shorter than the lease (%s)",
-			envPrefix, formatDuration(cfg.Lookahead), formatDuration(cfg.Lease)))
+			envPrefix, config.FormatDuration(cfg.Lookahead), config.FormatDuration(cfg.Lease)))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("invalid configuration:\n%w", err)
@@ -156,16 +156,16 @@ func (c Config) LogValue() slog.Value {
 		slog.String("subject_prefix", c.SubjectPrefix),
 		slog.String("http_addr", c.HTTPAddr),
 		slog.String("redis_key_prefix", c.RedisKeyPrefix),
-		slog.String("catch_up_window", formatDuration(c.CatchUpWindow)),
-		slog.String("lease", formatDuration(c.Lease)),
-		slog.String("lookahead", formatDuration(c.Lookahead)),
+		slog.String("catch_up_window", config.FormatDuration(c.CatchUpWindow)),
+		slog.String("lease", config.FormatDuration(c.Lease)),
+		slog.String("lookahead", config.FormatDuration(c.Lookahead)),
 		slog.Int("batch", c.Batch),
 		slog.Int("concurrency", c.Concurrency),
-		slog.String("max_idle", formatDuration(c.MaxIdle)),
+		slog.String("max_idle", config.FormatDuration(c.MaxIdle)),
 		slog.Int("stream_replicas", c.StreamReplicas),
-		slog.String("duplicate_window", formatDuration(c.DuplicateWindow)),
-		slog.String("min_retry_interval", formatDuration(c.MinRetryInterval)),
-		slog.String("shutdown_timeout", formatDuration(c.ShutdownTimeout)),
+		slog.String("duplicate_window", config.FormatDuration(c.DuplicateWindow)),
+		slog.String("min_retry_interval", config.FormatDuration(c.MinRetryInterval)),
+		slog.String("shutdown_timeout", config.FormatDuration(c.ShutdownTimeout)),
 	)
 }
 

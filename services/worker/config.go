@@ -72,30 +72,30 @@ type setting struct {
 	flag  string
 	env   string
 	usage string
-	value field
+	value config.Field
 }
 
 // settings binds every setting to its field of c.
 func (c *Config) settings() []setting {
 	p := envPrefix
 	return []setting{
-		{"log level", "log-level", p + "LOG_LEVEL", "log level: debug, info, warn or error", levelField{&c.LogLevel}},
-		{"NATS URL", "nats-url", "NATS_URL", "NATS server URL, or a comma-separated list", textField{&c.NATSURL, checkNATSURL}},
-		{"subject prefix", "subject-prefix", p + "SUBJECT_PREFIX", "first token of every NATS subject", textField{&c.SubjectPrefix, validateSubjectPrefix}},
-		{"HTTP address", "http-addr", p + "HTTP_ADDR", "listen address of /healthz, /readyz and /metrics", textField{&c.HTTPAddr, checkListenAddr}},
-		{"region", "region", p + "REGION", "region name told to targets (the Storage Queue envelope)", textField{&c.Region, checkOneLine}},
-		{"concurrency", "concurrency", p + "CONCURRENCY", "deliveries in flight at once", intField{&c.Concurrency, 1, maxConcurrency}},
-		{"ack wait", "ack-wait", p + "ACK_WAIT", "how long a delivery may go unsettled before another worker gets it; longer than the HTTP time-out", durationField{&c.AckWait, time.Second}},
-		{"max ack pending", "max-ack-pending", p + "MAX_ACK_PENDING", "due messages held by all workers together, retries waiting for their interval included", intField{&c.MaxAckPending, 1, 10_000_000}},
-		{"HTTP time-out", "http-timeout", p + "HTTP_TIMEOUT", "time-out of one attempt: an HTTP request, a queue or Service Bus send", durationField{&c.AttemptTimeout, time.Millisecond}},
-		{"minimum retry interval", "min-retry-interval", p + "MIN_RETRY_INTERVAL", "floor under every retry interval", durationField{&c.MinRetryInterval, time.Millisecond}},
-		{"shutdown timeout", "shutdown-timeout", p + "SHUTDOWN_TIMEOUT", "how long a stop waits for the deliveries in flight", durationField{&c.ShutdownTimeout, time.Second}},
-		{"stream replicas", "stream-replicas", p + "STREAM_REPLICAS", "JetStream replicas of the streams, when a worker is the first to create them", intField{&c.StreamReplicas, 1, 5}},
-		{"OAuth authority", "oauth-authority", p + "OAUTH_AUTHORITY", "where ActiveDirectoryOAuth tokens come from: <authority>/<tenant>/oauth2/token", textField{&c.OAuthAuthority, checkAuthority}},
-		{"Storage Queue endpoint", "storage-queue-endpoint", p + "STORAGE_QUEUE_ENDPOINT", "queue service URL, {account} standing for the job's storage account (Azurite: http://127.0.0.1:10001/{account})", textField{&c.StorageQueueEndpoint, checkTemplate("{account}", "http", "https")}},
-		{"Storage Queue base64", "storage-queue-base64", p + "STORAGE_QUEUE_BASE64", "base64-encode the Storage Queue envelope, for consumers that expect it", boolField{&c.StorageQueueBase64}},
-		{"Service Bus endpoint", "servicebus-endpoint", p + "SERVICEBUS_ENDPOINT", "Service Bus endpoint, {namespace} standing for the job's namespace (emulator: sb://127.0.0.1:5672)", textField{&c.ServiceBusEndpoint, checkTemplate("{namespace}", "sb")}},
-		{"Service Bus emulator", "servicebus-emulator", p + "SERVICEBUS_EMULATOR", "speak plain AMQP to the Service Bus emulator, never for Azure", boolField{&c.ServiceBusEmulator}},
+		{"log level", "log-level", p + "LOG_LEVEL", "log level: debug, info, warn or error", config.Level(&c.LogLevel)},
+		{"NATS URL", "nats-url", "NATS_URL", "NATS server URL, or a comma-separated list", config.Text(&c.NATSURL, checkNATSURL)},
+		{"subject prefix", "subject-prefix", p + "SUBJECT_PREFIX", "first token of every NATS subject", config.Text(&c.SubjectPrefix, validateSubjectPrefix)},
+		{"HTTP address", "http-addr", p + "HTTP_ADDR", "listen address of /healthz, /readyz and /metrics", config.Text(&c.HTTPAddr, checkListenAddr)},
+		{"region", "region", p + "REGION", "region name told to targets (the Storage Queue envelope)", config.Text(&c.Region, checkOneLine)},
+		{"concurrency", "concurrency", p + "CONCURRENCY", "deliveries in flight at once", config.Int(&c.Concurrency, 1, maxConcurrency)},
+		{"ack wait", "ack-wait", p + "ACK_WAIT", "how long a delivery may go unsettled before another worker gets it; longer than the HTTP time-out", config.Duration(&c.AckWait, time.Second)},
+		{"max ack pending", "max-ack-pending", p + "MAX_ACK_PENDING", "due messages held by all workers together, retries waiting for their interval included", config.Int(&c.MaxAckPending, 1, 10_000_000)},
+		{"HTTP time-out", "http-timeout", p + "HTTP_TIMEOUT", "time-out of one attempt: an HTTP request, a queue or Service Bus send", config.Duration(&c.AttemptTimeout, time.Millisecond)},
+		{"minimum retry interval", "min-retry-interval", p + "MIN_RETRY_INTERVAL", "floor under every retry interval", config.Duration(&c.MinRetryInterval, time.Millisecond)},
+		{"shutdown timeout", "shutdown-timeout", p + "SHUTDOWN_TIMEOUT", "how long a stop waits for the deliveries in flight", config.Duration(&c.ShutdownTimeout, time.Second)},
+		{"stream replicas", "stream-replicas", p + "STREAM_REPLICAS", "JetStream replicas of the streams, when a worker is the first to create them", config.Int(&c.StreamReplicas, 1, 5)},
+		{"OAuth authority", "oauth-authority", p + "OAUTH_AUTHORITY", "where ActiveDirectoryOAuth tokens come from: <authority>/<tenant>/oauth2/token", config.Text(&c.OAuthAuthority, checkAuthority)},
+		{"Storage Queue endpoint", "storage-queue-endpoint", p + "STORAGE_QUEUE_ENDPOINT", "queue service URL, {account} standing for the job's storage account (Azurite: http://127.0.0.1:10001/{account})", config.Text(&c.StorageQueueEndpoint, checkTemplate("{account}", "http", "https"))},
+		{"Storage Queue base64", "storage-queue-base64", p + "STORAGE_QUEUE_BASE64", "base64-encode the Storage Queue envelope, for consumers that expect it", config.Bool(&c.StorageQueueBase64)},
+		{"Service Bus endpoint", "servicebus-endpoint", p + "SERVICEBUS_ENDPOINT", "Service Bus endpoint, {namespace} standing for the job's namespace (emulator: sb://127.0.0.1:5672)", config.Text(&c.ServiceBusEndpoint, checkTemplate("{namespace}", "sb"))},
+		{"Service Bus emulator", "servicebus-emulator", p + "SERVICEBUS_EMULATOR", "speak plain AMQP to the Service Bus emulator, never for Azure", config.Bool(&c.ServiceBusEmulator)},
 	}
 }
 
@@ -132,7 +132,7 @@ func parseConfig(args []string, getenv func(string) string, output io.Writer) (C
 	if len(errs) == 0 && cfg.AckWait <= cfg.AttemptTimeout {
 		// An attempt still running when AckWait ends is handed to a second worker as well.
 		errs = append(errs, fmt.Errorf("ack wait (-ack-wait, %sACK_WAIT) %s must be longer than the HTTP time-out (-http-timeout, %sHTTP_TIMEOUT) %s",
-			envPrefix, formatDuration(cfg.AckWait), envPrefix, formatDuration(cfg.AttemptTimeout)))
+			envPrefix, config.FormatDuration(cfg.AckWait), envPrefix, config.FormatDuration(cfg.AttemptTimeout)))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("invalid configuration:\n%w", err)
@@ -150,11 +150,11 @@ func (c Config) LogValue() slog.Value {
 		slog.String("http_addr", c.HTTPAddr),
 		slog.String("region", c.Region),
 		slog.Int("concurrency", c.Concurrency),
-		slog.String("ack_wait", formatDuration(c.AckWait)),
+		slog.String("ack_wait", config.FormatDuration(c.AckWait)),
 		slog.Int("max_ack_pending", c.MaxAckPending),
-		slog.String("http_timeout", formatDuration(c.AttemptTimeout)),
-		slog.String("min_retry_interval", formatDuration(c.MinRetryInterval)),
-		slog.String("shutdown_timeout", formatDuration(c.ShutdownTimeout)),
+		slog.String("http_timeout", config.FormatDuration(c.AttemptTimeout)),
+		slog.String("min_retry_interval", config.FormatDuration(c.MinRetryInterval)),
+		slog.String("shutdown_timeout", config.FormatDuration(c.ShutdownTimeout)),
 		slog.Int("stream_replicas", c.StreamReplicas),
 		slog.String("oauth_authority", redactURLs(c.OAuthAuthority)),
 		slog.String("storage_queue_endpoint", redactTemplate(c.StorageQueueEndpoint, "{account}")),

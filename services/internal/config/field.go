@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"errors"
@@ -9,9 +9,31 @@ import (
 	"time"
 )
 
-// field reads one setting from its text (a flag or an environment variable) into Config, and
-// prints its default for -h.
-type field interface {
+// The constructors of the setting kinds. Each returns the Field that reads the text into *p.
+
+// Text is a non-empty string passed through check.
+func Text(p *string, check func(string) error) Field { return textField{p, check} }
+
+// OptionalText is a string whose empty value means "off"; anything else passes through check.
+func OptionalText(p *string, check func(string) error) Field {
+	return optionalTextField{textField{p, check}}
+}
+
+// Level is a slog level: debug, info, warn or error.
+func Level(p *slog.Level) Field { return levelField{p} }
+
+// Duration is a time.ParseDuration text of at least min.
+func Duration(p *time.Duration, min time.Duration) Field { return durationField{p, min} }
+
+// Int is a whole number from min to max.
+func Int(p *int, min, max int) Field { return intField{p, min, max} }
+
+// Bool is true or false.
+func Bool(p *bool) Field { return boolField{p} }
+
+// Field reads one setting from its text (a flag or an environment variable) into a service's
+// Config, and prints its default for -h.
+type Field interface {
 	String() string
 	Set(string) error
 }
@@ -64,7 +86,7 @@ type durationField struct {
 	min time.Duration
 }
 
-func (f durationField) String() string { return formatDuration(*f.p) }
+func (f durationField) String() string { return FormatDuration(*f.p) }
 
 func (f durationField) Set(v string) error {
 	d, err := time.ParseDuration(v)
@@ -72,14 +94,14 @@ func (f durationField) Set(v string) error {
 		return fmt.Errorf("%q is not a duration such as 500ms, 30s, 10m or 1h", v)
 	}
 	if d < f.min {
-		return fmt.Errorf("%s is shorter than the minimum of %s", v, formatDuration(f.min))
+		return fmt.Errorf("%s is shorter than the minimum of %s", v, FormatDuration(f.min))
 	}
 	*f.p = d
 	return nil
 }
 
-// formatDuration drops the zero minutes and seconds time.Duration prints: "1h", not "1h0m0s".
-func formatDuration(d time.Duration) string {
+// FormatDuration drops the zero minutes and seconds time.Duration prints: "1h", not "1h0m0s".
+func FormatDuration(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")
@@ -107,5 +129,19 @@ func (f intField) Set(v string) error {
 		return fmt.Errorf("%d is not between %d and %d", n, f.min, f.max)
 	}
 	*f.p = n
+	return nil
+}
+
+// boolField is true or false (also 1/0, t/f as strconv.ParseBool reads them).
+type boolField struct{ p *bool }
+
+func (f boolField) String() string { return strconv.FormatBool(*f.p) }
+
+func (f boolField) Set(v string) error {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return fmt.Errorf("%q is not true or false", v)
+	}
+	*f.p = b
 	return nil
 }
