@@ -1,5 +1,3 @@
-// Package config holds what the services' configurations share; for now, masking the secrets
-// of URLs before they are logged.
 package config
 
 import (
