@@ -2,13 +2,9 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -69,37 +65,28 @@ func defaultConfig() Config {
 	}
 }
 
-// setting is one configuration value: its flag, its environment variable and how to read it.
-type setting struct {
-	what  string // how errors name it
-	flag  string
-	env   string
-	usage string
-	value config.Field
-}
-
 // settings binds every setting to its field of c.
-func (c *Config) settings() []setting {
+func (c *Config) settings() []config.Setting {
 	p := envPrefix
-	return []setting{
-		{"log level", "log-level", p + "LOG_LEVEL", "log level: debug, info, warn or error", config.Level(&c.LogLevel)},
-		{"NATS URL", "nats-url", "NATS_URL", "NATS server URL, or a comma-separated list", config.Text(&c.NATSURL, checkNATSURL)},
-		{"Redis URL", "redis-url", "REDIS_URL", "Redis URL, redis:// or rediss://", config.Text(&c.RedisURL, checkRedisURL)},
-		{"subject prefix", "subject-prefix", p + "SUBJECT_PREFIX", "first token of every NATS subject", config.Text(&c.SubjectPrefix, validateSubjectPrefix)},
-		{"HTTP address", "http-addr", p + "HTTP_ADDR", "listen address of /healthz, /readyz and /metrics", config.Text(&c.HTTPAddr, checkListenAddr)},
-		{"Redis key prefix", "redis-key-prefix", p + "REDIS_KEY_PREFIX", "first part of every Redis key", config.Text(&c.RedisKeyPrefix, checkKeyPrefix)},
-		{"catch-up window", "catch-up-window", p + "CATCH_UP_WINDOW", "an occurrence missed by more than this is skipped, not fired", config.Duration(&c.CatchUpWindow, time.Second)},
-		{"lease", "lease", p + "LEASE", "how long a claim keeps other planners off a due job", config.Duration(&c.Lease, time.Second)},
-		{"batch", "batch", p + "BATCH", "due jobs per claim", config.Int(&c.Batch, 1, 10_000)},
-		{"concurrency", "concurrency", p + "CONCURRENCY", "partitions of the due set dispatched at once", config.Int(&c.Concurrency, 1, store.Partitions)},
-		{"max idle", "max-idle", p + "MAX_IDLE", "longest wait between two looks at the due set", config.Duration(&c.MaxIdle, time.Millisecond)},
-		{"lookahead", "lookahead", p + "LOOKAHEAD", "claim and prepare jobs this long before they are due; each is still published at its time (0 to turn off)", config.Duration(&c.Lookahead, 0)},
-		{"stream replicas", "stream-replicas", p + "STREAM_REPLICAS", "JetStream replicas of the streams (3 on a cluster)", config.Int(&c.StreamReplicas, 1, 5)},
-		{"duplicate window", "duplicate-window", p + "DUPLICATE_WINDOW", "JetStream duplicate window of the due and results streams", config.Duration(&c.DuplicateWindow, time.Second)},
-		{"minimum retry interval", "min-retry-interval", p + "MIN_RETRY_INTERVAL", "shortest retryInterval a job may ask for", config.Duration(&c.MinRetryInterval, time.Second)},
-		{"shutdown timeout", "shutdown-timeout", p + "SHUTDOWN_TIMEOUT", "how long a stop may take", config.Duration(&c.ShutdownTimeout, time.Second)},
-		{"embedded NATS address", "embedded-nats", p + "EMBEDDED_NATS", "run a NATS server with JetStream inside the planner, listening here (e.g. 127.0.0.1:4222); NATS_URL is then ignored", config.OptionalText(&c.EmbeddedNATS, checkListenAddr)},
-		{"embedded NATS directory", "embedded-nats-dir", p + "EMBEDDED_NATS_DIR", "where the embedded NATS server keeps its JetStream data", config.Text(&c.EmbeddedNATSDir, func(string) error { return nil })},
+	return []config.Setting{
+		config.Define("log level", "log-level", p+"LOG_LEVEL", "log level: debug, info, warn or error", config.Level(&c.LogLevel)),
+		config.Define("NATS URL", "nats-url", "NATS_URL", "NATS server URL, or a comma-separated list", config.Text(&c.NATSURL, config.NATSURLs)),
+		config.Define("Redis URL", "redis-url", "REDIS_URL", "Redis URL, redis:// or rediss://", config.Text(&c.RedisURL, checkRedisURL)),
+		config.Define("subject prefix", "subject-prefix", p+"SUBJECT_PREFIX", "first token of every NATS subject", config.Text(&c.SubjectPrefix, config.SubjectPrefix)),
+		config.Define("HTTP address", "http-addr", p+"HTTP_ADDR", "listen address of /healthz, /readyz and /metrics", config.Text(&c.HTTPAddr, config.ListenAddr)),
+		config.Define("Redis key prefix", "redis-key-prefix", p+"REDIS_KEY_PREFIX", "first part of every Redis key", config.Text(&c.RedisKeyPrefix, checkKeyPrefix)),
+		config.Define("catch-up window", "catch-up-window", p+"CATCH_UP_WINDOW", "an occurrence missed by more than this is skipped, not fired", config.Duration(&c.CatchUpWindow, time.Second)),
+		config.Define("lease", "lease", p+"LEASE", "how long a claim keeps other planners off a due job", config.Duration(&c.Lease, time.Second)),
+		config.Define("batch", "batch", p+"BATCH", "due jobs per claim", config.Int(&c.Batch, 1, 10_000)),
+		config.Define("concurrency", "concurrency", p+"CONCURRENCY", "partitions of the due set dispatched at once", config.Int(&c.Concurrency, 1, store.Partitions)),
+		config.Define("max idle", "max-idle", p+"MAX_IDLE", "longest wait between two looks at the due set", config.Duration(&c.MaxIdle, time.Millisecond)),
+		config.Define("lookahead", "lookahead", p+"LOOKAHEAD", "claim and prepare jobs this long before they are due; each is still published at its time (0 to turn off)", config.Duration(&c.Lookahead, 0)),
+		config.Define("stream replicas", "stream-replicas", p+"STREAM_REPLICAS", "JetStream replicas of the streams (3 on a cluster)", config.Int(&c.StreamReplicas, 1, 5)),
+		config.Define("duplicate window", "duplicate-window", p+"DUPLICATE_WINDOW", "JetStream duplicate window of the due and results streams", config.Duration(&c.DuplicateWindow, time.Second)),
+		config.Define("minimum retry interval", "min-retry-interval", p+"MIN_RETRY_INTERVAL", "shortest retryInterval a job may ask for", config.Duration(&c.MinRetryInterval, time.Second)),
+		config.Define("shutdown timeout", "shutdown-timeout", p+"SHUTDOWN_TIMEOUT", "how long a stop may take", config.Duration(&c.ShutdownTimeout, time.Second)),
+		config.Define("embedded NATS address", "embedded-nats", p+"EMBEDDED_NATS", "run a NATS server with JetStream inside the planner, listening here (e.g. 127.0.0.1:4222); NATS_URL is then ignored", config.OptionalText(&c.EmbeddedNATS, config.ListenAddr)),
+		config.Define("embedded NATS directory", "embedded-nats-dir", p+"EMBEDDED_NATS_DIR", "where the embedded NATS server keeps its JetStream data", config.Text(&c.EmbeddedNATSDir, func(string) error { return nil })),
 	}
 }
 
@@ -109,29 +96,9 @@ func (c *Config) settings() []setting {
 // and its variable.
 func parseConfig(args []string, getenv func(string) string, output io.Writer) (Config, error) {
 	cfg := defaultConfig()
-	settings := cfg.settings()
-	raw := make([]string, len(settings))
-	fs := flag.NewFlagSet("planner", flag.ContinueOnError)
-	fs.SetOutput(output)
-	for i, s := range settings {
-		// Registered with the built-in default, so -h never prints a value (and a password) that
-		// came from the environment.
-		fs.StringVar(&raw[i], s.flag, s.value.String(), s.usage+" (env "+s.env+")")
-		if v, ok := lookup(getenv, s.env); ok {
-			raw[i] = v
-		}
-	}
-	if err := fs.Parse(args); err != nil {
+	errs, err := config.Parse("planner", cfg.settings(), args, getenv, output)
+	if err != nil {
 		return Config{}, err
-	}
-	if fs.NArg() > 0 {
-		return Config{}, fmt.Errorf("unexpected argument %q: the planner takes flags only", fs.Arg(0))
-	}
-	var errs []error
-	for i, s := range settings {
-		if err := s.value.Set(raw[i]); err != nil {
-			errs = append(errs, fmt.Errorf("%s (-%s, %s): %w", s.what, s.flag, s.env, err))
-		}
 	}
 	if len(errs) == 0 && cfg.Lookahead >= cfg.Lease {
 		// A claim made that early would end before the job is due and another planner would
@@ -150,9 +117,9 @@ func parseConfig(args []string, getenv func(string) string, output io.Writer) (C
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("log_level", c.LogLevel.String()),
-		slog.String("nats_url", redactURLs(c.NATSURL)),
+		slog.String("nats_url", config.RedactURLs(c.NATSURL)),
 		slog.String("embedded_nats", c.EmbeddedNATS),
-		slog.String("redis_url", redactURLs(c.RedisURL)),
+		slog.String("redis_url", config.RedactURLs(c.RedisURL)),
 		slog.String("subject_prefix", c.SubjectPrefix),
 		slog.String("http_addr", c.HTTPAddr),
 		slog.String("redis_key_prefix", c.RedisKeyPrefix),
@@ -169,16 +136,8 @@ func (c Config) LogValue() slog.Value {
 	)
 }
 
-// lookup treats an empty variable as unset, as shells and compose files often export VAR="".
-func lookup(getenv func(string) string, name string) (string, bool) {
-	v := strings.TrimSpace(getenv(name))
-	return v, v != ""
-}
-
-func checkNATSURL(v string) error { return validateServerURLs(v, "nats", "tls", "ws", "wss") }
-
 func checkRedisURL(v string) error {
-	if err := validateServerURLs(v, "redis", "rediss"); err != nil {
+	if err := config.ServerURLs(v, "redis", "rediss"); err != nil {
 		return err
 	}
 	if strings.Contains(v, ",") {
@@ -186,62 +145,7 @@ func checkRedisURL(v string) error {
 	}
 	if _, err := redis.ParseURL(v); err != nil {
 		// The URL parsed above, so the error is about the path or options, not the password.
-		return fmt.Errorf("%q: %w", redactURLs(v), err)
-	}
-	return nil
-}
-
-// validateServerURLs checks a comma-separated list of URLs for a host and an allowed scheme.
-func validateServerURLs(list string, schemes ...string) error {
-	for _, raw := range strings.Split(list, ",") {
-		u, err := url.Parse(strings.TrimSpace(raw))
-		if err != nil {
-			// url.Error quotes the raw URL, which may hold a password.
-			return fmt.Errorf("%q is not a URL", redactURLs(raw))
-		}
-		if !contains(schemes, u.Scheme) {
-			return fmt.Errorf("%q: scheme must be one of %s", u.Redacted(), strings.Join(schemes, ", "))
-		}
-		if u.Hostname() == "" {
-			return fmt.Errorf("%q has no host", u.Redacted())
-		}
-	}
-	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// redactURLs masks the secrets of each URL in a list; see config.RedactURLs.
-func redactURLs(list string) string { return config.RedactURLs(list) }
-
-// validateSubjectPrefix accepts one or more NATS subject tokens without wildcards or spaces.
-func validateSubjectPrefix(p string) error {
-	for _, tok := range strings.Split(p, ".") {
-		if tok == "" {
-			return fmt.Errorf("%q has an empty token", p)
-		}
-		if strings.ContainsAny(tok, "*> \t\r\n") {
-			return fmt.Errorf("%q may not hold wildcards or white space", p)
-		}
-	}
-	return nil
-}
-
-// checkListenAddr accepts host:port or :port with a numeric port (0 picks a free one).
-func checkListenAddr(a string) error {
-	_, port, err := net.SplitHostPort(a)
-	if err != nil {
-		return fmt.Errorf("%q is not host:port or :port", a)
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return fmt.Errorf("%q: port must be a number from 0 to 65535", a)
+		return fmt.Errorf("%q: %w", config.RedactURLs(v), err)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
 	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/internal/config"
 	"github.com/resched/resched/services/internal/natsconn"
 )
 
@@ -26,7 +27,7 @@ func natsReady(nc *nats.Conn) func(context.Context) error { return natsconn.Read
 func connectRedis(cfg Config) (*redis.Client, error) {
 	opts, err := redis.ParseURL(cfg.RedisURL)
 	if err != nil {
-		return nil, fmt.Errorf("Redis URL %s: %w", redactURLs(cfg.RedisURL), err)
+		return nil, fmt.Errorf("Redis URL %s: %w", config.RedactURLs(cfg.RedisURL), err)
 	}
 	opts.ClientName = "resched-planner"
 	return redis.NewClient(opts), nil

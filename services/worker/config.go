@@ -2,13 +2,9 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -66,36 +62,27 @@ func defaultConfig() Config {
 	}
 }
 
-// setting is one configuration value: its flag, its environment variable and how to read it.
-type setting struct {
-	what  string // how errors name it
-	flag  string
-	env   string
-	usage string
-	value config.Field
-}
-
 // settings binds every setting to its field of c.
-func (c *Config) settings() []setting {
+func (c *Config) settings() []config.Setting {
 	p := envPrefix
-	return []setting{
-		{"log level", "log-level", p + "LOG_LEVEL", "log level: debug, info, warn or error", config.Level(&c.LogLevel)},
-		{"NATS URL", "nats-url", "NATS_URL", "NATS server URL, or a comma-separated list", config.Text(&c.NATSURL, checkNATSURL)},
-		{"subject prefix", "subject-prefix", p + "SUBJECT_PREFIX", "first token of every NATS subject", config.Text(&c.SubjectPrefix, validateSubjectPrefix)},
-		{"HTTP address", "http-addr", p + "HTTP_ADDR", "listen address of /healthz, /readyz and /metrics", config.Text(&c.HTTPAddr, checkListenAddr)},
-		{"region", "region", p + "REGION", "region name told to targets (the Storage Queue envelope)", config.Text(&c.Region, checkOneLine)},
-		{"concurrency", "concurrency", p + "CONCURRENCY", "deliveries in flight at once", config.Int(&c.Concurrency, 1, maxConcurrency)},
-		{"ack wait", "ack-wait", p + "ACK_WAIT", "how long a delivery may go unsettled before another worker gets it; longer than the HTTP time-out", config.Duration(&c.AckWait, time.Second)},
-		{"max ack pending", "max-ack-pending", p + "MAX_ACK_PENDING", "due messages held by all workers together, retries waiting for their interval included", config.Int(&c.MaxAckPending, 1, 10_000_000)},
-		{"HTTP time-out", "http-timeout", p + "HTTP_TIMEOUT", "time-out of one attempt: an HTTP request, a queue or Service Bus send", config.Duration(&c.AttemptTimeout, time.Millisecond)},
-		{"minimum retry interval", "min-retry-interval", p + "MIN_RETRY_INTERVAL", "floor under every retry interval", config.Duration(&c.MinRetryInterval, time.Millisecond)},
-		{"shutdown timeout", "shutdown-timeout", p + "SHUTDOWN_TIMEOUT", "how long a stop waits for the deliveries in flight", config.Duration(&c.ShutdownTimeout, time.Second)},
-		{"stream replicas", "stream-replicas", p + "STREAM_REPLICAS", "JetStream replicas of the streams, when a worker is the first to create them", config.Int(&c.StreamReplicas, 1, 5)},
-		{"OAuth authority", "oauth-authority", p + "OAUTH_AUTHORITY", "where ActiveDirectoryOAuth tokens come from: <authority>/<tenant>/oauth2/token", config.Text(&c.OAuthAuthority, checkAuthority)},
-		{"Storage Queue endpoint", "storage-queue-endpoint", p + "STORAGE_QUEUE_ENDPOINT", "queue service URL, {account} standing for the job's storage account (Azurite: http://127.0.0.1:10001/{account})", config.Text(&c.StorageQueueEndpoint, checkTemplate("{account}", "http", "https"))},
-		{"Storage Queue base64", "storage-queue-base64", p + "STORAGE_QUEUE_BASE64", "base64-encode the Storage Queue envelope, for consumers that expect it", config.Bool(&c.StorageQueueBase64)},
-		{"Service Bus endpoint", "servicebus-endpoint", p + "SERVICEBUS_ENDPOINT", "Service Bus endpoint, {namespace} standing for the job's namespace (emulator: sb://127.0.0.1:5672)", config.Text(&c.ServiceBusEndpoint, checkTemplate("{namespace}", "sb"))},
-		{"Service Bus emulator", "servicebus-emulator", p + "SERVICEBUS_EMULATOR", "speak plain AMQP to the Service Bus emulator, never for Azure", config.Bool(&c.ServiceBusEmulator)},
+	return []config.Setting{
+		config.Define("log level", "log-level", p+"LOG_LEVEL", "log level: debug, info, warn or error", config.Level(&c.LogLevel)),
+		config.Define("NATS URL", "nats-url", "NATS_URL", "NATS server URL, or a comma-separated list", config.Text(&c.NATSURL, config.NATSURLs)),
+		config.Define("subject prefix", "subject-prefix", p+"SUBJECT_PREFIX", "first token of every NATS subject", config.Text(&c.SubjectPrefix, config.SubjectPrefix)),
+		config.Define("HTTP address", "http-addr", p+"HTTP_ADDR", "listen address of /healthz, /readyz and /metrics", config.Text(&c.HTTPAddr, config.ListenAddr)),
+		config.Define("region", "region", p+"REGION", "region name told to targets (the Storage Queue envelope)", config.Text(&c.Region, checkOneLine)),
+		config.Define("concurrency", "concurrency", p+"CONCURRENCY", "deliveries in flight at once", config.Int(&c.Concurrency, 1, maxConcurrency)),
+		config.Define("ack wait", "ack-wait", p+"ACK_WAIT", "how long a delivery may go unsettled before another worker gets it; longer than the HTTP time-out", config.Duration(&c.AckWait, time.Second)),
+		config.Define("max ack pending", "max-ack-pending", p+"MAX_ACK_PENDING", "due messages held by all workers together, retries waiting for their interval included", config.Int(&c.MaxAckPending, 1, 10_000_000)),
+		config.Define("HTTP time-out", "http-timeout", p+"HTTP_TIMEOUT", "time-out of one attempt: an HTTP request, a queue or Service Bus send", config.Duration(&c.AttemptTimeout, time.Millisecond)),
+		config.Define("minimum retry interval", "min-retry-interval", p+"MIN_RETRY_INTERVAL", "floor under every retry interval", config.Duration(&c.MinRetryInterval, time.Millisecond)),
+		config.Define("shutdown timeout", "shutdown-timeout", p+"SHUTDOWN_TIMEOUT", "how long a stop waits for the deliveries in flight", config.Duration(&c.ShutdownTimeout, time.Second)),
+		config.Define("stream replicas", "stream-replicas", p+"STREAM_REPLICAS", "JetStream replicas of the streams, when a worker is the first to create them", config.Int(&c.StreamReplicas, 1, 5)),
+		config.Define("OAuth authority", "oauth-authority", p+"OAUTH_AUTHORITY", "where ActiveDirectoryOAuth tokens come from: <authority>/<tenant>/oauth2/token", config.Text(&c.OAuthAuthority, checkAuthority)),
+		config.Define("Storage Queue endpoint", "storage-queue-endpoint", p+"STORAGE_QUEUE_ENDPOINT", "queue service URL, {account} standing for the job's storage account (Azurite: http://127.0.0.1:10001/{account})", config.Text(&c.StorageQueueEndpoint, checkTemplate("{account}", "http", "https"))),
+		config.Define("Storage Queue base64", "storage-queue-base64", p+"STORAGE_QUEUE_BASE64", "base64-encode the Storage Queue envelope, for consumers that expect it", config.Bool(&c.StorageQueueBase64)),
+		config.Define("Service Bus endpoint", "servicebus-endpoint", p+"SERVICEBUS_ENDPOINT", "Service Bus endpoint, {namespace} standing for the job's namespace (emulator: sb://127.0.0.1:5672)", config.Text(&c.ServiceBusEndpoint, checkTemplate("{namespace}", "sb"))),
+		config.Define("Service Bus emulator", "servicebus-emulator", p+"SERVICEBUS_EMULATOR", "speak plain AMQP to the Service Bus emulator, never for Azure", config.Bool(&c.ServiceBusEmulator)),
 	}
 }
 
@@ -105,29 +92,9 @@ func (c *Config) settings() []setting {
 // and its variable.
 func parseConfig(args []string, getenv func(string) string, output io.Writer) (Config, error) {
 	cfg := defaultConfig()
-	settings := cfg.settings()
-	raw := make([]string, len(settings))
-	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
-	fs.SetOutput(output)
-	for i, s := range settings {
-		// Registered with the built-in default, so -h never prints a value (and a password) that
-		// came from the environment.
-		fs.StringVar(&raw[i], s.flag, s.value.String(), s.usage+" (env "+s.env+")")
-		if v, ok := lookup(getenv, s.env); ok {
-			raw[i] = v
-		}
-	}
-	if err := fs.Parse(args); err != nil {
+	errs, err := config.Parse("worker", cfg.settings(), args, getenv, output)
+	if err != nil {
 		return Config{}, err
-	}
-	if fs.NArg() > 0 {
-		return Config{}, fmt.Errorf("unexpected argument %q: the worker takes flags only", fs.Arg(0))
-	}
-	var errs []error
-	for i, s := range settings {
-		if err := s.value.Set(raw[i]); err != nil {
-			errs = append(errs, fmt.Errorf("%s (-%s, %s): %w", s.what, s.flag, s.env, err))
-		}
 	}
 	if len(errs) == 0 && cfg.AckWait <= cfg.AttemptTimeout {
 		// An attempt still running when AckWait ends is handed to a second worker as well.
@@ -145,7 +112,7 @@ func parseConfig(args []string, getenv func(string) string, output io.Writer) (C
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("log_level", c.LogLevel.String()),
-		slog.String("nats_url", redactURLs(c.NATSURL)),
+		slog.String("nats_url", config.RedactURLs(c.NATSURL)),
 		slog.String("subject_prefix", c.SubjectPrefix),
 		slog.String("http_addr", c.HTTPAddr),
 		slog.String("region", c.Region),
@@ -156,7 +123,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("min_retry_interval", config.FormatDuration(c.MinRetryInterval)),
 		slog.String("shutdown_timeout", config.FormatDuration(c.ShutdownTimeout)),
 		slog.Int("stream_replicas", c.StreamReplicas),
-		slog.String("oauth_authority", redactURLs(c.OAuthAuthority)),
+		slog.String("oauth_authority", config.RedactURLs(c.OAuthAuthority)),
 		slog.String("storage_queue_endpoint", redactTemplate(c.StorageQueueEndpoint, "{account}")),
 		slog.Bool("storage_queue_base64", c.StorageQueueBase64),
 		slog.String("servicebus_endpoint", redactTemplate(c.ServiceBusEndpoint, "{namespace}")),
@@ -164,22 +131,14 @@ func (c Config) LogValue() slog.Value {
 	)
 }
 
-// lookup treats an empty variable as unset, as shells and compose files often export VAR="".
-func lookup(getenv func(string) string, name string) (string, bool) {
-	v := strings.TrimSpace(getenv(name))
-	return v, v != ""
-}
-
-func checkNATSURL(v string) error { return validateServerURLs(v, "nats", "tls", "ws", "wss") }
-
 // checkAuthority accepts one http(s) URL without a query: the tenant and the token path are
 // appended to it.
 func checkAuthority(v string) error {
-	if err := validateServerURLs(v, "https", "http"); err != nil {
+	if err := config.ServerURLs(v, "https", "http"); err != nil {
 		return err
 	}
 	if strings.ContainsAny(v, ",?#") {
-		return fmt.Errorf("%q: one URL without a query or fragment", redactURLs(v))
+		return fmt.Errorf("%q: one URL without a query or fragment", config.RedactURLs(v))
 	}
 	return nil
 }
@@ -188,7 +147,7 @@ func checkAuthority(v string) error {
 // (an emulator takes every account or namespace at one address).
 func checkTemplate(placeholder string, schemes ...string) func(string) error {
 	return func(v string) error {
-		if err := validateServerURLs(strings.ReplaceAll(v, placeholder, templateName), schemes...); err != nil {
+		if err := config.ServerURLs(strings.ReplaceAll(v, placeholder, templateName), schemes...); err != nil {
 			return errors.New(strings.ReplaceAll(err.Error(), templateName, placeholder))
 		}
 		if strings.ContainsAny(v, ",?#; ") {
@@ -202,69 +161,14 @@ func checkTemplate(placeholder string, schemes ...string) func(string) error {
 // (braces are not allowed in a host name).
 const templateName = "placeholder"
 
-// redactTemplate is redactURLs for a URL template.
+// redactTemplate is config.RedactURLs for a URL template.
 func redactTemplate(v, placeholder string) string {
-	return strings.ReplaceAll(redactURLs(strings.ReplaceAll(v, placeholder, templateName)), templateName, placeholder)
+	return strings.ReplaceAll(config.RedactURLs(strings.ReplaceAll(v, placeholder, templateName)), templateName, placeholder)
 }
 
 func checkOneLine(v string) error {
 	if strings.ContainsAny(v, "\r\n") {
 		return errors.New("must be one line")
-	}
-	return nil
-}
-
-// validateServerURLs checks a comma-separated list of URLs for a host and an allowed scheme.
-func validateServerURLs(list string, schemes ...string) error {
-	for _, raw := range strings.Split(list, ",") {
-		u, err := url.Parse(strings.TrimSpace(raw))
-		if err != nil {
-			// url.Error quotes the raw URL, which may hold a password.
-			return fmt.Errorf("%q is not a URL", redactURLs(raw))
-		}
-		if !contains(schemes, u.Scheme) {
-			return fmt.Errorf("%q: scheme must be one of %s", u.Redacted(), strings.Join(schemes, ", "))
-		}
-		if u.Hostname() == "" {
-			return fmt.Errorf("%q has no host", u.Redacted())
-		}
-	}
-	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// redactURLs masks the secrets of each URL in a list; see config.RedactURLs.
-func redactURLs(list string) string { return config.RedactURLs(list) }
-
-// validateSubjectPrefix accepts one or more NATS subject tokens without wildcards or spaces.
-func validateSubjectPrefix(p string) error {
-	for _, tok := range strings.Split(p, ".") {
-		if tok == "" {
-			return fmt.Errorf("%q has an empty token", p)
-		}
-		if strings.ContainsAny(tok, "*> \t\r\n") {
-			return fmt.Errorf("%q may not hold wildcards or white space", p)
-		}
-	}
-	return nil
-}
-
-// checkListenAddr accepts host:port or :port with a numeric port (0 picks a free one).
-func checkListenAddr(a string) error {
-	_, port, err := net.SplitHostPort(a)
-	if err != nil {
-		return fmt.Errorf("%q is not host:port or :port", a)
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return fmt.Errorf("%q: port must be a number from 0 to 65535", a)
 	}
 	return nil
 }

@@ -162,8 +162,8 @@ func TestParseConfigHelp(t *testing.T) {
 	}
 	cfg := defaultConfig()
 	for _, s := range cfg.settings() {
-		if !strings.Contains(out.String(), s.env) || !strings.Contains(out.String(), "-"+s.flag) {
-			t.Errorf("usage does not mention %s (-%s):\n%s", s.env, s.flag, out.String())
+		if !strings.Contains(out.String(), s.Env) || !strings.Contains(out.String(), "-"+s.Flag) {
+			t.Errorf("usage does not mention %s (-%s):\n%s", s.Env, s.Flag, out.String())
 		}
 	}
 }

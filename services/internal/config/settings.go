@@ -1,0 +1,53 @@
+package config
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Setting is one configuration value: its flag, its environment variable and how to read it.
+type Setting struct {
+	What  string // how errors name it
+	Flag  string
+	Env   string
+	Usage string
+	Value Field
+}
+
+// Parse reads settings for the command name: their defaults (already in the fields), then the
+// environment (through getenv, so tests need not touch the process's), then flags. A usage
+// problem (flag.ErrHelp for -h, an unknown flag, an argument) is returned as err, with the
+// usage written to output; bad values come back in problems, every one naming its flag and
+// its variable.
+func Parse(name string, settings []Setting, args []string, getenv func(string) string, output io.Writer) (problems []error, err error) {
+	raw := make([]string, len(settings))
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(output)
+	for i, s := range settings {
+		// Registered with the built-in default, so -h never prints a value (and a password) that
+		// came from the environment.
+		fs.StringVar(&raw[i], s.Flag, s.Value.String(), s.Usage+" (env "+s.Env+")")
+		if v := strings.TrimSpace(getenv(s.Env)); v != "" {
+			raw[i] = v
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q: the %s takes flags only", fs.Arg(0), name)
+	}
+	for i, s := range settings {
+		if err := s.Value.Set(raw[i]); err != nil {
+			problems = append(problems, fmt.Errorf("%s (-%s, %s): %w", s.What, s.Flag, s.Env, err))
+		}
+	}
+	return problems, nil
+}
+
+// Define is a Setting, for the settings tables of the services (one line each).
+func Define(what, flag, env, usage string, value Field) Setting {
+	return Setting{What: what, Flag: flag, Env: env, Usage: usage, Value: value}
+}
