@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-
 	"github.com/resched/resched/services/internal/azuritetest"
 	"github.com/resched/resched/services/internal/sbfaketest"
+	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/shared/job"
 )
 
@@ -46,7 +46,7 @@ func TestEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the end-to-end test starts the whole stack")
 	}
-	root := repoRoot(t)
+	root := testenv.RepoRoot(t)
 	bin, waitBuild := buildCommands(t, root)
 	az := azuritetest.Start(t)
 	sb := sbfaketest.Start(t, sbfaketest.WithQueue(sbQueue), sbfaketest.WithTopic(sbTopic, sbSub))

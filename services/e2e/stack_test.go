@@ -51,25 +51,6 @@ type emulators struct {
 	serviceBusEndpoint string
 }
 
-// repoRoot is the directory holding go.work, found from the test's working directory.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.work above the working directory: cannot find the repository root")
-		}
-		dir = parent
-	}
-}
-
 // buildCommands starts `go build` of every command into a temporary directory and returns the
 // directory and a function that waits for the build (run meanwhile: the emulators start).
 func buildCommands(t *testing.T, root string) (dir string, wait func()) {

@@ -16,8 +16,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,6 +23,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/v2"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/v2/sas"
+	"github.com/resched/resched/services/internal/testenv"
 )
 
 // The well-known development account every Azurite instance has (it is public, not a secret).
@@ -44,7 +43,7 @@ type Azurite struct {
 	// Addr is host:port of the queue service.
 	Addr string
 	cmd  *exec.Cmd
-	out  *tail
+	out  *testenv.Tail
 	done chan struct{}
 }
 
@@ -53,7 +52,7 @@ var listening = regexp.MustCompile(`successfully listens on https?://([0-9.]+:[0
 // Start starts Azurite's queue service for the test.
 func Start(t testing.TB) *Azurite {
 	t.Helper()
-	bin := filepath.Join(emulatorsDir(t), "node_modules", ".bin", "azurite-queue")
+	bin := filepath.Join(testenv.EmulatorsDir(t), "node_modules", ".bin", "azurite-queue")
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("azuritetest: %s is missing: run `npm ci --prefix scripts/emulators` at the repository root (%v)", bin, err)
 	}
@@ -67,7 +66,7 @@ func Start(t testing.TB) *Azurite {
 	if err != nil {
 		t.Fatalf("azuritetest: %v", err)
 	}
-	a := &Azurite{cmd: cmd, out: &tail{}, done: make(chan struct{})}
+	a := &Azurite{cmd: cmd, out: &testenv.Tail{}, done: make(chan struct{})}
 	cmd.Stderr = a.out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("azuritetest: start azurite-queue: %v", err)
@@ -167,48 +166,4 @@ func (a *Azurite) SASToken(t testing.TB, queue string, perms sas.QueuePermission
 		t.Fatalf("azuritetest: sign SAS: %v", err)
 	}
 	return qp.Encode()
-}
-
-// emulatorsDir finds scripts/emulators from the test's working directory by walking up to the
-// directory holding go.work (the repository root).
-func emulatorsDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatalf("azuritetest: %v", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-			return filepath.Join(dir, "scripts", "emulators")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatalf("azuritetest: no go.work above the working directory: cannot find the repository root")
-		}
-		dir = parent
-	}
-}
-
-// tail keeps the last part of a child's output for failure reports.
-type tail struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-const tailSize = 16 << 10
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > tailSize {
-		t.buf = t.buf[len(t.buf)-tailSize:]
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return strings.TrimSpace(string(t.buf))
 }

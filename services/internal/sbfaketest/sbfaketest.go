@@ -23,12 +23,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
+	"github.com/resched/resched/services/internal/testenv"
 )
 
 // KeyName is the shared access key name the broker accepts.
@@ -48,7 +48,7 @@ type Broker struct {
 
 	httpURL string
 	cmd     *exec.Cmd
-	out     *tail
+	out     *testenv.Tail
 	done    chan struct{}
 }
 
@@ -80,7 +80,7 @@ type listening struct {
 // Start starts a broker for the test.
 func Start(t testing.TB, opts ...Option) *Broker {
 	t.Helper()
-	dir := emulatorsDir(t)
+	dir := testenv.EmulatorsDir(t)
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "rhea")); err != nil {
 		t.Fatalf("sbfaketest: rhea is not installed: run `npm ci --prefix scripts/emulators` at the repository root (%v)", err)
 	}
@@ -88,7 +88,7 @@ func Start(t testing.TB, opts ...Option) *Broker {
 	if err != nil {
 		t.Fatalf("sbfaketest: node is not on PATH; install Node.js, then run `npm ci --prefix scripts/emulators`: %v", err)
 	}
-	b := &Broker{KeyName: KeyName, Key: randomKey(t), out: &tail{}, done: make(chan struct{})}
+	b := &Broker{KeyName: KeyName, Key: randomKey(t), out: &testenv.Tail{}, done: make(chan struct{})}
 	args := []string{filepath.Join(dir, "servicebus-fake.js"), "--host", "127.0.0.1", "--port", "0", "--http-port", "0", "--key-name", b.KeyName}
 	for _, o := range opts {
 		o(&args)
@@ -259,48 +259,4 @@ func randomKey(t testing.TB) string {
 		t.Fatalf("sbfaketest: key: %v", err)
 	}
 	return base64.StdEncoding.EncodeToString(k)
-}
-
-// emulatorsDir finds scripts/emulators from the test's working directory by walking up to the
-// directory holding go.work (the repository root).
-func emulatorsDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatalf("sbfaketest: %v", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-			return filepath.Join(dir, "scripts", "emulators")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatalf("sbfaketest: no go.work above the working directory: cannot find the repository root")
-		}
-		dir = parent
-	}
-}
-
-// tail keeps the last part of the broker's output for failure reports.
-type tail struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-const tailSize = 32 << 10
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > tailSize {
-		t.buf = t.buf[len(t.buf)-tailSize:]
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return strings.TrimSpace(string(t.buf))
 }

@@ -1,0 +1,60 @@
+// Package testenv is what the tests that start real programs share: where the repository and
+// its test emulators are, and a bounded buffer for a child process's output.
+package testenv
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// RepoRoot is the directory holding go.work, found from the test's working directory.
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("testenv: no go.work above the working directory: cannot find the repository root")
+		}
+		dir = parent
+	}
+}
+
+// EmulatorsDir is scripts/emulators, where Azurite and the fake Service Bus broker live.
+func EmulatorsDir(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(RepoRoot(t), "scripts", "emulators")
+}
+
+// Tail keeps the last part of a child's output for failure reports.
+type Tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+const tailSize = 16 << 10
+
+func (t *Tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > tailSize {
+		t.buf = t.buf[len(t.buf)-tailSize:]
+	}
+	return len(p), nil
+}
+
+func (t *Tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.buf))
+}
