@@ -17,7 +17,6 @@ package intake
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -25,6 +24,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/planner/internal/jobs"
+	"github.com/resched/resched/services/planner/internal/pull"
 	"github.com/resched/resched/shared/job"
 )
 
@@ -75,79 +75,10 @@ func New(cfg Config) *Intake {
 // settled. It returns an error when the consumer cannot be set up at start or the NATS
 // connection is closed; a consumer lost later (deleted, a server restart) is set up again.
 func (in *Intake) Run(ctx context.Context) error {
-	cons, err := in.consumer(ctx)
-	if err != nil {
-		return err
-	}
-	for {
-		err := in.consume(ctx, cons)
-		if ctx.Err() != nil {
-			return nil
-		}
-		if errors.Is(err, jetstream.ErrConnectionClosed) {
-			return fmt.Errorf("intake: %w", err)
-		}
-		in.log.Warn("intake interrupted; resuming", "error", err)
-		if cons = in.resume(ctx); cons == nil {
-			return nil
-		}
-	}
-}
-
-// resume sets the consumer up again, every RetryDelay until it works; nil when ctx ends first.
-func (in *Intake) resume(ctx context.Context) jetstream.Consumer {
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(in.cfg.RetryDelay):
-		}
-		cons, err := in.consumer(ctx)
-		if err == nil {
-			return cons
-		}
-		in.log.Warn("intake consumer", "error", err)
-	}
-}
-
-func (in *Intake) consumer(ctx context.Context) (jetstream.Consumer, error) {
-	stream := in.cfg.Subjects.IntakeStream()
-	cons, err := in.cfg.JS.CreateOrUpdateConsumer(ctx, stream, bus.IntakeConsumerConfig())
-	if err != nil {
-		return nil, fmt.Errorf("intake consumer on stream %s: %w", stream, err)
-	}
-	return cons, nil
-}
-
-// consume handles messages one by one until ctx ends or the iterator fails.
-func (in *Intake) consume(ctx context.Context, cons jetstream.Consumer) error {
-	it, err := cons.Messages(jetstream.PullMaxMessages(1))
-	if err != nil {
-		return fmt.Errorf("intake messages: %w", err)
-	}
-	defer in.release(it)
-	for {
-		msg, err := it.Next(jetstream.NextContext(ctx))
-		if err != nil {
-			return err
-		}
-		in.handle(ctx, msg)
-	}
-}
-
-// release stops the iterator and hands back a message it had already received, so another
-// planner gets it now rather than after the consumer's AckWait.
-func (in *Intake) release(it jetstream.MessagesContext) {
-	it.Drain()
-	for {
-		msg, err := it.Next(jetstream.NextMaxWait(time.Second))
-		if err != nil {
-			return
-		}
-		if err := msg.Nak(); err != nil {
-			in.log.Warn("intake: hand back message", "subject", msg.Subject(), "error", err)
-		}
-	}
+	return pull.Run(ctx, pull.Config{
+		Name: "intake", JS: in.cfg.JS, Stream: in.cfg.Subjects.IntakeStream(), Consumer: bus.IntakeConsumerConfig(),
+		Prefetch: 1, RetryDelay: in.cfg.RetryDelay, Logger: in.log,
+	}, in.handle)
 }
 
 // handle applies one message and settles it. The work is not cut short when ctx ends: the

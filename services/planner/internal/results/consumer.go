@@ -26,6 +26,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/planner/internal/pull"
 	"github.com/resched/resched/services/planner/internal/store"
 	"github.com/resched/resched/shared/job"
 )
@@ -101,68 +102,10 @@ func New(cfg Config) *Consumer {
 // returns an error when the consumer cannot be set up at start or the NATS connection is
 // closed; a consumer lost later (deleted, a server restart) is set up again.
 func (rc *Consumer) Run(ctx context.Context) error {
-	cons, err := rc.consumer(ctx)
-	if err != nil {
-		return err
-	}
-	for {
-		err := rc.consume(ctx, cons)
-		if ctx.Err() != nil {
-			return nil
-		}
-		if errors.Is(err, jetstream.ErrConnectionClosed) {
-			return fmt.Errorf("results: %w", err)
-		}
-		rc.log.Warn("results: interrupted; resuming", "error", err)
-		for cons = nil; cons == nil; {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(rc.cfg.RetryDelay):
-			}
-			if cons, err = rc.consumer(ctx); err != nil {
-				rc.log.Warn("results consumer", "error", err)
-			}
-		}
-	}
-}
-
-func (rc *Consumer) consumer(ctx context.Context) (jetstream.Consumer, error) {
-	stream := rc.cfg.Subjects.ResultsStream()
-	cons, err := rc.cfg.JS.CreateOrUpdateConsumer(ctx, stream, bus.ResultsConsumerConfig())
-	if err != nil {
-		return nil, fmt.Errorf("results consumer on stream %s: %w", stream, err)
-	}
-	return cons, nil
-}
-
-// consume handles messages one by one until ctx ends or the iterator fails.
-func (rc *Consumer) consume(ctx context.Context, cons jetstream.Consumer) error {
-	it, err := cons.Messages(jetstream.PullMaxMessages(rc.cfg.Prefetch))
-	if err != nil {
-		return fmt.Errorf("results messages: %w", err)
-	}
-	defer rc.release(it)
-	for {
-		msg, err := it.Next(jetstream.NextContext(ctx))
-		if err != nil {
-			return err
-		}
-		rc.handle(ctx, msg)
-	}
-}
-
-// release stops the iterator and hands back the results it had already received, so another
-// planner gets them now rather than after the consumer's AckWait.
-func (rc *Consumer) release(it jetstream.MessagesContext) {
-	it.Drain()
-	for {
-		msg, err := it.Next(jetstream.NextMaxWait(time.Second))
-		if err != nil {
-			return
-		}
-		rc.settle(msg, msg.Nak())
-	}
+	return pull.Run(ctx, pull.Config{
+		Name: "results", JS: rc.cfg.JS, Stream: rc.cfg.Subjects.ResultsStream(), Consumer: bus.ResultsConsumerConfig(),
+		Prefetch: rc.cfg.Prefetch, RetryDelay: rc.cfg.RetryDelay, Logger: rc.log,
+	}, rc.handle)
 }
 
 // handle applies one result and settles it. The work is not cut short when ctx ends: the
