@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -65,12 +66,15 @@ func load(b *testing.B, e *env, n int, def string, due func(i int) time.Time) {
 }
 
 // drainWith runs `planners` dispatchers until `n` occurrences are published and returns the
-// time it took.
+// time it took. RESCHED_BENCH_REDIS_STATS=1 logs Redis's per-command figures for the drain.
 func drainWith(b *testing.B, e *env, planners, n int, m *lagRecorder) time.Duration {
 	b.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	cpuBefore := redisCPU(b, e)
+	if err := e.redisClient.ConfigResetStat(context.Background()).Err(); err != nil {
+		b.Fatal(err)
+	}
+	cpuBefore, procBefore := redisCPU(b, e), processCPU(b)
 	start := time.Now()
 	for range planners {
 		d := dispatch.New(dispatch.Config{Store: e.store, JS: e.js, Subjects: e.subj, Clock: e.clock.now, Metrics: m, MaxIdle: time.Millisecond})
@@ -81,6 +85,11 @@ func drainWith(b *testing.B, e *env, planners, n int, m *lagRecorder) time.Durat
 	cancel()
 	wg.Wait()
 	b.ReportMetric((redisCPU(b, e)-cpuBefore)/float64(n)*1e6, "redis-cpu-µs/fire")
+	if os.Getenv("RESCHED_BENCH_REDIS_STATS") != "" {
+		st, _ := e.redisClient.Info(context.Background(), "commandstats").Result()
+		b.Log(st)
+	}
+	b.ReportMetric(float64(processCPU(b)-procBefore)/float64(n)/1e3, "planner+nats-cpu-µs/fire")
 	return elapsed
 }
 
@@ -102,6 +111,17 @@ func redisCPU(b *testing.B, e *env) float64 {
 		}
 	}
 	return total
+}
+
+// processCPU is the CPU time this process has used so far: the dispatchers and the embedded
+// JetStream server.
+func processCPU(b *testing.B) time.Duration {
+	b.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkFiresPerSecond: sustained fires per second from the sorted set to JetStream, with
