@@ -159,8 +159,8 @@ func (d DateTime) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads a JSON string with ParseDateTime.
 func (d *DateTime) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
+	s, err := jsonString(b)
+	if err != nil {
 		return fmt.Errorf("a date-time must be a string: %w", err)
 	}
 	v, err := ParseDateTime(s)

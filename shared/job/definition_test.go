@@ -177,6 +177,11 @@ func TestEnumsAreCaseInsensitiveAndCanonical(t *testing.T) {
 		{`"suspended"`, new(CollectionState), `"Suspended"`},
 		{`"erroraction"`, new(ActionName), `"ErrorAction"`},
 		{`"postponed"`, new(ExecutionStatus), `"Postponed"`},
+		// Escaped text takes the full decoder rather than the plain-string shortcut.
+		{`"\u0057eek"`, new(Frequency), `"Week"`},
+		{`"Mon\u0064ay"`, new(Weekday), `"Monday"`},
+		{`"2026-03-01T12:00:00\u005a"`, new(DateTime), `"2026-03-01T12:00:00Z"`},
+		{`"2026-03-01T12:00:00"`, new(DateTime), `"2026-03-01T12:00:00"`},
 	}
 	for _, tt := range tests {
 		if err := json.Unmarshal([]byte(tt.in), tt.dst); err != nil {
@@ -191,6 +196,12 @@ func TestEnumsAreCaseInsensitiveAndCanonical(t *testing.T) {
 	for _, dst := range []any{new(State), new(ActionType), new(RetryType), new(SkuName)} {
 		if err := json.Unmarshal([]byte(`"bogus"`), dst); err == nil || !strings.Contains(err.Error(), "must be one of") {
 			t.Errorf("%T accepted an unknown value (err %v)", dst, err)
+		}
+	}
+	for _, in := range []string{`5`, `"a\"b"`, `"Week`, `"Wéek"`} {
+		var f Frequency
+		if err := f.UnmarshalJSON([]byte(in)); err == nil {
+			t.Errorf("Frequency.UnmarshalJSON(%s) = %v, want an error", in, f)
 		}
 	}
 }

@@ -145,8 +145,8 @@ type MonthlyOccurrence struct {
 }
 
 func unmarshalEnum[T any](b []byte, parse func(string) (T, error), dst *T) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
+	s, err := jsonString(b)
+	if err != nil {
 		return fmt.Errorf("must be a string: %w", err)
 	}
 	v, err := parse(s)
@@ -155,4 +155,25 @@ func unmarshalEnum[T any](b []byte, parse func(string) (T, error), dst *T) error
 	}
 	*dst = v
 	return nil
+}
+
+// jsonString reads a JSON string. Names and date-times are plain ASCII without escapes, and
+// taking those between their quotes spares a nested json.Unmarshal: the planner decodes a
+// schedule on every fire of a job it has not compiled yet.
+func jsonString(b []byte) (string, error) {
+	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' {
+		plain := true
+		for _, c := range b[1 : len(b)-1] {
+			if c == '\\' || c == '"' || c < 0x20 || c >= 0x80 {
+				plain = false
+				break
+			}
+		}
+		if plain {
+			return string(b[1 : len(b)-1]), nil
+		}
+	}
+	var s string
+	err := json.Unmarshal(b, &s)
+	return s, err
 }
