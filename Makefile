@@ -21,6 +21,7 @@ LDFLAGS  := -X main.version=$(VERSION)
 # benchmarks do their whole workload once (1x) against a real redis-server and JetStream.
 BENCH_PKGS = \
 	shared/recurrence:$(BENCHTIME) \
+	services/planner/internal/store:$(BENCHTIME) \
 	services/planner/internal/dispatch:1x \
 	services/worker:1x
 

@@ -7,15 +7,26 @@
 -- Returns a flat list {member, new state, …} of jobs that ended here (Completed or Faulted).
 local ended = {}
 local collState = {} -- one look per collection: a batch holds many jobs of few collections
+-- The due set's changes are gathered and made in a few calls: a call from Lua costs about as
+-- much as the change itself.
+local rescore, remove = {}, {}
+local function flush(force)
+  if #rescore >= 1000 or (force and #rescore > 0) then
+    redis.call('ZADD', KEYS[1], unpack(rescore))
+    rescore = {}
+  end
+  if #remove >= 500 or (force and #remove > 0) then
+    redis.call('ZREM', KEYS[1], unpack(remove))
+    remove = {}
+  end
+end
 for i = 1, (#KEYS - 1) / 2 do
   local st, coll, a = KEYS[2 * i], KEYS[2 * i + 1], 6 * (i - 1)
   local member, nxt = ARGV[a + 1], ARGV[a + 3]
-  local cur = redis.call('HMGET', st, 'next', 'state', 'lastOcc', 'finalOcc', 'finalFault')
+  local cur = redis.call('HMGET', st, 'next', 'state')
   if cur[1] == ARGV[a + 2] then
-    local last = cur[3]
     if ARGV[a + 6] ~= '' then
-      last = ARGV[a + 6]
-      redis.call('HSET', st, 'next', nxt, 'fired', ARGV[a + 4], 'occ', ARGV[a + 5], 'lastOcc', last)
+      redis.call('HSET', st, 'next', nxt, 'fired', ARGV[a + 4], 'occ', ARGV[a + 5], 'lastOcc', ARGV[a + 6])
     else
       redis.call('HSET', st, 'next', nxt, 'fired', ARGV[a + 4], 'occ', ARGV[a + 5])
     end
@@ -24,20 +35,25 @@ for i = 1, (#KEYS - 1) / 2 do
       collState[coll] = redis.call('HGET', coll, 'state') or ''
     end
     if nxt ~= '' and state == 'Enabled' and collState[coll] ~= 'Disabled' then
-      redis.call('ZADD', KEYS[1], nxt, member)
+      rescore[#rescore + 1] = nxt
+      rescore[#rescore + 1] = member
     else
-      redis.call('ZREM', KEYS[1], member)
+      remove[#remove + 1] = member
     end
     if nxt == '' and state == 'Enabled' then
       -- The series is over. It ends now unless its last published occurrence is still running;
       -- then the result of that occurrence ends it (apply_result.lua), or already did.
-      if not last or last == cur[4] then
-        local s = (last and cur[5] == '1') and 'Faulted' or 'Completed'
+      local fin = redis.call('HMGET', st, 'lastOcc', 'finalOcc', 'finalFault')
+      local last = fin[1]
+      if not last or last == fin[2] then
+        local s = (last and fin[3] == '1') and 'Faulted' or 'Completed'
         redis.call('HSET', st, 'state', s)
         ended[#ended + 1] = member
         ended[#ended + 1] = s
       end
     end
+    flush(false)
   end
 end
+flush(true)
 return ended

@@ -1,0 +1,80 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/resched/resched/services/internal/redistest"
+	"github.com/resched/resched/services/planner/internal/store"
+	"github.com/resched/resched/shared/job"
+)
+
+// BenchmarkFireRound is the store's share of firing a batch of 256 jobs: the claim, the load
+// and the advance, against a real redis-server. Every job stays due, so each round claims the
+// same kind of batch again. It reports Redis's CPU per job beside the client's ns/op.
+func BenchmarkFireRound(b *testing.B) {
+	const jobs, batch = 20_000, 256
+	ctx := context.Background()
+	rdb := redistest.Start(b).Client(b)
+	s := store.New(rdb, "bench")
+	if _, err := s.PutCollection(ctx, "c", []byte(`{}`), job.CollectionEnabled, 0); err != nil {
+		b.Fatal(err)
+	}
+	def := []byte(`{"startTime":"2026-01-01T12:00:00Z","recurrence":{"frequency":"Minute"}}` + "\n" + `{"type":"Http"}`)
+	for i := range jobs {
+		if _, _, err := s.PutJob(ctx, store.PutJob{Collection: "c", Name: fmt.Sprint("j", i), Definition: def,
+			Accepted: t0, Next: t0, State: job.StateEnabled, Reaccept: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	p := store.PartitionOf("c")
+	now := t0.Add(time.Second)
+	moves := make([]store.Advance, 0, batch)
+	cpu := redisCPU(b, rdb)
+	b.ResetTimer()
+	for b.Loop() {
+		members, err := s.Claim(ctx, p, now, now.Add(30*time.Second), batch)
+		if err != nil || len(members) != batch {
+			b.Fatalf("claimed %d: %v", len(members), err)
+		}
+		recs, err := s.LoadJobs(ctx, members)
+		if err != nil {
+			b.Fatal(err)
+		}
+		moves = moves[:0]
+		for _, r := range recs {
+			// Next stays t0 so that the job is due again for the next round.
+			moves = append(moves, store.Advance{Collection: r.Collection, Name: r.Name, Claimed: r.Next, Next: r.Next,
+				Fired: r.Fired + 1, Occurrence: r.Occurrence + 1, Published: r.Next})
+		}
+		if _, err := s.Advance(ctx, p, moves); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/job")
+	b.ReportMetric((redisCPU(b, rdb)-cpu)/float64(b.N*batch)*1e6, "redis-cpu-µs/job")
+}
+
+// redisCPU is the CPU time redis-server has used so far, in seconds.
+func redisCPU(b *testing.B, rdb *redis.Client) float64 {
+	b.Helper()
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\r\n") {
+		for _, k := range []string{"used_cpu_sys:", "used_cpu_user:"} {
+			if v, ok := strings.CutPrefix(line, k); ok {
+				f, _ := strconv.ParseFloat(v, 64)
+				total += f
+			}
+		}
+	}
+	return total
+}
