@@ -20,6 +20,11 @@ type Due struct {
 	Action       json.RawMessage `json:"action"`        // a job.Action, as JSON
 }
 
+// DueSize is at least the length of the JSON AppendDue writes, to size its buffer once.
+func DueSize(collection, job string, action json.RawMessage) int {
+	return len(collection) + len(job) + len(action) + 192
+}
+
 // AppendDue appends the JSON of a Due to b without reflection: the planner writes one per
 // fire. Names are safe to write unquoted-escaped (CheckName allows only A-Z a-z 0-9 - _) and
 // action is JSON already, stored as the planner accepted it.

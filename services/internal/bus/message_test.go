@@ -2,6 +2,7 @@ package bus_test
 
 import (
 	"encoding/json"
+	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -10,6 +11,15 @@ import (
 )
 
 // AppendDue writes by hand what json.Marshal would write for a Due.
+func TestDueSizeFitsTheLongestMessage(t *testing.T) {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 999_999_999, time.FixedZone("x", 3600))
+	for _, action := range []json.RawMessage{nil, json.RawMessage(`{"type":"Http"}`)} {
+		if b := bus.AppendDue(nil, "c", "j", at, math.MinInt, action); len(b) > bus.DueSize("c", "j", action) {
+			t.Errorf("AppendDue wrote %d bytes, DueSize said %d", len(b), bus.DueSize("c", "j", action))
+		}
+	}
+}
+
 func TestAppendDueMatchesEncodingJSON(t *testing.T) {
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	action := json.RawMessage(`{"type":"Http","request":{"uri":"http://x/\u00e9","method":"GET"}}`)

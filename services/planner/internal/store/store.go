@@ -68,15 +68,23 @@ func ms(t time.Time) string {
 	return strconv.FormatInt(t.UnixMilli(), 10)
 }
 
+// parseMS and atoi read fields that are often empty (a job not yet run); an empty one is
+// zero without the error value strconv would allocate, once per field per fire.
 func parseMS(v string) time.Time {
+	if v == "" {
+		return time.Time{}
+	}
 	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || v == "" {
+	if err != nil {
 		return time.Time{}
 	}
 	return time.UnixMilli(n).UTC()
 }
 
 func atoi(v string) int {
+	if v == "" {
+		return 0
+	}
 	n, _ := strconv.Atoi(v)
 	return n
 }
