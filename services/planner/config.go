@@ -54,7 +54,7 @@ func defaultConfig() Config {
 		CatchUpWindow:    time.Hour,
 		Lease:            30 * time.Second,
 		Batch:            256,
-		Concurrency:      8,
+		Concurrency:      store.Partitions,
 		MaxIdle:          50 * time.Millisecond,
 		Lookahead:        250 * time.Millisecond,
 		StreamReplicas:   1,

@@ -50,7 +50,7 @@ type Config struct {
 	// each is published the moment it is due (never before): fire lag is then the publish
 	// alone. 0 claims only what is due.
 	Lookahead   time.Duration
-	Concurrency int // partitions worked on at once; default 8
+	Concurrency int // partitions worked on at once; default all (16)
 	CacheSize   int // compiled schedules kept per worker goroutine; default 50,000
 }
 
@@ -59,7 +59,7 @@ func (c *Config) defaults() {
 	c.Batch = cmpOr(c.Batch, 256)
 	c.CatchUp = cmpOr(c.CatchUp, time.Hour)
 	c.MaxIdle = cmpOr(c.MaxIdle, 50*time.Millisecond)
-	c.Concurrency = min(cmpOr(c.Concurrency, 8), store.Partitions)
+	c.Concurrency = min(cmpOr(c.Concurrency, store.Partitions), store.Partitions)
 	c.CacheSize = cmpOr(c.CacheSize, 50_000)
 	if c.Clock == nil {
 		c.Clock = time.Now
