@@ -27,6 +27,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/internal/natstest"
+	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/shared/job"
 )
 
@@ -63,13 +64,13 @@ func BenchmarkWorkerHTTPDeliveries(b *testing.B) {
 			for range b.N {
 				e := newBenchEnv(b, n)
 				e.preload(b, n)
-				cpuBefore, busyBefore, wallBefore := processCPU(b), machineBusy(), time.Now()
+				cpuBefore, busyBefore, wallBefore := testenv.ProcessCPU(b), machineBusy(), time.Now()
 				procs := make([]*workerProc, workers)
 				for k := range procs {
 					procs[k] = startWorkerProc(b, bin, e.srv.ClientURL())
 				}
 				e.sink.wait(b, n, anyExited(procs))
-				benchCPU := processCPU(b) - cpuBefore
+				benchCPU := testenv.ProcessCPU(b) - cpuBefore
 				var workerCPU time.Duration
 				for _, p := range procs {
 					workerCPU += p.stop(b)
@@ -452,16 +453,6 @@ func (p *workerProc) stop(b *testing.B) time.Duration {
 		b.Fatalf("worker: %v\n%s", err, p.logTail())
 	}
 	return p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
-}
-
-// processCPU is the CPU time this process (the JetStream server, the sink) has used so far.
-func processCPU(b *testing.B) time.Duration {
-	b.Helper()
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // machineBusy is the CPU time all processes of the machine have used since boot, from

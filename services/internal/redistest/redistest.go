@@ -10,6 +10,7 @@ import (
 	"net"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -114,4 +115,25 @@ func freePort(t testing.TB) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// CPU is the CPU time the redis-server behind rdb has used so far (user and system), for
+// benchmarks that report Redis's share of the work: it runs in its own process, outside the Go
+// profile.
+func CPU(t testing.TB, rdb *redis.Client) time.Duration {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\r\n") {
+		for _, k := range []string{"used_cpu_sys:", "used_cpu_user:"} {
+			if v, ok := strings.CutPrefix(line, k); ok {
+				f, _ := strconv.ParseFloat(v, 64)
+				total += f
+			}
+		}
+	}
+	return time.Duration(total * float64(time.Second))
 }

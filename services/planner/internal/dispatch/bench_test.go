@@ -10,12 +10,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/resched/resched/services/internal/redistest"
+	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/services/planner/internal/dispatch"
 	"github.com/resched/resched/services/planner/internal/store"
 	"github.com/resched/resched/shared/job"
@@ -74,7 +74,7 @@ func drainWith(b *testing.B, e *env, planners, n int, m *lagRecorder) time.Durat
 	if err := e.redisClient.ConfigResetStat(context.Background()).Err(); err != nil {
 		b.Fatal(err)
 	}
-	cpuBefore, procBefore := redisCPU(b, e), processCPU(b)
+	cpuBefore, procBefore := redistest.CPU(b, e.redisClient), testenv.ProcessCPU(b)
 	start := time.Now()
 	for range planners {
 		d := dispatch.New(dispatch.Config{Store: e.store, JS: e.js, Subjects: e.subj, Clock: e.clock.now, Metrics: m, MaxIdle: time.Millisecond})
@@ -84,44 +84,13 @@ func drainWith(b *testing.B, e *env, planners, n int, m *lagRecorder) time.Durat
 	elapsed := time.Since(start)
 	cancel()
 	wg.Wait()
-	b.ReportMetric((redisCPU(b, e)-cpuBefore)/float64(n)*1e6, "redis-cpu-µs/fire")
+	b.ReportMetric(float64(redistest.CPU(b, e.redisClient)-cpuBefore)/float64(n)/1e3, "redis-cpu-µs/fire")
 	if os.Getenv("RESCHED_BENCH_REDIS_STATS") != "" {
 		st, _ := e.redisClient.Info(context.Background(), "commandstats").Result()
 		b.Log(st)
 	}
-	b.ReportMetric(float64(processCPU(b)-procBefore)/float64(n)/1e3, "planner+nats-cpu-µs/fire")
+	b.ReportMetric(float64(testenv.ProcessCPU(b)-procBefore)/float64(n)/1e3, "planner+nats-cpu-µs/fire")
 	return elapsed
-}
-
-// redisCPU is the CPU time redis-server has used so far, in seconds (the planner's own CPU is
-// in the Go profile; Redis runs in its own process).
-func redisCPU(b *testing.B, e *env) float64 {
-	b.Helper()
-	info, err := e.redisClient.Info(context.Background(), "cpu").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var total float64
-	for _, line := range strings.Split(info, "\r\n") {
-		for _, k := range []string{"used_cpu_sys:", "used_cpu_user:"} {
-			if v, ok := strings.CutPrefix(line, k); ok {
-				f, _ := strconv.ParseFloat(v, 64)
-				total += f
-			}
-		}
-	}
-	return total
-}
-
-// processCPU is the CPU time this process has used so far: the dispatchers and the embedded
-// JetStream server.
-func processCPU(b *testing.B) time.Duration {
-	b.Helper()
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkFiresPerSecond: sustained fires per second from the sorted set to JetStream, with

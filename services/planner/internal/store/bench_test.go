@@ -3,12 +3,9 @@ package store_test
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/resched/resched/services/internal/redistest"
 	"github.com/resched/resched/services/planner/internal/store"
 	"github.com/resched/resched/shared/job"
@@ -35,7 +32,7 @@ func BenchmarkFireRound(b *testing.B) {
 	p := store.PartitionOf("c")
 	now := t0.Add(time.Second)
 	moves := make([]store.Advance, 0, batch)
-	cpu := redisCPU(b, rdb)
+	cpu := redistest.CPU(b, rdb)
 	b.ResetTimer()
 	for b.Loop() {
 		members, err := s.Claim(ctx, p, now, now.Add(30*time.Second), batch)
@@ -57,24 +54,5 @@ func BenchmarkFireRound(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/job")
-	b.ReportMetric((redisCPU(b, rdb)-cpu)/float64(b.N*batch)*1e6, "redis-cpu-µs/job")
-}
-
-// redisCPU is the CPU time redis-server has used so far, in seconds.
-func redisCPU(b *testing.B, rdb *redis.Client) float64 {
-	b.Helper()
-	info, err := rdb.Info(context.Background(), "cpu").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var total float64
-	for _, line := range strings.Split(info, "\r\n") {
-		for _, k := range []string{"used_cpu_sys:", "used_cpu_user:"} {
-			if v, ok := strings.CutPrefix(line, k); ok {
-				f, _ := strconv.ParseFloat(v, 64)
-				total += f
-			}
-		}
-	}
-	return total
+	b.ReportMetric(float64(redistest.CPU(b, rdb)-cpu)/float64(b.N*batch)/1e3, "redis-cpu-µs/job")
 }
