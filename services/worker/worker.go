@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -14,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/internal/health"
 	"github.com/resched/resched/services/worker/internal/consumer"
 	"github.com/resched/resched/services/worker/internal/executor"
 	"github.com/resched/resched/services/worker/internal/metrics"
@@ -30,8 +29,7 @@ type worker struct {
 	ncClosed <-chan struct{}
 	consumer *consumer.Consumer
 	closeDel func(context.Context) // releases the deliverers' connections
-	http     *http.Server
-	ln       net.Listener
+	http     *health.Server
 }
 
 // newWorker builds the parts, connects to NATS (which need not be up yet) and binds the HTTP
@@ -69,14 +67,14 @@ func newWorker(cfg Config, logger *slog.Logger) (*worker, error) {
 		Concurrency: cfg.Concurrency, AckWait: cfg.AckWait, MaxAckPending: cfg.MaxAckPending,
 		Streams: bus.StreamOptions{Replicas: cfg.StreamReplicas}, StopTimeout: cfg.ShutdownTimeout,
 	})
-	if w.ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+	w.http, err = health.Listen(cfg.HTTPAddr, health.Handler(health.Config{Gatherer: reg, Logger: logger, Ready: []health.Check{
+		{Name: "nats", Func: natsReady(w.nc)},
+		{Name: "consumer", Func: w.consumerReady},
+	}}))
+	if err != nil {
 		w.close()
-		return nil, fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
+		return nil, err
 	}
-	w.http = &http.Server{Handler: healthHandler(reg, logger, []check{
-		{"nats", natsReady(w.nc)},
-		{"consumer", w.consumerReady},
-	}), ReadHeaderTimeout: 5 * time.Second}
 	return w, nil
 }
 
@@ -100,11 +98,11 @@ func (w *worker) run(ctx context.Context) error {
 	runCtx, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
 	go func() {
-		if err := w.http.Serve(w.ln); !errors.Is(err, http.ErrServerClosed) {
-			fail(fmt.Errorf("http server stopped: %w", err))
+		if err := w.http.Serve(); err != nil {
+			fail(err)
 		}
 	}()
-	w.log.Info("http listening", "addr", w.ln.Addr().String())
+	w.log.Info("http listening", "addr", w.http.Addr().String())
 
 	consErr := w.consumer.Run(runCtx)
 	if consErr != nil {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/resched/resched/services/planner/internal/health"
+	"github.com/resched/resched/services/internal/health"
 )
 
 func ok(context.Context) error { return nil }

@@ -1,8 +1,8 @@
-// Package health is the planner's HTTP side: /healthz (the process is alive), /readyz (it can do
-// its work: every readiness check passes within a short timeout) and /metrics (Prometheus).
-// Kubernetes restarts a planner whose /healthz fails and stops routing to one whose /readyz
-// fails; the planner itself takes no traffic over HTTP, so readiness is mostly for operators
-// and rollouts.
+// Package health is the HTTP side of the planner and the worker: /healthz (the process is
+// alive), /readyz (it can do its work: every readiness check passes within a short timeout) and
+// /metrics (Prometheus). Kubernetes restarts a process whose /healthz fails and stops routing to
+// one whose /readyz fails; neither takes traffic over HTTP, so readiness is mostly for
+// operators and rollouts.
 package health
 
 import (
