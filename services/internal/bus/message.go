@@ -2,6 +2,7 @@ package bus
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"time"
 
@@ -20,7 +21,7 @@ type Due struct {
 	Action       json.RawMessage `json:"action"`        // a job.Action, as JSON
 }
 
-// DueSize is at least the length of the JSON AppendDue writes, to size its buffer once.
+// DueSize is at least the length of the JSON AppendDue writes: it grows its buffer once.
 func DueSize(collection, job string, action json.RawMessage) int {
 	return len(collection) + len(job) + len(action) + 192
 }
@@ -29,6 +30,7 @@ func DueSize(collection, job string, action json.RawMessage) int {
 // fire. Names are safe to write unquoted-escaped (CheckName allows only A-Z a-z 0-9 - _) and
 // action is JSON already, stored as the planner accepted it.
 func AppendDue(b []byte, collection, job string, scheduled time.Time, occurrence int, action json.RawMessage) []byte {
+	b = slices.Grow(b, DueSize(collection, job, action))
 	b = append(b, `{"collection":"`...)
 	b = append(b, collection...)
 	b = append(b, `","job":"`...)

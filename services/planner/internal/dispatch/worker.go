@@ -193,7 +193,7 @@ func (w *worker) prepare(rec *store.Job, now time.Time) (pending, error) {
 	} else {
 		pd.move.Next = time.Time{}
 	}
-	data := bus.AppendDue(make([]byte, 0, bus.DueSize(rec.Collection, rec.Name, e.action)), rec.Collection, rec.Name, due, pd.move.Occurrence, e.action)
+	data := bus.AppendDue(nil, rec.Collection, rec.Name, due, pd.move.Occurrence, e.action)
 	pd.msg = (&natsMsg{subject: w.cfg.Subjects.Due(rec.Collection, rec.Name), data: data, id: bus.MsgID(rec.Collection, rec.Name, due)}).build()
 	return pd, nil
 }
