@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/resched/resched/services/internal/natstest"
 	"github.com/resched/resched/services/internal/redistest"
+	"github.com/resched/resched/services/internal/testenv"
 )
 
 // The planner is a main package, and its API packages are internal to it, so the tests run
@@ -66,7 +67,7 @@ func startPlanner(t *testing.T) *planner {
 	bin := buildPlanner(t)
 	ns := natstest.Start(t)
 	rs := redistest.Start(t)
-	var logs syncBuffer
+	var logs testenv.Tail
 	cmd := exec.Command(bin, "-nats-url", ns.ClientURL(), "-redis-url", "redis://"+rs.Addr,
 		"-http-addr", "127.0.0.1:0", "-log-level", "warn", "-shutdown-timeout", "5s")
 	cmd.Stdout, cmd.Stderr = &logs, &logs
@@ -129,22 +130,4 @@ func (p *planner) mustRun(t *testing.T, stdin string, args ...string) string {
 		t.Fatalf("schedctl %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, stdout, stderr)
 	}
 	return stdout
-}
-
-// syncBuffer collects a child process's output written from two goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
