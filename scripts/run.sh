@@ -2,36 +2,93 @@
 # make run: the whole system on this machine, no Docker. Starts a redis-server, the planner with
 # its embedded NATS server (JetStream), one worker and the example HTTP target, then loads the
 # example jobs of schemas/examples over NATS. Deliveries print in this terminal; Ctrl-C stops it
-# all. Every address can be changed through the environment (the end-to-end test uses free ports
-# and binaries it built elsewhere); the services' own variables (RESCHED_PLANNER_*,
-# RESCHED_WORKER_*) pass through to them. JOBS="" loads no example job.
+# all.
+#
+# Addresses (README, "Ports"): REDIS_PORT (6390), NATS_ADDR (127.0.0.1:4222), TARGET_ADDR
+# (127.0.0.1:8080), PLANNER_HTTP (127.0.0.1:8081), WORKER_HTTP (127.0.0.1:8082). A default
+# port that is busy is replaced by the next free one, and the script says so; a port set in the
+# environment is used as given, and the script stops if it is busy. The services' own variables
+# (RESCHED_PLANNER_*, RESCHED_WORKER_*) pass through to them. RESCHED_DATA (.data) holds the
+# logs and data; JOBS="" loads no example job; BIN (bin) is where the binaries are.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BIN=${BIN:-bin}
 DATA=${RESCHED_DATA:-.data}
-REDIS_PORT=${REDIS_PORT:-6390}
-NATS_ADDR=${NATS_ADDR:-127.0.0.1:4222}
-TARGET_ADDR=${TARGET_ADDR:-127.0.0.1:8080}
-PLANNER_HTTP=${PLANNER_HTTP:-127.0.0.1:8081}
-WORKER_HTTP=${WORKER_HTTP:-127.0.0.1:8082}
 COLLECTION=${COLLECTION:-demo}
 JOBS=${JOBS-http-every-10-seconds http-every-minute http-failing-with-error-action}
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+warn() { printf '\033[1;33m==> %s\033[0m\n' "$*" >&2; }
+die() {
+	printf '\033[1;31m==> %s\033[0m\n' "$*" >&2
+	exit 1
+}
 
+# ---- ports: checked before anything starts ----------------------------------------------------
 
+# listening HOST PORT: something accepts connections there.
+listening() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+
+# holder PORT: the process listening on PORT, when the system says ("nats-server (pid 123)").
+holder() {
+	local users
+	command -v ss >/dev/null || return 0
+	users=$(ss -ltnpH "sport = :$1" 2>/dev/null | sed -n 's/.*users:((\("[^"]*"\),pid=\([0-9]*\).*/\1 (pid \2)/p' | head -n 1)
+	[ -n "$users" ] && printf ' by %s' "${users//\"/}"
+	return 0
+}
+
+# pick VAR DEFAULT_HOST DEFAULT_PORT KIND: sets VAR to host:port. A value the user set is kept
+# and must be free; a busy default moves to the next free port.
+pick() {
+	local var=$1 host=$2 port=$3 kind=$4 given=${!1:-}
+	if [ -n "$given" ]; then
+		host=${given%:*}
+		port=${given##*:}
+		[ "$host" = "$given" ] && host=127.0.0.1 # a bare port (REDIS_PORT)
+		if listening "$host" "$port"; then
+			die "the $kind port $port ($var=$given) is in use$(holder "$port"): stop that program or set $var to a free port"
+		fi
+		printf -v "$var" '%s:%s' "$host" "$port"
+		return
+	fi
+	local p=$port
+	while listening "$host" "$p"; do
+		[ "$p" = "$port" ] && warn "the $kind port $port is in use$(holder "$port"): using the next free port (set $var to choose one)"
+		p=$((p + 1))
+		[ $((p - port)) -lt 100 ] || die "no free port for the $kind between $port and $p: set $var"
+	done
+	printf -v "$var" '%s:%s' "$host" "$p"
+}
+
+pick REDIS_PORT 127.0.0.1 6390 "Redis"
+pick NATS_ADDR 127.0.0.1 4222 "NATS"
+pick TARGET_ADDR 127.0.0.1 8080 "example target"
+pick PLANNER_HTTP 127.0.0.1 8081 "planner's HTTP"
+pick WORKER_HTTP 127.0.0.1 8082 "worker's HTTP"
+REDIS_ADDR=$REDIS_PORT
+REDIS_PORT=${REDIS_ADDR##*:}
+
+# ---- the children ------------------------------------------------------------------------------
+
+names=()
 pids=()
-# start runs a command in the background in a session of its own, so that Ctrl-C reaches only
-# this script, which then stops each child once (the services treat a second signal as "stop
-# now, without draining").
+logs=()
+# start NAME LOG CMD...: runs CMD in the background in a session of its own, so that Ctrl-C
+# reaches only this script, which then stops each child once (the services treat a second
+# signal as "stop now, without draining"). LOG is where its last lines are read when it dies.
 start() {
+	local name=$1 log=$2
+	shift 2
 	if command -v setsid >/dev/null; then
 		setsid "$@" &
 	else
 		"$@" &
 	fi
+	names+=("$name")
 	pids+=($!)
+	logs+=("$log")
 }
 stop_all() {
 	trap - EXIT INT TERM
@@ -45,46 +102,68 @@ trap stop_all EXIT
 trap 'stop_all; exit 130' INT
 trap 'stop_all; exit 143' TERM
 
-# wait_tcp waits until host:port accepts connections.
-wait_tcp() {
-	for _ in $(seq 1 150); do
-		if (exec 3<>"/dev/tcp/${1%:*}/${1##*:}") 2>/dev/null; then
-			return 0
+# check_children stops everything when a child has died, saying which and its last log lines.
+check_children() {
+	local i
+	for i in "${!pids[@]}"; do
+		kill -0 "${pids[$i]}" 2>/dev/null && continue
+		local status=0
+		wait "${pids[$i]}" 2>/dev/null || status=$?
+		printf '\033[1;31m==> %s exited (status %s); its last log lines (%s):\033[0m\n' "${names[$i]}" "$status" "${logs[$i]}" >&2
+		if [ -f "${logs[$i]}" ]; then
+			tail -n 8 "${logs[$i]}" | sed 's/^/    /' >&2
 		fi
-		sleep 0.2
+		exit 1
 	done
-	echo "timed out waiting for $1" >&2
-	return 1
+}
+
+# wait_for NAME HOST:PORT: waits until the address accepts connections, stopping everything if a
+# child dies meanwhile.
+wait_for() {
+	for _ in $(seq 1 300); do
+		listening "${2%:*}" "${2##*:}" && return 0
+		check_children
+		sleep 0.1
+	done
+	die "$1 did not listen on $2 within 30 s"
 }
 
 scripts/deps.sh redis
 mkdir -p "$DATA/redis" "$DATA/nats"
+# Absolute: redis-server changes into --dir before it opens its log file.
+DATA=$(cd "$DATA" && pwd)
 
-say "redis-server on 127.0.0.1:$REDIS_PORT (data in $DATA/redis)"
-start redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$DATA/redis" --appendonly yes --save "" --loglevel warning --logfile "$DATA/redis.log"
+say "redis-server on $REDIS_ADDR (data in $DATA/redis)"
+start redis-server "$DATA/redis.log" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$DATA/redis" \
+	--appendonly yes --save "" --loglevel warning --logfile "$DATA/redis.log"
+wait_for "redis-server" "$REDIS_ADDR"
 
 say "example target on http://$TARGET_ADDR (its lines below are the deliveries)"
-start "$BIN/target" -addr "$TARGET_ADDR"
+start target "$DATA/target.log" "$BIN/target" -addr "$TARGET_ADDR" 2>>"$DATA/target.log"
+wait_for "the example target" "$TARGET_ADDR"
 
 say "planner with embedded NATS on nats://$NATS_ADDR (log: $DATA/planner.log)"
 RESCHED_PLANNER_EMBEDDED_NATS="$NATS_ADDR" RESCHED_PLANNER_EMBEDDED_NATS_DIR="$DATA/nats" \
-	REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0" RESCHED_PLANNER_HTTP_ADDR="$PLANNER_HTTP" \
-	start "$BIN/planner" -log-level info >>"$DATA/planner.log" 2>&1
-wait_tcp "$NATS_ADDR"
+	REDIS_URL="redis://$REDIS_ADDR/0" RESCHED_PLANNER_HTTP_ADDR="$PLANNER_HTTP" \
+	start planner "$DATA/planner.log" "$BIN/planner" -log-level info >>"$DATA/planner.log" 2>&1
+wait_for "the planner's NATS server" "$NATS_ADDR"
 
 say "worker (log: $DATA/worker.log)"
 NATS_URL="nats://$NATS_ADDR" RESCHED_WORKER_HTTP_ADDR="$WORKER_HTTP" \
-	start "$BIN/worker" >>"$DATA/worker.log" 2>&1
+	start worker "$DATA/worker.log" "$BIN/worker" >>"$DATA/worker.log" 2>&1
 
 export NATS_URL="nats://$NATS_ADDR"
 say "collection $COLLECTION and the example jobs, through schedctl"
-for _ in $(seq 1 100); do
-	"$BIN/schedctl" collection create "$COLLECTION" >/dev/null 2>&1 && break
+# The planner answers once it has set its streams up; until then schedctl says no planner answered.
+until "$BIN/schedctl" collection get "$COLLECTION" >/dev/null 2>&1 ||
+	"$BIN/schedctl" collection create "$COLLECTION" >/dev/null 2>"$DATA/schedctl.err"; do
+	check_children
+	[ $SECONDS -lt 60 ] || die "the planner did not answer within 60 s: $(cat "$DATA/schedctl.err")"
 	sleep 0.2
 done
-"$BIN/schedctl" collection get "$COLLECTION" >/dev/null
 for j in $JOBS; do
-	sed "s#http://localhost:8080#http://$TARGET_ADDR#g" "schemas/examples/$j.json" | "$BIN/schedctl" job put "$COLLECTION/$j" -f - >/dev/null
+	sed "s#http://localhost:8080#http://$TARGET_ADDR#g" "schemas/examples/$j.json" |
+		"$BIN/schedctl" job put "$COLLECTION/$j" -f - >/dev/null
 	echo "    $COLLECTION/$j"
 done
 cat <<MSG
@@ -96,4 +175,7 @@ resched is running. Try, in another terminal:
 Press Ctrl-C to stop everything.
 
 MSG
-wait
+while true; do
+	check_children
+	sleep 0.5
+done

@@ -22,6 +22,13 @@ func startEmbeddedNATS(addr, dir string, logger *slog.Logger) (*server.Server, e
 	if err != nil {
 		return nil, fmt.Errorf("embedded NATS address %q: %w", addr, err)
 	}
+	// nats-server logs a failed bind and then only never becomes ready; binding here first
+	// turns "address already in use" into the error the operator reads.
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("embedded NATS cannot listen on %s: %w", addr, err)
+	}
+	_ = l.Close()
 	srv, err := server.NewServer(&server.Options{
 		ServerName: "resched-embedded", Host: host, Port: port,
 		JetStream: true, StoreDir: dir, NoSigs: true, NoLog: true,
