@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -18,14 +19,18 @@ type DateTime struct {
 	Month                time.Month
 	Day                  int
 	Hour, Minute, Second int
-	DateOnly             bool // "2012-11-04": a date alone, 00:00:00 of that day
-	HasOffset            bool // "Z" or "±hh:mm" was given: an absolute instant
-	Offset               int  // seconds east of UTC, when HasOffset
+	// Nanosecond is the fraction of the second as written (".5" is 500,000,000). The engine
+	// works in whole seconds: a start with a fraction begins at the next whole second, so no
+	// execution comes before the instant asked for (docs/recurrence.md §2).
+	Nanosecond int
+	DateOnly   bool // "2012-11-04": a date alone, 00:00:00 of that day
+	HasOffset  bool // "Z" or "±hh:mm" was given: an absolute instant
+	Offset     int  // seconds east of UTC, when HasOffset
 }
 
 // ParseDateTime reads the time texts of recurrence.md §2: a date (2012-08-04), optionally
-// followed by T and hh:mm or hh:mm:ss, an optional fraction of any length (dropped: the engine
-// works in whole seconds), then Z, ±hh:mm or nothing. T and Z may be lower case.
+// followed by T and hh:mm or hh:mm:ss, an optional fraction of any length (kept to the
+// nanosecond), then Z, ±hh:mm or nothing. T and Z may be lower case.
 func ParseDateTime(s string) (DateTime, error) {
 	var d DateTime
 	p := dtParser{s: s}
@@ -47,9 +52,11 @@ func ParseDateTime(s string) (DateTime, error) {
 	if p.accept(':') {
 		d.Second = p.digits(2)
 		if p.accept('.') || p.accept(',') {
-			if p.skipDigits() == 0 {
+			n, digits := p.fraction()
+			if digits == 0 {
 				p.fail("expected digits after the decimal point")
 			}
+			d.Nanosecond = n
 		}
 	}
 	switch {
@@ -121,6 +128,9 @@ func (d DateTime) String() string {
 		return date
 	}
 	s := fmt.Sprintf("%sT%02d:%02d:%02d", date, d.Hour, d.Minute, d.Second)
+	if d.Nanosecond != 0 {
+		s += strings.TrimRight(fmt.Sprintf(".%09d", d.Nanosecond), "0")
+	}
 	if !d.HasOffset {
 		return s
 	}
@@ -139,7 +149,7 @@ func DateTimeOf(t time.Time) DateTime {
 	t = t.UTC()
 	return DateTime{
 		Year: t.Year(), Month: t.Month(), Day: t.Day(),
-		Hour: t.Hour(), Minute: t.Minute(), Second: t.Second(),
+		Hour: t.Hour(), Minute: t.Minute(), Second: t.Second(), Nanosecond: t.Nanosecond(),
 		HasOffset: true,
 	}
 }
@@ -148,7 +158,7 @@ func DateTimeOf(t time.Time) DateTime {
 // outside a job (flags, API parameters); inside a job a missing offset means wall time in the
 // job's zone, which only the recurrence engine may resolve.
 func (d DateTime) UTC() time.Time {
-	t := time.Date(d.Year, d.Month, d.Day, d.Hour, d.Minute, d.Second, 0, time.UTC)
+	t := time.Date(d.Year, d.Month, d.Day, d.Hour, d.Minute, d.Second, d.Nanosecond, time.UTC)
 	return t.Add(-time.Duration(d.Offset) * time.Second)
 }
 
@@ -232,13 +242,17 @@ func (p *dtParser) digits(n int) int {
 	return v
 }
 
-func (p *dtParser) skipDigits() int {
-	n := 0
+// fraction reads the digits of a fraction of a second: its value in nanoseconds (digits past
+// the ninth are read and dropped) and how many digits there were.
+func (p *dtParser) fraction() (nanos, digits int) {
+	scale := 100_000_000
 	for c := p.peek(); c >= '0' && c <= '9'; c = p.peek() {
 		p.i++
-		n++
+		digits++
+		nanos += int(c-'0') * scale
+		scale /= 10
 	}
-	return n
+	return nanos, digits
 }
 
 func (p *dtParser) fail(rule string) {

@@ -122,3 +122,46 @@ func TestWorkedExamples(t *testing.T) {
 		t.Run(e.name, e.run)
 	}
 }
+
+// TestFoundInReview holds the cases a review found wrong; each failed before its fix.
+func TestFoundInReview(t *testing.T) {
+	for _, e := range []example{
+		// An explicit offset naming the second instance of a repeated hour is A's instant:
+		// the series starts there, not a day later (§4).
+		{name: "offset names the second 01:30", now: "2019-11-01T00:00Z", start: "2019-11-03T01:30:00-06:00",
+			rec:  `{"frequency":"Day","timeZone":"America/Chicago"}`,
+			want: []string{"2019-11-03T07:30:00Z", "2019-11-04T07:30:00Z", "2019-11-05T07:30:00Z"}},
+		// The first instance, given with its own offset, stays where it was.
+		{name: "offset names the first 01:30", now: "2019-11-01T00:00Z", start: "2019-11-03T01:30:00-05:00",
+			rec:  `{"frequency":"Day","timeZone":"America/Chicago"}`,
+			want: []string{"2019-11-03T06:30:00Z", "2019-11-04T07:30:00Z"}},
+		// A fraction of a second never lets the job fire before the instant asked for.
+		{name: "fraction rounds up", now: "2026-01-01T00:00Z", start: "2026-01-01T09:00:00.250Z",
+			rec: `{"frequency":"Day"}`, want: []string{"2026-01-01T09:00:01Z", "2026-01-02T09:00:01Z"}},
+		{name: "fraction, one-time", now: "2026-01-01T00:00Z", start: "2026-01-01T09:00:00.001Z",
+			want: []string{"2026-01-01T09:00:01Z"}, done: true},
+		// A series ends before the year 10000, which RFC 3339 cannot write.
+		{name: "series ends at the year 9999", now: "2026-01-01T00:00Z", start: "9999-12-31T23:59:00Z",
+			rec: `{"frequency":"Second","interval":30}`, want: []string{"9999-12-31T23:59:00Z", "9999-12-31T23:59:30Z"}, done: true},
+		{name: "start past the year 9999", now: "2026-01-01T00:00Z", start: "9999-12-31T23:30:00",
+			rec: `{"frequency":"Day","timeZone":"Pacific Standard Time"}`, done: true},
+	} {
+		t.Run(e.name, e.run)
+	}
+}
+
+// An immediate run is due at the acceptance instant to the millisecond, so the planner's fire
+// lag of an on-time run is its publish alone.
+func TestImmediateRunKeepsTheMillisecond(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 734_500_000, time.UTC)
+	s, err := recurrence.Compile(nil, &job.Recurrence{Frequency: job.Minute}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.First().Time; !got.Equal(now.Truncate(time.Millisecond)) {
+		t.Fatalf("first run at %s, want %s", got.Format(time.RFC3339Nano), now.Truncate(time.Millisecond).Format(time.RFC3339Nano))
+	}
+	if got := s.Next(s.First().Time, 1).Time; !got.Equal(time.Date(2026, 1, 1, 12, 1, 0, 0, time.UTC)) {
+		t.Fatalf("second run at %s", got)
+	}
+}

@@ -146,10 +146,10 @@ func newOracle(start *job.DateTime, rec *job.Recurrence, now time.Time) (*oracle
 		o.aInst = o.now
 		o.a = civilOf(o.now + o.offsetAt(o.now))
 	case start.HasOffset:
-		o.aInst = o.instant(*start)
+		o.aInst = o.instant(*start) + roundUp(start)
 		o.a = civilOf(o.aInst + o.offsetAt(o.aInst))
 	default:
-		o.a = civil{start.Year, start.Month, start.Day, start.Hour, start.Minute, start.Second}
+		o.a = civilOf(civil{start.Year, start.Month, start.Day, start.Hour, start.Minute, start.Second}.naive() + roundUp(start))
 		o.aInst = resolveWall(o.loc, o.a.naive())
 	}
 	if start != nil {
@@ -157,6 +157,14 @@ func newOracle(start *job.DateTime, rec *job.Recurrence, now time.Time) (*oracle
 		o.start = &s
 	}
 	return o, nil
+}
+
+// roundUp is the second a fraction adds to a start (§2: never before the instant asked for).
+func roundUp(d *job.DateTime) int64 {
+	if d.Nanosecond > 0 {
+		return 1
+	}
+	return 0
 }
 
 // instant reads a time text: an offset is absolute, otherwise wall time in the job's zone.

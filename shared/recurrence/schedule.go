@@ -21,8 +21,14 @@ const (
 	OneTime         // a job without recurrence ran its single execution
 	CountMet        // recurrence.count executions were made
 	EndTime         // the next time would be after recurrence.endTime
-	NoMatch         // nothing matches within the 50-year horizon
+	NoMatch         // nothing matches within the 50-year horizon, or before MaxTime
 )
+
+// MaxTime is the last instant the engine schedules: times past the year 9999 cannot be written
+// as RFC 3339, so a series that would reach them ends there (docs/recurrence.md §7).
+var MaxTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+
+var maxInstant = MaxTime.Unix()
 
 func (r Reason) String() string {
 	switch r {
@@ -35,7 +41,7 @@ func (r Reason) String() string {
 	case EndTime:
 		return "recurrence.endTime reached"
 	case NoMatch:
-		return "no execution time within 50 years"
+		return "no execution time within 50 years or before the year 10000"
 	}
 	return fmt.Sprintf("Reason(%d)", int(r))
 }
@@ -53,12 +59,17 @@ func done(r Reason) Occurrence { return Occurrence{Done: true, Reason: r} }
 // goroutines.
 type Schedule struct {
 	zone      zone
-	now       int64 // acceptance instant
-	floor     int64 // no execution before this instant: max(startTime, now)
-	immediate bool  // no startTime: the first execution is now
-	oneTime   bool  // no recurrence
-	count     int   // 0: unbounded
-	end       int64 // never: no endTime
+	now       int64     // acceptance instant, whole seconds
+	nowTime   time.Time // acceptance instant to the millisecond: the time of an immediate run
+	floor     int64     // no execution before this instant: max(startTime, now)
+	immediate bool      // no startTime: the first execution is now
+	oneTime   bool      // no recurrence
+	count     int       // 0: unbounded
+	end       int64     // never: no endTime
+	// anchor is A's instant when a startTime with an explicit offset names the second instance
+	// of a repeated wall-clock hour: the engine resolves A's wall time to the first instance,
+	// but A itself is the first execution (recurrence.md §4). 0 when that does not apply.
+	anchor int64
 
 	freq     job.Frequency
 	interval int64
@@ -70,7 +81,7 @@ type Schedule struct {
 // recurrence (nil for a one-time job). It rejects what the engine cannot run with an error that
 // names the field; full intake validation is the jobschema package's job.
 func Compile(start *job.DateTime, rec *job.Recurrence, now time.Time) (*Schedule, error) {
-	s := &Schedule{now: now.Unix(), end: never}
+	s := &Schedule{now: now.Unix(), nowTime: now.UTC().Truncate(time.Millisecond), end: never}
 	var loc *time.Location
 	if rec != nil && rec.TimeZone != "" {
 		l, err := timezone.Load(rec.TimeZone)
@@ -89,10 +100,10 @@ func Compile(start *job.DateTime, rec *job.Recurrence, now time.Time) (*Schedule
 		s.immediate = true
 		anchorInstant, anchorWall = s.now, c.wall(s.now)
 	case start.HasOffset && !start.DateOnly:
-		anchorInstant = wallSeconds(start) - int64(start.Offset)
+		anchorInstant = startSeconds(start) - int64(start.Offset)
 		anchorWall = c.wall(anchorInstant)
 	default:
-		anchorWall = wallSeconds(start)
+		anchorWall = startSeconds(start)
 		anchorInstant = c.resolve(anchorWall)
 	}
 	s.floor = max(anchorInstant, s.now)
@@ -102,6 +113,15 @@ func Compile(start *job.DateTime, rec *job.Recurrence, now time.Time) (*Schedule
 	}
 	if err := s.compileRecurrence(rec, anchorWall, anchorInstant, &c); err != nil {
 		return nil, err
+	}
+	if start != nil && start.HasOffset && s.freq > job.Hour && anchorInstant >= s.now {
+		// A's wall time resolves to another instant than the one given (the other instance of
+		// a repeated hour): if that resolution is an execution, A's own instant replaces it.
+		if alt := c.resolve(anchorWall); alt != anchorInstant {
+			if o := s.next(alt - 1); !o.Done && o.Time.Unix() == alt {
+				s.anchor = anchorInstant
+			}
+		}
 	}
 	return s, nil
 }
@@ -140,11 +160,24 @@ func wallSeconds(d *job.DateTime) int64 {
 	return days*secondsPerDay + int64(d.Hour*3600+d.Minute*60+d.Second)
 }
 
+// startSeconds is wallSeconds of a startTime. The engine counts whole seconds: a start with a
+// fraction begins at the next second, never before the instant asked for.
+func startSeconds(d *job.DateTime) int64 {
+	if d.Nanosecond != 0 && !d.DateOnly {
+		return wallSeconds(d) + 1
+	}
+	return wallSeconds(d)
+}
+
 // First returns the first execution, the one the planner schedules at acceptance.
 func (s *Schedule) First() Occurrence {
 	switch {
 	case s.immediate && s.now > s.end:
 		return done(EndTime)
+	case s.floor > maxInstant:
+		return done(NoMatch)
+	case (s.immediate || s.oneTime) && s.floor == s.now:
+		return Occurrence{Time: s.nowTime} // now, to the millisecond: no lag for an immediate run
 	case s.immediate || s.oneTime:
 		return Occurrence{Time: time.Unix(s.floor, 0).UTC()}
 	}
@@ -165,7 +198,10 @@ func (s *Schedule) Next(after time.Time, fired int) Occurrence {
 }
 
 func (s *Schedule) next(after int64) Occurrence {
-	limit := after + int64(Horizon/time.Second)
+	if s.anchor != 0 && after < s.anchor {
+		return Occurrence{Time: time.Unix(s.anchor, 0).UTC()} // the first execution (A = floor)
+	}
+	limit := min(after+int64(Horizon/time.Second), maxInstant)
 	bound := min(limit, s.end)
 	var t int64
 	var ok bool
