@@ -47,10 +47,10 @@ type HTTPAuthentication struct {
 	Username string `json:"username,omitempty"`
 	Password string `json:"password,omitempty"` // secret (Basic and ClientCertificate)
 
-	Pfx                    string `json:"pfx,omitempty"`                    // secret
-	CertificateThumbprint  string `json:"certificateThumbprint,omitempty"`  // read-only
-	CertificateSubjectName string `json:"certificateSubjectName,omitempty"` // read-only
-	CertificateExpiration  string `json:"certificateExpiration,omitempty"`  // read-only, RFC 3339
+	Pfx                    string `json:"pfx,omitempty"`                       // secret
+	CertificateThumbprint  string `json:"certificateThumbprint,omitempty"`     // read-only
+	CertificateSubjectName string `json:"certificateSubjectName,omitempty"`    // read-only
+	CertificateExpiration  string `json:"certificateExpirationDate,omitempty"` // read-only, RFC 3339 (the 2016-03-01 name)
 
 	Tenant   string `json:"tenant,omitempty"`
 	Audience string `json:"audience,omitempty"`

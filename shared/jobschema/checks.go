@@ -27,8 +27,14 @@ type checker struct {
 	minRetry time.Duration
 }
 
+// MaxStartYear is the last year a startTime may name: in any time zone its instant then falls
+// before the year 10000, the last one RFC 3339 can write (docs/recurrence.md).
+const MaxStartYear = 9998
+
 func (c checker) job(props map[string]any) {
-	c.dateTime(props, "", "startTime")
+	if d, ok := c.dateTime(props, "", "startTime"); ok && d.Year > MaxStartYear {
+		c.probs.add("startTime", fmt.Sprintf("must be in the year %d or earlier", MaxStartYear))
+	}
 	if s, ok := props["state"].(string); ok {
 		if st, err := job.ParseState(s); err == nil && !st.ClientSettable() {
 			c.probs.add("state", fmt.Sprintf("cannot be set to %s: a client may set only Enabled or Disabled; Completed and Faulted are set by the scheduler", st))
@@ -106,12 +112,18 @@ func (c checker) retryInterval(rp map[string]any, at jsonPath) {
 	}
 }
 
-func (c checker) dateTime(obj map[string]any, at jsonPath, name string) {
-	if s, ok := obj[name].(string); ok {
-		if _, err := job.ParseDateTime(s); err != nil {
-			c.probs.add(string(at.key(name)), err.Error())
-		}
+// dateTime checks a time text; it returns the time when there is one and it parses.
+func (c checker) dateTime(obj map[string]any, at jsonPath, name string) (job.DateTime, bool) {
+	s, ok := obj[name].(string)
+	if !ok {
+		return job.DateTime{}, false
 	}
+	d, err := job.ParseDateTime(s)
+	if err != nil {
+		c.probs.add(string(at.key(name)), err.Error())
+		return job.DateTime{}, false
+	}
+	return d, true
 }
 
 func (c checker) collection(res map[string]any) {

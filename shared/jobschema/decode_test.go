@@ -2,6 +2,7 @@ package jobschema
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -346,5 +347,26 @@ func TestPackageLevelDecode(t *testing.T) {
 	}
 	if r := d.Properties.Recurrence; r.Frequency != job.Week || r.Schedule.WeekDays[0] != 1 {
 		t.Errorf("decoded %+v", r)
+	}
+}
+
+// Invalid UTF-8 is refused with the path of the text that holds it: Go's decoder would have
+// replaced it with U+FFFD and the target would get other bytes than the client sent.
+func TestInvalidUTF8IsRefusedWithItsPath(t *testing.T) {
+	v := newValidator(t)
+	const head = `{"action":{"type":"Http","request":{"uri":"http://x/","method":"POST",`
+	for _, c := range []struct{ doc, path string }{
+		{head + "\"body\":\"caf\xe9\"}}}", "action.request.body"},
+		{`{"properties":` + head + "\"body\":\"caf\xe9\"}}}}", "action.request.body"},
+		{head + "\"headers\":{\"X-A\":\"ok\",\"X-B\":\"\xff\"}}}}", `action.request.headers["X-B"]`},
+		{head + "\"headers\":{\"X-\xff\":\"v\"}}}}", "action.request.headers"},
+		{`{"recurrence":{"frequency":"Day","schedule":{"weekDays":["Monday","T` + "\xc3" + `"]}},` + head[1:] + `"body":"x"}}}`, "recurrence.schedule.weekDays[1]"},
+	} {
+		_, err := v.Decode([]byte(c.doc))
+		var verr *ValidationError
+		if !errors.As(err, &verr) || len(verr.Problems) != 1 || verr.Problems[0].Path != c.path ||
+			!strings.Contains(verr.Problems[0].Message, "not valid UTF-8") {
+			t.Errorf("%q: got %v, want one problem at %s", c.doc, err, c.path)
+		}
 	}
 }

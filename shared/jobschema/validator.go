@@ -88,7 +88,7 @@ func DecodeCollection(raw []byte) (*job.Collection, error) {
 func (v *Validator) Decode(raw []byte) (*job.Definition, error) {
 	probs := &problems{}
 	tree, ok := parse(raw, "job", probs)
-	if !ok {
+	if !ok || !checkUTF8(raw, true, probs) {
 		return nil, probs.err()
 	}
 	props := unwrap(tree, probs)
@@ -116,7 +116,7 @@ func (v *Validator) Decode(raw []byte) (*job.Definition, error) {
 func (v *Validator) DecodeCollection(raw []byte) (*job.Collection, error) {
 	probs := &problems{}
 	tree, ok := parse(raw, "collection", probs)
-	if !ok {
+	if !ok || !checkUTF8(raw, false, probs) {
 		return nil, probs.err()
 	}
 	if !isResource(tree, "properties", "id", "type", "name", "location", "tags") {
