@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/resched/resched/services/internal/redistest"
+	"github.com/resched/resched/services/internal/testenv"
 )
 
 // With -embedded-nats the planner runs its own JetStream server: a client connects to that
@@ -24,7 +25,7 @@ func TestEmbeddedNATS(t *testing.T) {
 	cfg := testConfig("nats://127.0.0.1:1", rs.URL()) // NATS_URL is ignored in this mode
 	cfg.EmbeddedNATS, cfg.EmbeddedNATSDir = addr, t.TempDir()
 	base, _, stop := started(t, cfg)
-	eventually(t, 20*time.Second, "/readyz answers 200", func() bool {
+	testenv.Eventually(t, 20*time.Second, "/readyz answers 200", func() bool {
 		code, _ := httpGet(t, base+"/readyz")
 		return code == http.StatusOK
 	})

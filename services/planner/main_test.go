@@ -18,6 +18,7 @@ import (
 
 	"github.com/resched/resched/services/internal/natstest"
 	"github.com/resched/resched/services/internal/redistest"
+	"github.com/resched/resched/services/internal/testenv"
 )
 
 // runAsPlanner makes the test binary act as the planner when a test starts it as a child, so
@@ -72,24 +73,11 @@ func logLines(t *testing.T, out string) []map[string]any {
 	return recs
 }
 
-// eventually polls cond until it holds or the deadline passes. Polling waits for the system
-// under test, never for a fixed time.
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // waitLog waits for a log record with the message and returns it.
 func waitLog(t *testing.T, logs *logBuffer, msg string) map[string]any {
 	t.Helper()
 	var found map[string]any
-	eventually(t, 10*time.Second, "log record "+msg, func() bool {
+	testenv.Eventually(t, 10*time.Second, "log record "+msg, func() bool {
 		for _, r := range logs.records(t) {
 			if r["msg"] == msg {
 				found = r

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/shared/job"
 )
 
@@ -101,7 +102,7 @@ func TestJobCommands(t *testing.T) {
 		at := time.Now().UTC().Truncate(time.Hour).Add(-time.Hour)
 		publishResults(t, p, resultOf("j1", at, 0, job.ExecutionFailed, long), resultOf("j1", at, 1, job.ExecutionCompleted, "HTTP 200 OK"))
 		var page listReply
-		eventually(t, "the results in the history", func() bool {
+		testenv.Eventually(t, 10*time.Second, "the results in the history", func() bool {
 			decode(t, p.mustRun(t, "", "job", "history", "c/j1", "-o", "json"), &page)
 			return len(page.Value) == 2
 		})
@@ -186,17 +187,5 @@ func publishResults(t *testing.T, p *planner, rs ...bus.Result) {
 		if _, err := js.Publish(context.Background(), subjects.Result(r.Collection, r.Job), b); err != nil {
 			t.Fatalf("publish a result: %v", err)
 		}
-	}
-}
-
-// eventually polls cond until it holds, failing the test after 10 s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond) // polling the planner's progress, not waiting for time to pass
 	}
 }

@@ -123,15 +123,10 @@ type e2e struct {
 func newE2E(t *testing.T) *e2e {
 	t.Helper()
 	srv := natstest.Start(t)
-	js, err := jetstream.New(srv.Connect(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &e2e{srv: srv, js: js, subjects: bus.NewSubjects(""), arrived: make(chan string, 16)}
+	_, js, subjects := srv.JetStream(t)
+	e := &e2e{srv: srv, js: js, subjects: subjects, arrived: make(chan string, 16)}
 	ctx := context.Background()
-	if err := bus.EnsureStreams(ctx, js, e.subjects, bus.StreamOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	var err error
 	if e.results, err = js.CreateOrUpdateConsumer(ctx, e.subjects.ResultsStream(), jetstream.ConsumerConfig{
 		Durable: "test-results", AckPolicy: jetstream.AckExplicitPolicy,
 	}); err != nil {

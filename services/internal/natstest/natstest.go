@@ -4,12 +4,15 @@
 package natstest
 
 import (
+	"context"
 	"net"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/resched/resched/services/internal/bus"
 )
 
 // Server is an embedded NATS server with JetStream.
@@ -69,4 +72,20 @@ func (s *Server) Connect(t testing.TB) *nats.Conn {
 	}
 	t.Cleanup(nc.Close)
 	return nc
+}
+
+// JetStream connects to the server and ensures the system's streams under the default subject
+// prefix, as a planner would at start: the setup every test of a JetStream part begins with.
+func (s *Server) JetStream(t testing.TB) (*nats.Conn, jetstream.JetStream, bus.Subjects) {
+	t.Helper()
+	nc := s.Connect(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatalf("natstest: jetstream: %v", err)
+	}
+	subjects := bus.NewSubjects("")
+	if err := bus.EnsureStreams(context.Background(), js, subjects, bus.StreamOptions{}); err != nil {
+		t.Fatalf("natstest: streams: %v", err)
+	}
+	return nc, js, subjects
 }

@@ -1,5 +1,6 @@
-// Package testenv is what the tests that start real programs share: where the repository and
-// its test emulators are, and a bounded buffer for a child process's output.
+// Package testenv is what the tests share: where the repository and its test emulators are, a
+// bounded buffer for a child process's output, and Eventually, the one way a test waits for a
+// condition that other processes or goroutines bring about.
 package testenv
 
 import (
@@ -70,4 +71,23 @@ func ProcessCPU(t testing.TB) time.Duration {
 		t.Fatalf("testenv: %v", err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// Eventually polls cond until it holds, failing the test when it still does not after within.
+// It waits for other goroutines and processes to make progress, never for test time to pass:
+// a test that drives a clock sets the clock. detail, when given, says on failure what was seen
+// last.
+func Eventually(t testing.TB, within time.Duration, what string, cond func() bool, detail ...func() string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			msg := "not within " + within.String() + ": " + what
+			for _, d := range detail {
+				msg += "; " + d()
+			}
+			t.Fatal(msg)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/micro"
+	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/services/planner/internal/api"
 )
 
@@ -81,7 +82,7 @@ func TestPlannersShareRequests(t *testing.T) {
 		}
 		return total
 	}
-	eventually(t, "the statistics to count every request", func() bool { return handled() >= n })
+	testenv.Eventually(t, 5*time.Second, "the statistics to count every request", func() bool { return handled() >= n })
 	if got := handled(); got != n {
 		t.Fatalf("%d requests handled by the two planners, want %d", got, n)
 	}

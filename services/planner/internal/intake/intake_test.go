@@ -15,6 +15,7 @@ import (
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/internal/natstest"
 	"github.com/resched/resched/services/internal/redistest"
+	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/services/planner/internal/intake"
 	"github.com/resched/resched/services/planner/internal/jobs"
 	"github.com/resched/resched/services/planner/internal/store"
@@ -118,40 +119,40 @@ func TestPlainPublishIsStored(t *testing.T) {
 	e := newEnv(t)
 	e.run(t, e.svc)
 	e.publish(t, "scheduler.jobs.c.j", definition, nil)
-	eventually(t, "the job to be stored", func() bool { return e.exists("c", "j") })
+	testenv.Eventually(t, 5*time.Second, "the job to be stored", func() bool { return e.exists("c", "j") })
 	d, err := e.svc.GetJob(context.Background(), "c", "j")
 	if err != nil || d.Properties.Recurrence.Frequency != job.Hour || d.Properties.Status.NextExecutionTime == nil ||
 		!d.Properties.Status.NextExecutionTime.Equal(time.Date(2024, 1, 2, 0, 0, 0, 0, time.UTC)) {
 		t.Fatalf("stored %+v (%v)", d, err)
 	}
-	eventually(t, "the message to be acknowledged", func() bool { return e.pending(t) == 0 })
+	testenv.Eventually(t, 5*time.Second, "the message to be acknowledged", func() bool { return e.pending(t) == 0 })
 }
 
 // A definition published while no planner runs waits in the stream.
 func TestPublishedBeforeTheIntakeRuns(t *testing.T) {
 	e := newEnv(t)
 	e.publish(t, "scheduler.jobs.c.early", definition, nil)
-	eventually(t, "the stream to hold the definition", func() bool { return e.pending(t) == 1 })
+	testenv.Eventually(t, 5*time.Second, "the stream to hold the definition", func() bool { return e.pending(t) == 1 })
 	if e.exists("c", "early") {
 		t.Fatal("stored before any intake ran")
 	}
 	e.run(t, e.svc)
-	eventually(t, "the job to be stored", func() bool { return e.exists("c", "early") })
+	testenv.Eventually(t, 5*time.Second, "the job to be stored", func() bool { return e.exists("c", "early") })
 }
 
 func TestDeleteHeader(t *testing.T) {
 	e := newEnv(t)
 	e.run(t, e.svc)
 	e.publish(t, "scheduler.jobs.c.j", definition, nil)
-	eventually(t, "the job to be stored", func() bool { return e.exists("c", "j") })
+	testenv.Eventually(t, 5*time.Second, "the job to be stored", func() bool { return e.exists("c", "j") })
 	del := nats.Header{bus.HeaderOperation: []string{"delete"}}
 	e.publish(t, "scheduler.jobs.c.j", "", del)
-	eventually(t, "the job to be deleted", func() bool { return !e.exists("c", "j") })
+	testenv.Eventually(t, 5*time.Second, "the job to be deleted", func() bool { return !e.exists("c", "j") })
 	// a delete of a job that is not there is settled too, and the next message still flows
 	e.publish(t, "scheduler.jobs.c.never", "", del)
 	e.publish(t, "scheduler.jobs.c.after", definition, nil)
-	eventually(t, "the next job to be stored", func() bool { return e.exists("c", "after") })
-	eventually(t, "every message to be acknowledged", func() bool { return e.pending(t) == 0 })
+	testenv.Eventually(t, 5*time.Second, "the next job to be stored", func() bool { return e.exists("c", "after") })
+	testenv.Eventually(t, 5*time.Second, "every message to be acknowledged", func() bool { return e.pending(t) == 0 })
 }
 
 // An invalid definition is not retried: the rejected event carries the errors, nothing is stored.
@@ -182,7 +183,7 @@ func TestInvalidDefinitionIsRejected(t *testing.T) {
 	if ev.Kind != bus.EventRejected || ev.Collection != "c" || ev.Job != "bad" || !slices.Contains(paths, "recurrence.schedule.monthDays[2]") {
 		t.Fatalf("rejected event %s", msg.Data)
 	}
-	eventually(t, "the message to be acknowledged", func() bool { return e.pending(t) == 0 })
+	testenv.Eventually(t, 5*time.Second, "the message to be acknowledged", func() bool { return e.pending(t) == 0 })
 	if e.exists("c", "bad") {
 		t.Fatal("an invalid definition was stored")
 	}
@@ -199,8 +200,8 @@ func TestMalformedMessagesAreDropped(t *testing.T) {
 	e.publish(t, "scheduler.jobs.c.j.extra", definition, nil)
 	e.publish(t, "scheduler.jobs.c.j", definition, nats.Header{bus.HeaderOperation: []string{"explode"}})
 	e.publish(t, "scheduler.jobs.c.good", definition, nil)
-	eventually(t, "the good job to be stored", func() bool { return e.exists("c", "good") })
-	eventually(t, "every message to leave the stream", func() bool { return e.pending(t) == 0 })
+	testenv.Eventually(t, 5*time.Second, "the good job to be stored", func() bool { return e.exists("c", "good") })
+	testenv.Eventually(t, 5*time.Second, "every message to leave the stream", func() bool { return e.pending(t) == 0 })
 	if e.exists("c", "j") {
 		t.Fatal("a message with an unknown operation was applied")
 	}
@@ -237,11 +238,11 @@ func TestInternalFailureIsRetried(t *testing.T) {
 	svc := &failing{Jobs: e.svc, fails: 2}
 	e.run(t, svc)
 	e.publish(t, "scheduler.jobs.c.j", definition, nil)
-	eventually(t, "the job to be stored after the failures", func() bool { return e.exists("c", "j") })
+	testenv.Eventually(t, 5*time.Second, "the job to be stored after the failures", func() bool { return e.exists("c", "j") })
 	if got := svc.count(); got != 3 {
 		t.Fatalf("%d attempts, want 3", got)
 	}
-	eventually(t, "the message to be acknowledged", func() bool { return e.pending(t) == 0 })
+	testenv.Eventually(t, 5*time.Second, "the message to be acknowledged", func() bool { return e.pending(t) == 0 })
 }
 
 // blocking holds each put until released, to stop the intake while it has a message in hand.
@@ -284,7 +285,7 @@ func TestStopFinishesTheMessageInHand(t *testing.T) {
 	if !e.exists("c", "j") {
 		t.Fatal("the message in hand was not applied")
 	}
-	eventually(t, "the message to be acknowledged", func() bool { return e.pending(t) == 0 })
+	testenv.Eventually(t, 5*time.Second, "the message to be acknowledged", func() bool { return e.pending(t) == 0 })
 }
 
 // A consumer deleted under a running intake (an operator's mistake) is set up again.
@@ -292,22 +293,10 @@ func TestConsumerDeletedIsRecreated(t *testing.T) {
 	e := newEnv(t)
 	e.run(t, e.svc)
 	e.publish(t, "scheduler.jobs.c.before", definition, nil)
-	eventually(t, "the first job to be stored", func() bool { return e.exists("c", "before") })
+	testenv.Eventually(t, 5*time.Second, "the first job to be stored", func() bool { return e.exists("c", "before") })
 	if err := e.js.DeleteConsumer(context.Background(), subjects.IntakeStream(), bus.IntakeConsumer); err != nil {
 		t.Fatal(err)
 	}
 	e.publish(t, "scheduler.jobs.c.after", definition, nil)
-	eventually(t, "the job published after the deletion to be stored", func() bool { return e.exists("c", "after") })
-}
-
-// eventually polls cond until it holds, failing the test after 5 s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond) // polling a condition, not waiting for time to pass
-	}
+	testenv.Eventually(t, 5*time.Second, "the job published after the deletion to be stored", func() bool { return e.exists("c", "after") })
 }

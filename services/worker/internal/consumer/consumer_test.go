@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/services/worker/internal/consumer"
 	"github.com/resched/resched/shared/job"
 )
@@ -74,7 +75,7 @@ func TestRetryThenSuccess(t *testing.T) {
 	if len(ids) != 3 {
 		t.Errorf("request ids %v: want a new one per attempt", ids)
 	}
-	waitFor(t, "the due message to be acknowledged", func() bool { return e.dueMessages(t) == 0 })
+	testenv.Eventually(t, deadline, "the due message to be acknowledged", func() bool { return e.dueMessages(t) == 0 })
 }
 
 func TestRetriesExhaustedThenErrorAction(t *testing.T) {
@@ -97,7 +98,7 @@ func TestRetriesExhaustedThenErrorAction(t *testing.T) {
 	if n, m := len(main.callsSoFar()), len(fallback.callsSoFar()); n != 2 || m != 2 {
 		t.Errorf("main target got %d calls, error target %d; want 2 and 2", n, m)
 	}
-	waitFor(t, "both due messages to be acknowledged", func() bool { return e.dueMessages(t) == 0 })
+	testenv.Eventually(t, deadline, "both due messages to be acknowledged", func() bool { return e.dueMessages(t) == 0 })
 }
 
 func TestMalformedMessagesAreTerminated(t *testing.T) {
@@ -125,7 +126,7 @@ func TestMalformedMessagesAreTerminated(t *testing.T) {
 	if got[0].ExecutionTag != tag || got[0].Status != job.ExecutionCompleted {
 		t.Errorf("first result %+v, want the valid occurrence's", got[0])
 	}
-	waitFor(t, "the malformed messages to be terminated", func() bool { return e.dueMessages(t) == 0 })
+	testenv.Eventually(t, deadline, "the malformed messages to be terminated", func() bool { return e.dueMessages(t) == 0 })
 }
 
 func TestThreeWorkersDeliverEachOccurrenceOnce(t *testing.T) {

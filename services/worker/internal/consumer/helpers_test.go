@@ -162,20 +162,6 @@ func (e *env) dueMessages(t *testing.T) uint64 {
 	return info.State.Msgs
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(deadline)
-	poll := time.NewTicker(10 * time.Millisecond)
-	defer poll.Stop()
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		<-poll.C
-	}
-}
-
 // target is an HTTP target answering each request with the next status of a script (the
 // last one repeating), recording the execution tag and request id of each.
 type target struct {
