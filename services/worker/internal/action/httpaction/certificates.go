@@ -4,15 +4,13 @@ import (
 	"container/list"
 	"crypto/sha256"
 	"crypto/tls"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 
+	"github.com/resched/resched/services/internal/pfx"
 	"github.com/resched/resched/services/worker/internal/action"
-	"software.sslmate.com/src/go-pkcs12"
 )
 
 // certCache keeps, per client certificate, a client whose transport presents it: decoding a
@@ -88,23 +86,13 @@ func (c *certCache) close() {
 }
 
 // decodePFX reads a base64 PKCS #12 file into a TLS certificate with its chain.
-func decodePFX(pfx, password string) (tls.Certificate, error) {
-	if pfx == "" {
+func decodePFX(b64, password string) (tls.Certificate, error) {
+	if b64 == "" {
 		return tls.Certificate{}, errors.New("ClientCertificate authentication without a pfx")
 	}
-	der, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(pfx), ""))
+	cert, err := pfx.Decode(b64, password)
 	if err != nil {
-		return tls.Certificate{}, errors.New("ClientCertificate: pfx is not base64")
-	}
-	key, leaf, chain, err := pkcs12.DecodeChain(der, password)
-	if err != nil {
-		// The library's errors name the problem (a wrong password, an unknown algorithm),
-		// never the password.
-		return tls.Certificate{}, fmt.Errorf("ClientCertificate: cannot read the pfx: %w", err)
-	}
-	cert := tls.Certificate{Certificate: [][]byte{leaf.Raw}, PrivateKey: key, Leaf: leaf}
-	for _, ca := range chain {
-		cert.Certificate = append(cert.Certificate, ca.Raw)
+		return tls.Certificate{}, fmt.Errorf("ClientCertificate: the pfx %w", err)
 	}
 	return cert, nil
 }
