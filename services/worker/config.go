@@ -50,7 +50,7 @@ func defaultConfig() Config {
 		HTTPAddr:             ":8082",
 		Region:               "local",
 		Concurrency:          16,
-		AckWait:              90 * time.Second,
+		AckWait:              5 * time.Second,
 		MaxAckPending:        10_000,
 		AttemptTimeout:       60 * time.Second,
 		MinRetryInterval:     15 * time.Second,
@@ -72,7 +72,7 @@ func (c *Config) settings() []config.Setting {
 		config.Define("HTTP address", "http-addr", p+"HTTP_ADDR", "listen address of /healthz, /readyz and /metrics", config.Text(&c.HTTPAddr, config.ListenAddr)),
 		config.Define("region", "region", p+"REGION", "region name told to targets (the Storage Queue envelope)", config.Text(&c.Region, checkOneLine)),
 		config.Define("concurrency", "concurrency", p+"CONCURRENCY", "deliveries in flight at once", config.Int(&c.Concurrency, 1, maxConcurrency)),
-		config.Define("ack wait", "ack-wait", p+"ACK_WAIT", "how long a delivery may go unsettled before another worker gets it; longer than the HTTP time-out", config.Duration(&c.AckWait, time.Second)),
+		config.Define("ack wait", "ack-wait", p+"ACK_WAIT", "how soon the delivery of a worker that died goes to another worker; a running delivery tells the server it is in progress every third of it", config.Duration(&c.AckWait, 3*time.Second)),
 		config.Define("max ack pending", "max-ack-pending", p+"MAX_ACK_PENDING", "due messages held by all workers together, retries waiting for their interval included", config.Int(&c.MaxAckPending, 1, 10_000_000)),
 		config.Define("HTTP time-out", "http-timeout", p+"HTTP_TIMEOUT", "time-out of one attempt: an HTTP request, a queue or Service Bus send", config.Duration(&c.AttemptTimeout, time.Millisecond)),
 		config.Define("minimum retry interval", "min-retry-interval", p+"MIN_RETRY_INTERVAL", "floor under every retry interval", config.Duration(&c.MinRetryInterval, time.Millisecond)),
@@ -95,11 +95,6 @@ func parseConfig(args []string, getenv func(string) string, output io.Writer) (C
 	errs, err := config.Parse("worker", cfg.settings(), args, getenv, output)
 	if err != nil {
 		return Config{}, err
-	}
-	if len(errs) == 0 && cfg.AckWait <= cfg.AttemptTimeout {
-		// An attempt still running when AckWait ends is handed to a second worker as well.
-		errs = append(errs, fmt.Errorf("ack wait (-ack-wait, %sACK_WAIT) %s must be longer than the HTTP time-out (-http-timeout, %sHTTP_TIMEOUT) %s",
-			envPrefix, config.FormatDuration(cfg.AckWait), envPrefix, config.FormatDuration(cfg.AttemptTimeout)))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("invalid configuration:\n%w", err)

@@ -73,7 +73,7 @@ func TestParseConfig(t *testing.T) {
 		{
 			name: "flags override environment",
 			args: []string{"-log-level=debug", "-nats-url=wss://flag:443", "-subject-prefix=flag", "-concurrency=1",
-				"-ack-wait=2s", "-http-timeout=1s", "-min-retry-interval=10ms", "-http-addr=:0", "-servicebus-emulator=false"},
+				"-ack-wait=4s", "-http-timeout=1s", "-min-retry-interval=10ms", "-http-addr=:0", "-servicebus-emulator=false"},
 			env: map[string]string{
 				"RESCHED_WORKER_LOG_LEVEL":           "error",
 				"NATS_URL":                           "nats://env:4222",
@@ -86,7 +86,7 @@ func TestParseConfig(t *testing.T) {
 				c.NATSURL = "wss://flag:443"
 				c.SubjectPrefix = "flag"
 				c.Concurrency = 1
-				c.AckWait = 2 * time.Second
+				c.AckWait = 4 * time.Second
 				c.AttemptTimeout = time.Second
 				c.MinRetryInterval = 10 * time.Millisecond
 				c.HTTPAddr = ":0"
@@ -122,7 +122,7 @@ func TestParseConfigRejects(t *testing.T) {
 		{name: "concurrency zero", args: []string{"-concurrency", "0"}, want: []string{"-concurrency", "between 1 and 1024"}},
 		{name: "concurrency too high", args: []string{"-concurrency", "1025"}, want: []string{"-concurrency"}},
 		{name: "subject prefix", env: map[string]string{"RESCHED_WORKER_SUBJECT_PREFIX": "a b"}, want: []string{"RESCHED_WORKER_SUBJECT_PREFIX"}},
-		{name: "ack wait not above the time-out", env: map[string]string{"RESCHED_WORKER_ACK_WAIT": "60s"}, want: []string{"RESCHED_WORKER_ACK_WAIT", "RESCHED_WORKER_HTTP_TIMEOUT", "longer"}},
+		{name: "ack wait too short for heartbeats", env: map[string]string{"RESCHED_WORKER_ACK_WAIT": "2s"}, want: []string{"RESCHED_WORKER_ACK_WAIT", "-ack-wait", "minimum of 3s"}},
 		{name: "duration", args: []string{"-http-timeout", "soon"}, want: []string{"-http-timeout", `"soon"`}},
 		{name: "listen address", args: []string{"-http-addr", "8082"}, want: []string{"-http-addr"}},
 		{name: "authority", env: map[string]string{"RESCHED_WORKER_OAUTH_AUTHORITY": "ftp://login"}, want: []string{"RESCHED_WORKER_OAUTH_AUTHORITY", "scheme"}},
@@ -178,7 +178,7 @@ func TestConfigLogValueHidesSecrets(t *testing.T) {
 			t.Errorf("logged config %s leaks %q", got, secret)
 		}
 	}
-	for _, kept := range []string{"n1:4222", "user:xxxxx@n2", "concurrency=16", "ack_wait=1m30s", "http_timeout=1m",
+	for _, kept := range []string{"n1:4222", "user:xxxxx@n2", "concurrency=16", "ack_wait=5s", "http_timeout=1m",
 		"storage_queue_endpoint=https://{account}.queue.core.windows.net", "{namespace}.example"} {
 		if !strings.Contains(got, kept) {
 			t.Errorf("logged config %s lacks %q", got, kept)

@@ -30,6 +30,11 @@ func DueSize(collection, job string, action json.RawMessage) int {
 // fire. Names are safe to write unquoted-escaped (CheckName allows only A-Z a-z 0-9 - _) and
 // action is JSON already, stored as the planner accepted it.
 func AppendDue(b []byte, collection, job string, scheduled time.Time, occurrence int, action json.RawMessage) []byte {
+	return AppendDueTagged(b, collection, job, scheduled, ExecutionTag(collection, job, scheduled), occurrence, action)
+}
+
+// AppendDueTagged is AppendDue with the execution tag given (a run-now has its own).
+func AppendDueTagged(b []byte, collection, job string, scheduled time.Time, tag string, occurrence int, action json.RawMessage) []byte {
 	b = slices.Grow(b, DueSize(collection, job, action))
 	b = append(b, `{"collection":"`...)
 	b = append(b, collection...)
@@ -38,7 +43,7 @@ func AppendDue(b []byte, collection, job string, scheduled time.Time, occurrence
 	b = append(b, `","scheduledTime":"`...)
 	b = scheduled.UTC().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","executionTag":"`...)
-	b = append(b, ExecutionTag(collection, job, scheduled)...)
+	b = append(b, tag...)
 	b = append(b, `","occurrence":`...)
 	b = strconv.AppendInt(b, int64(occurrence), 10)
 	b = append(b, `,"action":`...)
@@ -62,6 +67,10 @@ type Result struct {
 	EndTime      time.Time           `json:"endTime"`
 	Status       job.ExecutionStatus `json:"status"`
 	Message      string              `json:"message,omitempty"`
+	// MainDone is set on the result that ends the occurrence's main action (a success, the
+	// last failed attempt, or the hand-over to the error action): the planner counts the
+	// occurrence as executed there, once.
+	MainDone bool `json:"mainDone"`
 	// Final is set on the last result of an occurrence: no further attempt follows.
 	Final bool `json:"final"`
 	// Faulted is set only on the Final result, when the main action failed through every

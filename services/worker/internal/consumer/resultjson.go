@@ -39,6 +39,8 @@ func appendResult(b []byte, r bus.Result) []byte {
 		b = append(b, `,"message":`...)
 		b = appendString(b, r.Message)
 	}
+	b = append(b, `,"mainDone":`...)
+	b = strconv.AppendBool(b, r.MainDone)
 	b = append(b, `,"final":`...)
 	b = strconv.AppendBool(b, r.Final)
 	b = append(b, `,"faulted":`...)

@@ -156,6 +156,7 @@ func (e *Executor) Execute(ctx context.Context, a Attempt) (Decision, error) {
 	if err == nil {
 		dec.Verdict = Ack
 		dec.Result.Final = true
+		dec.Result.MainDone = a.Phase == PhaseMain
 		dec.Result.Faulted = a.Phase == PhaseError // the main action failed before this one ran
 		return dec, nil
 	}
@@ -174,6 +175,7 @@ func (e *Executor) Execute(ctx context.Context, a Attempt) (Decision, error) {
 		dec.Result.Final = true
 		dec.Result.Faulted = true
 	}
+	dec.Result.MainDone = a.Phase == PhaseMain && dec.Verdict != Retry
 	return dec, nil
 }
 
