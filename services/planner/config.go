@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/resched/resched/services/internal/config"
 	"github.com/resched/resched/services/planner/internal/store"
+	"github.com/resched/resched/shared/job"
 )
 
 // envPrefix starts the name of every planner-only environment variable. NATS_URL and REDIS_URL
@@ -25,22 +26,27 @@ type Config struct {
 	SubjectPrefix string // first token of every NATS subject, "scheduler" by default
 	HTTPAddr      string // /healthz, /readyz and /metrics
 
-	RedisKeyPrefix   string        // first part of every Redis key
-	CatchUpWindow    time.Duration // an occurrence missed by more than this is skipped, not fired
-	Lease            time.Duration // how long a claim keeps other planners off a due job
-	Batch            int           // due jobs per claim
-	Concurrency      int           // partitions dispatched at once
-	MaxIdle          time.Duration // longest wait between two looks at the due set
-	Lookahead        time.Duration // how long before its time a job is claimed and prepared
-	StreamReplicas   int           // JetStream replicas of the streams
-	DuplicateWindow  time.Duration // JetStream duplicate window of the due and results streams
-	MinRetryInterval time.Duration // shortest retryInterval a job may ask for
-	ShutdownTimeout  time.Duration // how long a stop may take before the planner gives up
+	RedisKeyPrefix   string            // first part of every Redis key
+	Partitions       int               // partitions of the data (recorded in Redis at the first start)
+	CatchUpWindow    time.Duration     // an occurrence missed by more than this is skipped, not fired
+	CatchUpPolicy    job.CatchUpPolicy // what fires of the occurrences missed while no planner ran
+	CatchUpRate      int               // most missed occurrences one job fires per second
+	Lease            time.Duration     // how long a partition lease lasts without renewal
+	Batch            int               // due jobs per claim
+	Concurrency      int               // partitions dispatched at once
+	MaxIdle          time.Duration     // longest wait between two looks at the due set
+	Lookahead        time.Duration     // how long before its time a job is claimed and prepared
+	StreamReplicas   int               // JetStream replicas of the streams
+	DuplicateWindow  time.Duration     // JetStream duplicate window of the due and results streams
+	MinRetryInterval time.Duration     // shortest retryInterval a job may ask for
+	ShutdownTimeout  time.Duration     // how long a stop may take before the planner gives up
 
 	// EmbeddedNATS, when set, is the listen address of a NATS server with JetStream that the
 	// planner runs itself (NATSURL is then ignored): one binary plus Redis is a whole scheduler.
 	EmbeddedNATS    string
 	EmbeddedNATSDir string // where the embedded server keeps its JetStream data
+
+	policyText string // CatchUpPolicy as set: latest or all, any case
 }
 
 func defaultConfig() Config {
@@ -51,11 +57,15 @@ func defaultConfig() Config {
 		SubjectPrefix:    "scheduler",
 		HTTPAddr:         ":8081",
 		RedisKeyPrefix:   "resched",
+		Partitions:       store.DefaultPartitions,
 		CatchUpWindow:    time.Hour,
-		Lease:            30 * time.Second,
+		CatchUpPolicy:    job.CatchUpLatest,
+		policyText:       "latest",
+		CatchUpRate:      10,
+		Lease:            3 * time.Second,
 		Batch:            256,
-		Concurrency:      store.Partitions,
-		MaxIdle:          50 * time.Millisecond,
+		Concurrency:      16,
+		MaxIdle:          time.Second,
 		Lookahead:        250 * time.Millisecond,
 		StreamReplicas:   1,
 		DuplicateWindow:  10 * time.Minute,
@@ -75,12 +85,15 @@ func (c *Config) settings() []config.Setting {
 		config.Define("subject prefix", "subject-prefix", p+"SUBJECT_PREFIX", "first token of every NATS subject", config.Text(&c.SubjectPrefix, config.SubjectPrefix)),
 		config.Define("HTTP address", "http-addr", p+"HTTP_ADDR", "listen address of /healthz, /readyz and /metrics", config.Text(&c.HTTPAddr, config.ListenAddr)),
 		config.Define("Redis key prefix", "redis-key-prefix", p+"REDIS_KEY_PREFIX", "first part of every Redis key", config.Text(&c.RedisKeyPrefix, checkKeyPrefix)),
+		config.Define("partitions", "partitions", p+"PARTITIONS", "partitions the data is spread over; recorded in Redis at the first start and fixed afterwards (more spread a Redis Cluster better)", config.Int(&c.Partitions, 1, store.MaxPartitions)),
 		config.Define("catch-up window", "catch-up-window", p+"CATCH_UP_WINDOW", "an occurrence missed by more than this is skipped, not fired", config.Duration(&c.CatchUpWindow, time.Second)),
-		config.Define("lease", "lease", p+"LEASE", "how long a claim keeps other planners off a due job", config.Duration(&c.Lease, time.Second)),
+		config.Define("catch-up policy", "catch-up-policy", p+"CATCH_UP_POLICY", "what fires of the occurrences missed while every planner was down: latest (only the latest) or all (every one, in order); a job's recurrence.catchUpPolicy overrides it", config.Text(&c.policyText, checkPolicy)),
+		config.Define("catch-up rate", "catch-up-rate", p+"CATCH_UP_RATE", "most missed occurrences one job fires per second while it catches up", config.Int(&c.CatchUpRate, 1, 10_000)),
+		config.Define("lease", "lease", p+"LEASE", "how long a planner's lease on a partition lasts unrenewed: how soon the partitions of a planner that died are taken over", config.Duration(&c.Lease, time.Second)),
 		config.Define("batch", "batch", p+"BATCH", "due jobs per claim", config.Int(&c.Batch, 1, 10_000)),
-		config.Define("concurrency", "concurrency", p+"CONCURRENCY", "partitions of the due set dispatched at once", config.Int(&c.Concurrency, 1, store.Partitions)),
-		config.Define("max idle", "max-idle", p+"MAX_IDLE", "longest wait between two looks at the due set", config.Duration(&c.MaxIdle, time.Millisecond)),
-		config.Define("lookahead", "lookahead", p+"LOOKAHEAD", "claim and prepare jobs this long before they are due; each is still published at its time (0 to turn off)", config.Duration(&c.Lookahead, 0)),
+		config.Define("concurrency", "concurrency", p+"CONCURRENCY", "partitions of the due set dispatched at once", config.Int(&c.Concurrency, 1, store.MaxPartitions)),
+		config.Define("max idle", "max-idle", p+"MAX_IDLE", "longest wait between two looks at a partition with nothing due soon (a job put through any planner wakes it at once)", config.Duration(&c.MaxIdle, time.Millisecond)),
+		config.Define("lookahead", "lookahead", p+"LOOKAHEAD", "read and prepare jobs this long before they are due; each is still published at its time (0 to turn off)", config.Duration(&c.Lookahead, 0)),
 		config.Define("stream replicas", "stream-replicas", p+"STREAM_REPLICAS", "JetStream replicas of the streams (3 on a cluster)", config.Int(&c.StreamReplicas, 1, 5)),
 		config.Define("duplicate window", "duplicate-window", p+"DUPLICATE_WINDOW", "JetStream duplicate window of the due and results streams", config.Duration(&c.DuplicateWindow, time.Second)),
 		config.Define("minimum retry interval", "min-retry-interval", p+"MIN_RETRY_INTERVAL", "shortest retryInterval a job may ask for", config.Duration(&c.MinRetryInterval, time.Second)),
@@ -101,10 +114,13 @@ func parseConfig(args []string, getenv func(string) string, output io.Writer) (C
 		return Config{}, err
 	}
 	if len(errs) == 0 && cfg.Lookahead >= cfg.Lease {
-		// A claim made that early would end before the job is due and another planner would
-		// claim it too.
+		// A round waits for its earliest message as long as the lookahead, holding the
+		// partition: a planner must renew its lease meanwhile.
 		errs = append(errs, fmt.Errorf("lookahead (-lookahead, %sLOOKAHEAD): %s must be shorter than the lease (%s)",
 			envPrefix, config.FormatDuration(cfg.Lookahead), config.FormatDuration(cfg.Lease)))
+	}
+	if len(errs) == 0 {
+		cfg.CatchUpPolicy, _ = job.ParseCatchUpPolicy(cfg.policyText)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("invalid configuration:\n%w", err)
@@ -123,7 +139,10 @@ func (c Config) LogValue() slog.Value {
 		slog.String("subject_prefix", c.SubjectPrefix),
 		slog.String("http_addr", c.HTTPAddr),
 		slog.String("redis_key_prefix", c.RedisKeyPrefix),
+		slog.Int("partitions", c.Partitions),
 		slog.String("catch_up_window", config.FormatDuration(c.CatchUpWindow)),
+		slog.String("catch_up_policy", string(c.CatchUpPolicy)),
+		slog.Int("catch_up_rate", c.CatchUpRate),
 		slog.String("lease", config.FormatDuration(c.Lease)),
 		slog.String("lookahead", config.FormatDuration(c.Lookahead)),
 		slog.Int("batch", c.Batch),
@@ -146,6 +165,13 @@ func checkRedisURL(v string) error {
 	if _, err := redis.ParseURL(v); err != nil {
 		// The URL parsed above, so the error is about the path or options, not the password.
 		return fmt.Errorf("%q: %w", config.RedactURLs(v), err)
+	}
+	return nil
+}
+
+func checkPolicy(v string) error {
+	if _, err := job.ParseCatchUpPolicy(v); err != nil {
+		return fmt.Errorf("%q: must be latest or all", v)
 	}
 	return nil
 }

@@ -153,7 +153,9 @@ func TestParseConfigRejects(t *testing.T) {
 		{name: "min retry interval", env: map[string]string{"RESCHED_PLANNER_MIN_RETRY_INTERVAL": "1d"}, want: []string{"RESCHED_PLANNER_MIN_RETRY_INTERVAL", "-min-retry-interval"}},
 		{name: "whole number", env: map[string]string{"RESCHED_PLANNER_BATCH": "1e3"}, want: []string{"RESCHED_PLANNER_BATCH", "-batch", "whole number"}},
 		{name: "batch range", args: []string{"-batch", "0"}, want: []string{"-batch", "between 1 and 10000"}},
-		{name: "concurrency beyond partitions", args: []string{"-concurrency", "17"}, want: []string{"RESCHED_PLANNER_CONCURRENCY", "between 1 and 16"}},
+		{name: "concurrency too high", args: []string{"-concurrency", "1025"}, want: []string{"RESCHED_PLANNER_CONCURRENCY", "between 1 and 1024"}},
+		{name: "catch-up policy", env: map[string]string{"RESCHED_PLANNER_CATCH_UP_POLICY": "some"}, want: []string{"RESCHED_PLANNER_CATCH_UP_POLICY", "-catch-up-policy", "latest or all"}},
+		{name: "partitions", args: []string{"-partitions", "0"}, want: []string{"RESCHED_PLANNER_PARTITIONS", "between 1 and 1024"}},
 		{name: "replicas", env: map[string]string{"RESCHED_PLANNER_STREAM_REPLICAS": "7"}, want: []string{"RESCHED_PLANNER_STREAM_REPLICAS", "-stream-replicas", "between 1 and 5"}},
 		{name: "lookahead past the lease", args: []string{"-lookahead", "30s"}, want: []string{"RESCHED_PLANNER_LOOKAHEAD", "-lookahead", "shorter than the lease"}},
 		{name: "unknown flag", args: []string{"-bogus"}, want: []string{"bogus"}},
@@ -202,7 +204,7 @@ func TestParseConfigHelp(t *testing.T) {
 			t.Errorf("usage does not mention %s:\n%s", name, out.String())
 		}
 	}
-	for _, def := range []string{`(default ":8081")`, `(default "1h")`, `(default "30s")`, `(default "256")`, `(default "10m")`, `(default "50ms")`} {
+	for _, def := range []string{`(default ":8081")`, `(default "1h")`, `(default "3s")`, `(default "256")`, `(default "10m")`, `(default "1s")`, `(default "latest")`} {
 		if !strings.Contains(out.String(), def) {
 			t.Errorf("usage does not show %s:\n%s", def, out.String())
 		}
@@ -237,7 +239,7 @@ func TestConfigLogValueHidesSecrets(t *testing.T) {
 			t.Errorf("logged config %s leaks %q", got, secret)
 		}
 	}
-	for _, kept := range []string{"n1:4222", "user:xxxxx@n2", "default:xxxxx@redis", "lease=30s", "catch_up_window=1h", "batch=256"} {
+	for _, kept := range []string{"n1:4222", "user:xxxxx@n2", "default:xxxxx@redis", "lease=3s", "catch_up_window=1h", "catch_up_policy=Latest", "batch=256"} {
 		if !strings.Contains(got, kept) {
 			t.Errorf("logged config %s lacks %q", got, kept)
 		}

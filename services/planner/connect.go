@@ -2,16 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
-	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/internal/config"
 	"github.com/resched/resched/services/internal/natsconn"
+	"github.com/resched/resched/services/planner/internal/store"
 )
 
 // connectNATS connects as this service; see natsconn.Connect.
@@ -40,27 +40,31 @@ func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
 	l.log.WarnContext(ctx, "redis client", "detail", fmt.Sprintf(format, v...))
 }
 
-// ensureStreams creates or updates the streams, retrying with a growing delay until it works or
-// ctx ends: NATS may be down, or up without JetStream yet.
-func ensureStreams(ctx context.Context, js jetstream.JetStream, s bus.Subjects, o bus.StreamOptions, logger *slog.Logger) error {
+// retry runs do until it works or ctx ends, with a growing delay: NATS or Redis may be down at
+// start, or NATS up without JetStream yet. An error that says the configuration is wrong
+// (errPermanent) stops it at once.
+func retry(ctx context.Context, what string, logger *slog.Logger, do func(context.Context) error) error {
 	const attemptTimeout, maxDelay = 5 * time.Second, 5 * time.Second
 	delay := 100 * time.Millisecond
 	for {
 		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
-		err := bus.EnsureStreams(actx, js, s, o)
+		err := do(actx)
 		cancel()
 		if err == nil {
 			return nil
 		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("ensure streams: %w", context.Cause(ctx))
+		if errors.Is(err, store.ErrLayout) {
+			return fmt.Errorf("%s: %w", what, err)
 		}
-		logger.Warn("ensure streams; retrying", "error", err, "retry_in", delay)
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: %w", what, context.Cause(ctx))
+		}
+		logger.Warn(what+"; retrying", "error", err, "retry_in", delay)
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("ensure streams: %w", context.Cause(ctx))
+			return fmt.Errorf("%s: %w", what, context.Cause(ctx))
 		case <-t.C:
 		}
 		delay = min(2*delay, maxDelay)

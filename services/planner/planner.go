@@ -2,9 +2,14 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +27,7 @@ import (
 	"github.com/resched/resched/services/planner/internal/dispatch"
 	"github.com/resched/resched/services/planner/internal/intake"
 	"github.com/resched/resched/services/planner/internal/jobs"
+	"github.com/resched/resched/services/planner/internal/lease"
 	"github.com/resched/resched/services/planner/internal/metrics"
 	"github.com/resched/resched/services/planner/internal/results"
 	"github.com/resched/resched/services/planner/internal/store"
@@ -46,11 +52,14 @@ type planner struct {
 	http     *health.Server
 	embedded *server.Server // the embedded NATS server, when configured
 	started  atomic.Bool    // every part runs: readiness
+	leases   atomic.Pointer[lease.Leases] // set at start, read by the readiness check
+	id       string    // this planner among the live ones
+	began    time.Time // when this process started (the leases' outage detection)
 }
 
 // newPlanner connects to NATS and Redis (neither need be up yet) and binds the HTTP address.
 func newPlanner(cfg Config, logger *slog.Logger) (*planner, error) {
-	p := &planner{cfg: cfg, log: logger, subjects: bus.NewSubjects(cfg.SubjectPrefix)}
+	p := &planner{cfg: cfg, log: logger, subjects: bus.NewSubjects(cfg.SubjectPrefix), id: plannerID(), began: time.Now()}
 	reg := prometheus.NewRegistry()
 	for _, c := range []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		if err := reg.Register(c); err != nil {
@@ -64,7 +73,7 @@ func newPlanner(cfg Config, logger *slog.Logger) (*planner, error) {
 	if p.rdb, err = connectRedis(cfg); err != nil {
 		return nil, err
 	}
-	p.store = store.New(p.rdb, cfg.RedisKeyPrefix)
+	p.store = store.New(p.rdb, cfg.RedisKeyPrefix, store.WithPartitions(cfg.Partitions), store.WithResultMemory(cfg.DuplicateWindow))
 	if cfg.EmbeddedNATS != "" {
 		if p.embedded, err = startEmbeddedNATS(cfg.EmbeddedNATS, cfg.EmbeddedNATSDir, logger); err != nil {
 			_ = p.rdb.Close()
@@ -76,12 +85,13 @@ func newPlanner(cfg Config, logger *slog.Logger) (*planner, error) {
 		p.close()
 		return nil, err
 	}
-	if p.js, err = jetstream.New(p.nc); err != nil {
+	if p.js, err = jetstream.New(p.nc, dispatch.JetStreamOptions(cfg.Concurrency, cfg.Batch)...); err != nil {
 		p.close()
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
 	p.http, err = health.Listen(cfg.HTTPAddr, health.Handler(health.Config{Gatherer: reg, Logger: logger, Ready: []health.Check{
 		{Name: "startup", Func: p.startedCheck},
+		{Name: "leases", Func: p.leasesCheck},
 		{Name: "nats", Func: natsReady(p.nc)},
 		{Name: "redis", Func: p.store.Ping},
 	}}))
@@ -97,6 +107,22 @@ func (p *planner) startedCheck(context.Context) error {
 		return errors.New("starting or stopping")
 	}
 	return nil
+}
+
+func (p *planner) leasesCheck(context.Context) error {
+	if l := p.leases.Load(); l == nil || !l.Ready() {
+		return errors.New("no heartbeat recorded in Redis yet")
+	}
+	return nil
+}
+
+// plannerID names this planner among the live ones: its host, its process and a random part,
+// so a restarted process is a new planner.
+func plannerID() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
 // close releases the connections at once, for a start that failed half way.
@@ -148,33 +174,52 @@ func (p *planner) run(ctx context.Context) error {
 	return stopErr
 }
 
-// start ensures the streams, then starts the API, the intake, the dispatcher, the results
-// consumer and the backlog sampler. A part that fails later calls fail.
+// start ensures the streams and the data layout, then starts the leases, the API, the
+// intake, the dispatcher, the results consumer and the backlog sampler. A part that fails
+// later calls fail.
 func (p *planner) start(ctx context.Context, parts *sync.WaitGroup, fail context.CancelCauseFunc) (micro.Service, error) {
 	streams := bus.StreamOptions{Replicas: p.cfg.StreamReplicas, DuplicateWindow: p.cfg.DuplicateWindow}
-	if err := ensureStreams(ctx, p.js, p.subjects, streams, p.log); err != nil {
+	if err := retry(ctx, "ensure streams", p.log, func(ctx context.Context) error {
+		return bus.EnsureStreams(ctx, p.js, p.subjects, streams)
+	}); err != nil {
+		return nil, err
+	}
+	if err := retry(ctx, "check the data layout", p.log, p.store.CheckLayout); err != nil {
 		return nil, err
 	}
 	validator, err := jobschema.New(jobschema.WithMinRetryInterval(p.cfg.MinRetryInterval))
 	if err != nil {
 		return nil, err
 	}
-	disp := dispatch.New(dispatch.Config{
-		Store: p.store, JS: p.js, Events: p.nc, Subjects: p.subjects, Logger: p.log, Metrics: p.metrics,
-		Lease: p.cfg.Lease, Batch: p.cfg.Batch, CatchUp: p.cfg.CatchUpWindow, MaxIdle: p.cfg.MaxIdle,
-		Concurrency: p.cfg.Concurrency, Lookahead: p.cfg.Lookahead,
+	var disp *dispatch.Dispatcher
+	leases := lease.New(lease.Config{Store: p.store, ID: p.id, TTL: p.cfg.Lease, Start: p.began, Logger: p.log,
+		Metrics: p.metrics, Acquired: func(part int) { disp.Wake(part) }})
+	p.leases.Store(leases)
+	disp = dispatch.New(dispatch.Config{
+		Store: p.store, JS: p.js, Events: p.nc, Leases: leases, Subjects: p.subjects, Logger: p.log, Metrics: p.metrics,
+		Batch: p.cfg.Batch, CatchUp: p.cfg.CatchUpWindow, CatchUpPolicy: p.cfg.CatchUpPolicy, CatchUpRate: p.cfg.CatchUpRate,
+		MaxIdle: p.cfg.MaxIdle, Concurrency: p.cfg.Concurrency, Lookahead: p.cfg.Lookahead,
 	})
+	wakes, err := p.nc.Subscribe(p.subjects.Wake("*"), func(m *nats.Msg) {
+		if part, err := strconv.Atoi(m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]); err == nil {
+			disp.Wake(part)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("subscribe to wake-ups: %w", err)
+	}
 	svc := jobs.New(jobs.Config{Store: p.store, Validator: validator, Events: p.nc, Runner: disp,
-		Subjects: p.subjects, Logger: p.log})
+		Waker: natsWaker{p.nc, p.subjects}, WakeWithin: p.cfg.MaxIdle + p.cfg.Lookahead, Subjects: p.subjects, Logger: p.log})
 	apiSrv, err := api.New(p.nc, svc, p.subjects, p.log)
 	if err != nil {
+		_ = wakes.Unsubscribe()
 		return nil, err
 	}
 	in := intake.New(intake.Config{JS: p.js, Jobs: svc, Subjects: p.subjects, Logger: p.log})
 	res := results.New(results.Config{JS: p.js, Store: p.store, Events: p.nc, Subjects: p.subjects,
 		Logger: p.log, Metrics: p.metrics})
 	for name, run := range map[string]func(context.Context) error{
-		"dispatch": disp.Run, "intake": in.Run, "results": res.Run,
+		"leases": leases.Run, "dispatch": disp.Run, "intake": in.Run, "results": res.Run,
 	} {
 		parts.Go(func() {
 			if err := run(ctx); err != nil {
@@ -184,6 +229,16 @@ func (p *planner) start(ctx context.Context, parts *sync.WaitGroup, fail context
 	}
 	parts.Go(func() { p.metrics.SampleDueBacklog(ctx, backlogInterval, p.store.DueBacklog, p.log) })
 	return apiSrv, nil
+}
+
+// natsWaker tells the planners, over NATS, that a partition has a job due soon.
+type natsWaker struct {
+	nc       *nats.Conn
+	subjects bus.Subjects
+}
+
+func (w natsWaker) Wake(partition int) {
+	_ = w.nc.Publish(w.subjects.Wake(strconv.Itoa(partition)), nil)
 }
 
 // stop takes the planner down in order: no new API requests; the intake, results and the
@@ -203,6 +258,9 @@ func (p *planner) stop(apiSrv micro.Service, parts *sync.WaitGroup) error {
 	go func() { parts.Wait(); close(partsDone) }()
 	select {
 	case <-partsDone:
+		if l := p.leases.Load(); l != nil {
+			l.Leave(ctx) // the other planners take this one's partitions over at once
+		}
 	case <-ctx.Done():
 		errs = append(errs, errors.New("shutdown timed out waiting for the dispatcher, intake and results to finish"))
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/internal/natstest"
 	"github.com/resched/resched/services/internal/redistest"
+	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/shared/job"
 )
 
@@ -24,7 +25,7 @@ func TestPlannerEndToEnd(t *testing.T) {
 	ns := natstest.Start(t)
 	rs := redistest.Start(t)
 	base, logs, stop := started(t, testConfig(ns.ClientURL(), rs.URL()))
-	eventually(t, 20*time.Second, "/readyz answers 200", func() bool {
+	testenv.Eventually(t, 20*time.Second, "/readyz answers 200", func() bool {
 		code, _ := httpGet(t, base+"/readyz")
 		return code == http.StatusOK
 	})
@@ -58,7 +59,7 @@ func TestPlannerEndToEnd(t *testing.T) {
 	for _, d := range dues {
 		r := bus.Result{Collection: "c", Job: "j", Scheduled: d.Scheduled, ExecutionTag: d.ExecutionTag, Occurrence: d.Occurrence,
 			ActionName: job.ActionNameMain, StartTime: d.Scheduled, EndTime: d.Scheduled.Add(time.Millisecond),
-			Status: job.ExecutionCompleted, Final: true}
+			Status: job.ExecutionCompleted, MainDone: true, Final: true}
 		b, _ := json.Marshal(r)
 		if _, err := js.Publish(context.Background(), "scheduler.results.c.j", b, jetstream.WithMsgID(bus.ResultMsgID(r))); err != nil {
 			t.Fatal(err)

@@ -116,7 +116,32 @@ type Recurrence struct {
 	EndTime   *DateTime `json:"endTime,omitempty"`
 	Schedule  *Schedule `json:"schedule,omitempty"`
 	TimeZone  string    `json:"timeZone,omitempty"` // IANA or Windows name; empty means UTC
+	// CatchUpPolicy (an extension) overrides the deployment's policy for occurrences missed
+	// while every planner was down; empty: the deployment's.
+	CatchUpPolicy CatchUpPolicy `json:"catchUpPolicy,omitempty"`
 }
+
+// CatchUpPolicy says what runs of the occurrences that fell due while every planner was down
+// (docs/architecture.md, "Catch-up"). Occurrences more than the catch-up window late never run.
+type CatchUpPolicy string
+
+// The catch-up policies.
+const (
+	// CatchUpLatest runs only the latest of them (Azure Scheduler's behaviour).
+	CatchUpLatest CatchUpPolicy = "Latest"
+	// CatchUpAll runs every one of them, in order, at a bounded rate.
+	CatchUpAll CatchUpPolicy = "All"
+)
+
+var catchUpPolicies = []CatchUpPolicy{CatchUpLatest, CatchUpAll}
+
+// ParseCatchUpPolicy matches a policy case-insensitively.
+func ParseCatchUpPolicy(s string) (CatchUpPolicy, error) {
+	return parseName("catch-up policy", s, catchUpPolicies)
+}
+
+// UnmarshalJSON reads a policy case-insensitively.
+func (p *CatchUpPolicy) UnmarshalJSON(b []byte) error { return unmarshalEnum(b, ParseCatchUpPolicy, p) }
 
 // IntervalOrDefault returns the interval, 1 when it was not given.
 func (r *Recurrence) IntervalOrDefault() int {

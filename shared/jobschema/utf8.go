@@ -107,3 +107,12 @@ func pathAt(raw []byte, off int) string {
 		}
 	}
 }
+
+// CheckText refuses a document holding text that is not valid UTF-8, with a *ValidationError
+// naming the member (paths relative to a job's properties). Decode does this itself; a caller
+// that reads a document another way (a patch, merged before it is decoded) calls it first.
+func CheckText(raw []byte) error {
+	probs := &problems{}
+	checkUTF8(raw, true, probs)
+	return probs.err()
+}

@@ -67,6 +67,13 @@ func (s Subjects) Event(collection, job, kind string) string {
 	return s.Prefix + ".events." + collection + "." + job + "." + kind
 }
 
+// Wake is the subject on which the planners tell each other that a job of partition p (a
+// number, or "*" to subscribe) became due soon: the planner that dispatches it looks at once.
+// It is internal to the planners (core NATS, no payload).
+func (s Subjects) Wake(p string) string {
+	return s.Prefix + ".planner.wake." + p
+}
+
 // API is the subject of a request/reply operation, e.g. API("jobs", "put", c, j).
 func (s Subjects) API(tokens ...string) string {
 	out := s.Prefix + ".api"
@@ -108,10 +115,21 @@ func MsgID(collection, job string, scheduled time.Time) string {
 	return collection + "." + job + "." + strconv.FormatInt(scheduled.UnixMilli(), 10)
 }
 
+// RunNowID identifies a run-now occurrence: its own id, so that it never collides with the
+// scheduled occurrence of the same millisecond, nor with another run-now (nonce).
+func RunNowID(collection, job string, at time.Time, nonce string) string {
+	return MsgID(collection, job, at) + ".run." + nonce
+}
+
 // ExecutionTag is the identity of one occurrence that targets see (x-ms-scheduler-execution-tag):
 // 32 lower-case hex characters as the original service sent, the same on every retry and on a
 // re-publish, because it derives from the job and the scheduled time alone.
 func ExecutionTag(collection, job string, scheduled time.Time) string {
-	sum := sha256.Sum256([]byte(MsgID(collection, job, scheduled)))
+	return TagOf(MsgID(collection, job, scheduled))
+}
+
+// TagOf is the execution tag of an occurrence with message id id.
+func TagOf(id string) string {
+	sum := sha256.Sum256([]byte(id))
 	return hex.EncodeToString(sum[:16])
 }

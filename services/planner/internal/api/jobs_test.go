@@ -160,7 +160,7 @@ func TestHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := entry(time.Hour, job.ExecutionFailed)
-	if _, err := e.store.ApplyResult(ctx, "c", "j", store.Outcome{Entry: last, Scheduled: last.ExpectedExecutionTime}, t0); err != nil {
+	if _, err := e.store.ApplyResult(ctx, "c", "j", store.Outcome{Entry: last, Scheduled: last.ExpectedExecutionTime, Occurrence: 1, MainDone: true}, t0); err != nil {
 		t.Fatal(err)
 	}
 	ages := func(es []job.HistoryEntry) []time.Duration {

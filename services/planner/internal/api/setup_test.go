@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,6 +36,7 @@ const secret = "s3cret-pass"
 
 // env is a planner's API on real NATS and Redis, with a client connection.
 type env struct {
+	clock  atomic.Int64 // the planners' clock, unix nanoseconds; t0 unless a test moves it
 	nats   *natstest.Server
 	redis  *redistest.Server
 	nc     *nats.Conn // the client's connection
@@ -60,8 +62,9 @@ func newEnv(t *testing.T, opts ...func(*redis.Options)) *env {
 		t.Fatal(err)
 	}
 	conn := e.nats.Connect(t)
+	e.clock.Store(t0.UnixNano())
 	e.svc = jobs.New(jobs.Config{Store: e.store, Validator: v, Events: conn, Runner: e.runner,
-		Subjects: bus.NewSubjects(""), Clock: func() time.Time { return t0 }})
+		Subjects: bus.NewSubjects(""), Clock: func() time.Time { return time.Unix(0, e.clock.Load()).UTC() }})
 	e.api = e.start(t, conn)
 	e.nc = e.nats.Connect(t)
 	return e
@@ -172,16 +175,4 @@ func (r *fakeRunner) ran() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.calls)
-}
-
-// eventually polls cond until it holds, failing the test after 5 s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond) // polling a condition, not waiting for time to pass
-	}
 }

@@ -50,7 +50,7 @@ func load(b *testing.B, e *env, n int, def string, due func(i int) time.Time) {
 	for w := range 8 {
 		wg.Go(func() {
 			for i := w; i < n; i += 8 {
-				if _, _, err := e.store.PutJob(ctx, store.PutJob{Collection: fmt.Sprint("c", i%50), Name: fmt.Sprint("j", i),
+				if _, _, _, err := e.store.PutJob(ctx, store.PutJob{Collection: fmt.Sprint("c", i%50), Name: fmt.Sprint("j", i),
 					Definition: stored, Accepted: t0, Next: due(i), State: job.StateEnabled, Reaccept: true}); err != nil {
 					errs <- err
 					return
@@ -69,21 +69,20 @@ func load(b *testing.B, e *env, n int, def string, due func(i int) time.Time) {
 // time it took. RESCHED_BENCH_REDIS_STATS=1 logs Redis's per-command figures for the drain.
 func drainWith(b *testing.B, e *env, planners, n int, m *lagRecorder) time.Duration {
 	b.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
 	if err := e.redisClient.ConfigResetStat(context.Background()).Err(); err != nil {
 		b.Fatal(err)
 	}
 	cpuBefore, procBefore := redistest.CPU(b, e.redisClient), testenv.ProcessCPU(b)
 	start := time.Now()
-	for range planners {
-		d := dispatch.New(dispatch.Config{Store: e.store, JS: e.js, Subjects: e.subj, Clock: e.clock.now, Metrics: m, MaxIdle: time.Millisecond})
-		wg.Go(func() { _ = d.Run(ctx) })
+	var procs []*plannerProc
+	for i := range planners {
+		procs = append(procs, e.startPlanner(fmt.Sprint("p", i), m, func(c *dispatch.Config) { c.Clock = e.clock.now }))
 	}
-	waitFor(b, func() bool { return m.published.Load() >= int64(n) }, "the publishes")
+	testenv.Eventually(b, 5*time.Minute, "the publishes", func() bool { return m.published.Load() >= int64(n) })
 	elapsed := time.Since(start)
-	cancel()
-	wg.Wait()
+	for _, pp := range procs {
+		pp.stop(true)
+	}
 	b.ReportMetric(float64(redistest.CPU(b, e.redisClient)-cpuBefore)/float64(n)/1e3, "redis-cpu-µs/fire")
 	if os.Getenv("RESCHED_BENCH_REDIS_STATS") != "" {
 		st, _ := e.redisClient.Info(context.Background(), "commandstats").Result()
@@ -142,23 +141,18 @@ func BenchmarkFireLag(b *testing.B) {
 			}
 		}
 		for i := range jobs {
-			if _, _, err := e.store.PutJob(ctx, store.PutJob{Collection: fmt.Sprint("c", i%50), Name: fmt.Sprint("j", i),
+			if _, _, _, err := e.store.PutJob(ctx, store.PutJob{Collection: fmt.Sprint("c", i%50), Name: fmt.Sprint("j", i),
 				Definition: defs[i%10], Accepted: start.Add(-time.Second), Next: start.Add(time.Duration(i%10) * time.Second),
 				State: job.StateEnabled, Reaccept: true}); err != nil {
 				b.Fatal(err)
 			}
 		}
 		m := &lagRecorder{}
-		runCtx, cancel := context.WithCancel(ctx)
-		// The planner's defaults: a 250 ms lookahead, 50 ms longest idle wait.
-		d := dispatch.New(dispatch.Config{Store: e.store, JS: e.js, Subjects: e.subj, Clock: time.Now, Metrics: m,
-			MaxIdle: 50 * time.Millisecond, Lookahead: 250 * time.Millisecond})
-		var wg sync.WaitGroup
-		wg.Go(func() { _ = d.Run(runCtx) })
+		// The planner's defaults: a 250 ms lookahead, a partition woken at its earliest job.
+		pp := e.startPlanner("p", m, func(c *dispatch.Config) { c.Lookahead = 250 * time.Millisecond })
 		want := int64(jobs / 10 * seconds)
-		waitFor(b, func() bool { return m.published.Load() >= want }, "10 seconds of fires")
-		cancel()
-		wg.Wait()
+		testenv.Eventually(b, time.Minute, "10 seconds of fires", func() bool { return m.published.Load() >= want })
+		pp.stop(true)
 		lags := m.sorted()
 		b.ReportMetric(float64(len(lags))/float64(seconds), "fires/s")
 		b.ReportMetric(ms(lags[len(lags)/2]), "p50-ms")
@@ -189,7 +183,7 @@ func BenchmarkRedisMemoryPerJob(b *testing.B) {
 		for w := range 16 {
 			wg.Go(func() {
 				for i := w; i < n; i += 16 {
-					if _, _, err := s.PutJob(ctx, store.PutJob{Collection: fmt.Sprint("c", i%50), Name: fmt.Sprint("job-", i),
+					if _, _, _, err := s.PutJob(ctx, store.PutJob{Collection: fmt.Sprint("c", i%50), Name: fmt.Sprint("job-", i),
 						Definition: stored, Accepted: t0, Next: t0.Add(time.Duration(i) * time.Second),
 						State: job.StateEnabled, Reaccept: true}); err != nil {
 						b.Error(err)

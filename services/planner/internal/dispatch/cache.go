@@ -6,14 +6,16 @@ import (
 
 	"github.com/resched/resched/services/planner/internal/jobs"
 	"github.com/resched/resched/services/planner/internal/store"
+	"github.com/resched/resched/shared/job"
 	"github.com/resched/resched/shared/recurrence"
 )
 
 // compiled is what firing a job needs from its definition, kept so a hot job is decoded and
 // compiled once per version rather than once per fire.
 type compiled struct {
-	version int64
+	version int64 // never repeats within a partition (store.PutJob), so it names one definition
 	sched   *recurrence.Schedule
+	catchUp job.CatchUpPolicy // the job's own policy; "" for the deployment's
 	action  json.RawMessage
 }
 
@@ -28,10 +30,14 @@ func compileEntry(rec *store.Job) (*compiled, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compile %s/%s: %w", rec.Collection, rec.Name, err)
 	}
-	return &compiled{version: rec.Version, sched: sched, action: action}, nil
+	c := &compiled{version: rec.Version, sched: sched, action: action}
+	if p.Recurrence != nil {
+		c.catchUp = p.Recurrence.CatchUpPolicy
+	}
+	return c, nil
 }
 
-// scheduleCache is owned by one dispatch goroutine, so it needs no lock. When full it forgets
+// scheduleCache is owned by one partition's dispatch goroutine, so it needs no lock. When full it forgets
 // an arbitrary entry: simple, and a miss only costs one decode and compile.
 type scheduleCache struct {
 	max int

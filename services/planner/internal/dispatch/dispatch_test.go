@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,6 +16,7 @@ import (
 	"github.com/resched/resched/services/internal/redistest"
 	"github.com/resched/resched/services/planner/internal/dispatch"
 	"github.com/resched/resched/services/planner/internal/jobs"
+	"github.com/resched/resched/services/planner/internal/leasetest"
 	"github.com/resched/resched/services/planner/internal/store"
 	"github.com/resched/resched/shared/job"
 	"github.com/resched/resched/shared/jobschema"
@@ -40,19 +41,17 @@ type env struct {
 	svc         *jobs.Service
 	js          jetstream.JetStream
 	subj        bus.Subjects
+	leases      *leasetest.All
+	validator   *jobschema.Validator
 }
 
 func setup(t testing.TB, redisOpts ...redistest.Option) *env {
 	t.Helper()
 	ctx := context.Background()
 	ns := natstest.Start(t)
-	nc := ns.Connect(t)
-	js, err := jetstream.New(nc)
+	nc, _, subj := ns.JetStream(t)
+	js, err := jetstream.New(nc, dispatch.JetStreamOptions(0, 0)...) // as the planner publishes
 	if err != nil {
-		t.Fatal(err)
-	}
-	subj := bus.NewSubjects("")
-	if err := bus.EnsureStreams(ctx, js, subj, bus.StreamOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	v, err := jobschema.New()
@@ -61,17 +60,24 @@ func setup(t testing.TB, redisOpts ...redistest.Option) *env {
 	}
 	rs := redistest.Start(t, redisOpts...)
 	rc := rs.Client(t)
-	e := &env{t: t, nats: ns, redis: rs, redisClient: rc, clock: newClock(t0), store: store.New(rc, ""), js: js, subj: subj}
+	e := &env{t: t, nats: ns, redis: rs, redisClient: rc, clock: newClock(t0), store: store.New(rc, ""), js: js, subj: subj, validator: v}
 	e.svc = jobs.New(jobs.Config{Store: e.store, Validator: v, Subjects: subj, Clock: e.clock.now})
 	if _, _, err := e.svc.PutCollection(ctx, "c", []byte(`{"properties":{}}`)); err != nil {
 		t.Fatal(err)
 	}
+	e.leases = leasetest.HoldAll(t, e.store)
 	return e
 }
 
+// useRealClock makes the jobs service accept definitions at the real time, as the planner
+// does: for the tests of the real loop.
+func (e *env) useRealClock() {
+	e.svc = jobs.New(jobs.Config{Store: e.store, Validator: e.validator, Subjects: e.subj})
+}
+
 func (e *env) dispatcher(m dispatch.Metrics) *dispatch.Dispatcher {
-	return dispatch.New(dispatch.Config{Store: e.store, JS: e.js, Subjects: e.subj, Clock: e.clock.now, Metrics: m,
-		Lease: 30 * time.Second, MaxIdle: 5 * time.Millisecond})
+	return dispatch.New(dispatch.Config{Store: e.store, JS: e.js, Leases: e.leases, Subjects: e.subj, Clock: e.clock.now,
+		Metrics: m, MaxIdle: 5 * time.Millisecond})
 }
 
 func (e *env) put(name, props string) {
@@ -103,8 +109,9 @@ func (e *env) drain() []bus.Due {
 			if err := json.Unmarshal(m.Data(), &d); err != nil {
 				e.t.Fatal(err)
 			}
-			if got, want := m.Headers().Get(bus.HeaderMsgID), bus.MsgID(d.Collection, d.Job, d.Scheduled); got != want {
-				e.t.Errorf("message id %q, want %q", got, want)
+			id, want := m.Headers().Get(bus.HeaderMsgID), bus.MsgID(d.Collection, d.Job, d.Scheduled)
+			if id != want && !strings.HasPrefix(id, want+".run.") || d.ExecutionTag != bus.TagOf(id) {
+				e.t.Errorf("message id %q, tag %q; want %q (or a run-now's) and the tag of the id", id, d.ExecutionTag, want)
 			}
 			out = append(out, d)
 			_ = m.Ack()
@@ -163,43 +170,17 @@ func TestFiresAtScheduledTimesAndAdvances(t *testing.T) {
 	}
 }
 
-// A planner that dies between claim and publish loses nothing: after its lease, another
-// planner publishes the occurrence, once, with its scheduled time.
-func TestKilledBetweenClaimAndPublish(t *testing.T) {
-	e := setup(t)
-	e.put("j", `{"startTime":"2026-03-01T12:00:00Z",`+action+`,"recurrence":{"frequency":"Hour"}}`)
-	if got, err := e.store.Claim(context.Background(), store.PartitionOf("c"), t0, t0.Add(30*time.Second), 10); err != nil || len(got) != 1 {
-		t.Fatalf("the dying planner's claim: %v %v", got, err)
-	}
-	d := e.dispatcher(nil)
-	e.clock.set(t0.Add(29 * time.Second))
-	if n := e.once(d); n != 0 {
-		t.Fatalf("published %d while another planner held the lease", n)
-	}
-	e.clock.set(t0.Add(30 * time.Second))
-	e.once(d)
-	got := e.drain()
-	if fmt.Sprint(times(got)) != "[2026-03-01T12:00:00Z]" {
-		t.Fatalf("after the lease: %v", times(got))
-	}
-}
-
-// A planner that published and died before advancing: the re-publish after its lease carries
-// the same message id and JetStream drops it.
+// A planner that published and died before advancing: the next holder of the partition
+// publishes the occurrence again with the same message id, and JetStream drops it.
 func TestRepublishIsDeduplicated(t *testing.T) {
 	e := setup(t)
 	e.put("j", `{"startTime":"2026-03-01T12:00:00Z",`+action+`,"recurrence":{"frequency":"Hour"}}`)
 	d := e.dispatcher(nil)
-	// The first planner: claims and publishes, but its advance never happens. Simulate it with
-	// a RunNow-free publish of the same id.
-	if got, _ := e.store.Claim(context.Background(), store.PartitionOf("c"), t0, t0.Add(30*time.Second), 10); len(got) != 1 {
-		t.Fatal("claim")
-	}
 	msg := jetstream.WithMsgID(bus.MsgID("c", "j", t0))
-	if _, err := e.js.Publish(context.Background(), e.subj.Due("c", "j"), []byte(`{"collection":"c","job":"j","scheduledTime":"2026-03-01T12:00:00Z"}`), msg); err != nil {
+	if _, err := e.js.Publish(context.Background(), e.subj.Due("c", "j"), bus.AppendDue(nil, "c", "j", t0, 1, nil), msg); err != nil {
 		t.Fatal(err)
 	}
-	e.clock.set(t0.Add(31 * time.Second))
+	e.clock.set(t0.Add(3 * time.Second))
 	e.once(d)
 	if got := e.drain(); len(got) != 1 {
 		t.Fatalf("the occurrence is in the due stream %d times", len(got))
@@ -210,11 +191,13 @@ func TestRepublishIsDeduplicated(t *testing.T) {
 	}
 }
 
-// Planners down for three hours: the every-minute job fires once, at its latest occurrence,
-// and the 180 missed ones are one Skipped history entry, not a burst.
-func TestCatchUpFiresOnceAndRecordsTheSkipped(t *testing.T) {
+// Every planner down for three hours: the every-minute job fires once, at its latest
+// occurrence (the Latest policy), and the 180 missed ones are one Skipped history entry, not a
+// burst.
+func TestOutageCatchUpLatestFiresOnceAndRecordsTheSkipped(t *testing.T) {
 	e := setup(t)
 	e.put("j", `{"startTime":"2026-03-01T12:00:00Z",`+action+`,"recurrence":{"frequency":"Minute"}}`)
+	e.leases.SetOutages(store.Outage{From: t0.Add(-time.Second), To: t0.Add(3*time.Hour + 20*time.Second)})
 	e.clock.set(t0.Add(3*time.Hour + 30*time.Second))
 	e.once(e.dispatcher(nil))
 	got := e.drain()
@@ -225,8 +208,8 @@ func TestCatchUpFiresOnceAndRecordsTheSkipped(t *testing.T) {
 	if err != nil || len(h) != 1 || h[0].Status != job.ExecutionSkipped || !h[0].ExpectedExecutionTime.Equal(t0) {
 		t.Fatalf("history %+v %v", h, err)
 	}
-	if want := "skipped 180 missed"; len(h[0].Message) < len(want) || h[0].Message[:len(want)] != want {
-		t.Errorf("history message %q", h[0].Message)
+	if want := "skipped 180 missed occurrence(s) from 2026-03-01T12:00:00Z to 2026-03-01T14:59:00Z: 121 more than the catch-up window (1h0m0s) late; 59 no planner ran"; !strings.HasPrefix(h[0].Message, want) {
+		t.Errorf("history message %q, want it to start %q", h[0].Message, want)
 	}
 	rec, _ := e.store.GetJob(context.Background(), "c", "j")
 	if rec.Fired != 1 || !rec.Next.Equal(t0.Add(3*time.Hour+time.Minute)) {
@@ -234,18 +217,59 @@ func TestCatchUpFiresOnceAndRecordsTheSkipped(t *testing.T) {
 	}
 }
 
-// A late occurrence beyond the window with nothing inside it fires nothing.
-func TestCatchUpSkipsAnOccurrenceOlderThanTheWindow(t *testing.T) {
+// Occurrences a live planner was only late with (its partition changed hands, Redis or NATS
+// were away) all fire, in order, whatever the policy: nothing is skipped while a planner runs.
+func TestLateWhilePlannersRanFiresEveryOccurrence(t *testing.T) {
 	e := setup(t)
-	e.put("j", `{"startTime":"2026-03-01T12:00:00Z",`+action+`,"recurrence":{"frequency":"Day"}}`)
-	e.clock.set(t0.Add(2 * time.Hour))
+	e.put("j", `{"startTime":"2026-03-01T12:00:00Z",`+action+`,"recurrence":{"frequency":"Second"}}`)
+	e.clock.set(t0.Add(4*time.Second + 500*time.Millisecond))
 	e.once(e.dispatcher(nil))
-	if got := e.drain(); len(got) != 0 {
-		t.Fatalf("fired %v two hours late", times(got))
+	if got := times(e.drain()); fmt.Sprint(got) != "[2026-03-01T12:00:00Z 2026-03-01T12:00:01Z 2026-03-01T12:00:02Z 2026-03-01T12:00:03Z 2026-03-01T12:00:04Z]" {
+		t.Fatalf("fired %v, want each of the five late occurrences", got)
+	}
+	if h, _ := e.store.History(context.Background(), "c", "j", e.clock.now()); len(h) != 0 {
+		t.Fatalf("history %+v: nothing may be skipped", h)
 	}
 	rec, _ := e.store.GetJob(context.Background(), "c", "j")
-	if !rec.Next.Equal(t0.Add(24*time.Hour)) || rec.State != job.StateEnabled {
-		t.Errorf("after skipping: next %v, state %s", rec.Next, rec.State)
+	if rec.Fired != 5 || rec.Occurrence != 5 || !rec.Next.Equal(t0.Add(5*time.Second)) {
+		t.Errorf("after catching up: fired %d, occurrence %d, next %v", rec.Fired, rec.Occurrence, rec.Next)
+	}
+}
+
+// The All policy (deployment-wide or the job's own recurrence.catchUpPolicy) fires every
+// occurrence missed in an outage, in order, at most CatchUpRate per job per second; each
+// occurrence is fired or skipped, never both.
+func TestOutageCatchUpAllIsPacedAndComplete(t *testing.T) {
+	for _, c := range []struct {
+		name, catchUp string
+		policy        job.CatchUpPolicy
+	}{
+		{"the deployment's policy", "", job.CatchUpAll},
+		{"the job's own policy", `,"catchUpPolicy":"all"`, job.CatchUpLatest},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := setup(t)
+			e.put("j", `{"startTime":"2026-03-01T12:00:00Z",`+action+`,"recurrence":{"frequency":"Second","interval":10`+c.catchUp+`}}`)
+			e.leases.SetOutages(store.Outage{From: t0.Add(-time.Second), To: t0.Add(245 * time.Second)})
+			d := dispatch.New(dispatch.Config{Store: e.store, JS: e.js, Leases: e.leases, Subjects: e.subj, Clock: e.clock.now,
+				CatchUpPolicy: c.policy, CatchUpRate: 10})
+			var got []bus.Due
+			for i := range 4 {
+				e.clock.set(t0.Add(250*time.Second + time.Duration(i)*time.Second))
+				e.once(d)
+				got = append(got, e.drain()...)
+			}
+			var want []string
+			for s := 0; s <= 250; s += 10 { // 26 occurrences: 10, 10, then the last 6
+				want = append(want, t0.Add(time.Duration(s)*time.Second).Format(time.RFC3339))
+			}
+			if fmt.Sprint(times(got)) != fmt.Sprint(want) {
+				t.Fatalf("fired %v\nwant %v", times(got), want)
+			}
+			if h, _ := e.store.History(context.Background(), "c", "j", e.clock.now()); len(h) != 0 {
+				t.Fatalf("history %+v: nothing may be skipped", h)
+			}
+		})
 	}
 }
 
@@ -303,57 +327,6 @@ func (c *counter) Skipped(int)           {}
 func (c *counter) FireLag(time.Duration) {}
 func (c *counter) Error(string)          {}
 
-// Three planners against one Redis and 10,000 due occurrences: each is published exactly once
-// (counted at the publishers, so JetStream's de-duplication cannot hide a double publish).
-func TestThreePlannersPublishEachOccurrenceOnce(t *testing.T) {
-	if testing.Short() {
-		t.Skip("10,000 occurrences")
-	}
-	ctx := context.Background()
-	e := setup(t)
-	if _, _, err := e.svc.PutCollection(ctx, "c", []byte(`{"properties":{}}`)); err != nil {
-		t.Fatal(err)
-	}
-	const n = 10_000
-	def := blob(t, `{"startTime":"2026-03-01T12:00:00Z",`+action+`}`)
-	for i := range n {
-		c := fmt.Sprintf("c%d", i%50) // many collections, so every partition has work
-		if i < 50 {
-			if _, _, err := e.svc.PutCollection(ctx, c, []byte(`{"properties":{}}`)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if _, _, err := e.store.PutJob(ctx, store.PutJob{Collection: c, Name: fmt.Sprint("j", i), Definition: def,
-			Accepted: t0, Next: t0, State: job.StateEnabled, Reaccept: true}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	e.clock.set(t0.Add(time.Second))
-	var count counter
-	runCtx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	for range 3 {
-		d := e.dispatcher(&count)
-		wg.Go(func() { _ = d.Run(runCtx) })
-	}
-	waitFor(t, func() bool { return count.published.Load() >= n }, "10,000 publishes")
-	cancel()
-	wg.Wait()
-	if got := count.published.Load(); got != n {
-		t.Fatalf("published %d times for %d occurrences", got, n)
-	}
-	info, err := e.js.Stream(ctx, e.subj.DueStream())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if msgs := info.CachedInfo().State.Msgs; msgs != n {
-		t.Fatalf("due stream holds %d messages, want %d", msgs, n)
-	}
-	if backlog, _ := e.store.DueBacklog(ctx, t0.Add(time.Hour)); backlog != 0 {
-		t.Fatalf("%d jobs still due", backlog)
-	}
-}
-
 // blob turns a job definition into the form the store keeps, as the service would.
 func blob(t testing.TB, def string) []byte {
 	t.Helper()
@@ -375,4 +348,71 @@ func mustTime(t *testing.T, s string) time.Time {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// A run-now in the very millisecond of a scheduled occurrence is an occurrence of its own: its
+// message id and execution tag differ, so JetStream drops neither.
+func TestRunNowInTheMillisecondOfAScheduledOccurrence(t *testing.T) {
+	e := setup(t)
+	e.put("j", `{"startTime":"2026-03-01T12:00:00Z",`+action+`,"recurrence":{"frequency":"Hour"}}`)
+	d := e.dispatcher(nil)
+	if err := d.RunNow(context.Background(), "c", "j"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.RunNow(context.Background(), "c", "j"); err != nil { // a second click, same millisecond
+		t.Fatal(err)
+	}
+	e.once(d)
+	got := e.drain()
+	tags := map[string]bool{}
+	for _, m := range got {
+		tags[m.ExecutionTag] = true
+	}
+	if len(got) != 3 || len(tags) != 3 {
+		t.Fatalf("two run-nows and the scheduled occurrence of %s gave %d messages with %d tags: %+v", t0, len(got), len(tags), got)
+	}
+}
+
+// A stored definition that no longer compiles (here: a time zone the tz database dropped) is
+// parked Faulted with a history entry saying why, and is read no more, instead of failing and
+// being logged at every round forever.
+func TestUncompilableDefinitionIsParkedFaulted(t *testing.T) {
+	ctx := context.Background()
+	e := setup(t)
+	e.put("j", `{"startTime":"2026-03-01T12:00:00Z",`+action+`,"recurrence":{"frequency":"Minute"}}`)
+	key := fmt.Sprintf("resched:{p%02d}:def:c/j", e.store.PartitionOf("c"))
+	if err := e.redisClient.Set(ctx, key, `{"recurrence":{"frequency":"Minute","timeZone":"Mars/Olympus_Mons"}}`+"\n"+`{"type":"Http"}`, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	m := &stageCounter{}
+	d := e.dispatcher(m)
+	e.clock.set(t0.Add(time.Second))
+	e.once(d)
+	rec, _ := e.store.GetJob(ctx, "c", "j")
+	h, _ := e.store.History(ctx, "c", "j", e.clock.now())
+	if rec.State != job.StateFaulted || len(h) != 1 || !strings.Contains(h[0].Message, "no longer compiles") {
+		t.Fatalf("state %s, history %+v; want Faulted with one entry saying why", rec.State, h)
+	}
+	e.clock.set(t0.Add(time.Hour))
+	e.once(d)
+	if n := m.errors()["prepare"]; n != 1 {
+		t.Fatalf("the parked job was read again: %d prepare errors", n)
+	}
+}
+
+// A startTime with a fraction of a second never fires before the instant asked for.
+func TestFractionalStartNeverFiresEarly(t *testing.T) {
+	e := setup(t)
+	e.put("j", `{"startTime":"2026-03-01T12:00:10.250Z",`+action+`}`)
+	d := e.dispatcher(nil)
+	e.clock.set(t0.Add(10*time.Second + 500*time.Millisecond))
+	e.once(d)
+	if got := e.drain(); len(got) != 0 {
+		t.Fatalf("fired %v before 12:00:10.250", times(got))
+	}
+	e.clock.set(t0.Add(11 * time.Second))
+	e.once(d)
+	if got := times(e.drain()); fmt.Sprint(got) != "[2026-03-01T12:00:11Z]" {
+		t.Fatalf("fired %v", got)
+	}
 }

@@ -1,13 +1,17 @@
-// Package dispatch turns due jobs into published occurrences: it claims due jobs from Redis
-// in batches under a lease, publishes each occurrence to JetStream with a message id made from
-// the job and its scheduled time, then advances each job to its next fire time. Any number of
-// planners may run it side by side: a claim is atomic, a planner that dies mid-batch loses
-// nothing (its lease runs out and another planner claims the jobs again), and a re-publish of
-// the same occurrence is dropped by JetStream's duplicate window.
+// Package dispatch turns due jobs into published occurrences. Each partition of the due set is
+// dispatched by the one live planner that holds its lease (package lease): it reads the jobs
+// due in the partition, decides what fires (the catch-up rules), publishes each occurrence to
+// JetStream at its time with a message id made from the job and its scheduled time, then
+// advances each job to its next time. The scripts that read and move jobs check the lease, so a
+// planner that lost it moves nothing; one that dies mid-batch loses nothing (the next holder
+// reads the same jobs again, and a re-publish of the same occurrence is dropped by JetStream's
+// duplicate window).
 package dispatch
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/planner/internal/store"
+	"github.com/resched/resched/shared/job"
 )
 
 // Publisher sends events (core NATS).
@@ -32,35 +37,56 @@ type Metrics interface {
 	Error(stage string)
 }
 
+// Leases says which partitions this planner may dispatch; *lease.Leases is the real one.
+type Leases interface {
+	// Use starts a round on partition p; false when this planner does not hold it.
+	Use(p int) (done func(), ok bool)
+	// Lost records that a script found the lease held by another planner.
+	Lost(p int)
+	// Token is the lease holder's value, which the scripts check.
+	Token() string
+	// Outages are the intervals in which no planner ran, newest first.
+	Outages() []store.Outage
+}
+
 // Config gathers a Dispatcher's dependencies and settings.
 type Config struct {
 	Store    *store.Store
 	JS       jetstream.JetStream
 	Events   Publisher
+	Leases   Leases
 	Subjects bus.Subjects
 	Clock    func() time.Time
 	Logger   *slog.Logger
 	Metrics  Metrics
 
-	Lease   time.Duration // how long a claim keeps other planners off; default 30 s
-	Batch   int           // jobs per claim; default 256
-	CatchUp time.Duration // an occurrence later than this is skipped, not fired; default 1 h
-	MaxIdle time.Duration // longest wait between two looks at the due set; default 50 ms
-	// Lookahead claims jobs this long before they are due, so their messages are ready and
-	// each is published the moment it is due (never before): fire lag is then the publish
-	// alone. 0 claims only what is due.
+	Batch   int           // jobs read per claim, and most messages published per batch; default 256
+	CatchUp time.Duration // an occurrence this late or later never fires; default 1 h
+	// CatchUpPolicy applies to occurrences missed while every planner was down, for jobs without
+	// their own; default Latest.
+	CatchUpPolicy job.CatchUpPolicy
+	// CatchUpRate is the most missed occurrences one job fires per second; default 10.
+	CatchUpRate int
+	MaxIdle     time.Duration // longest wait between two looks at a partition; default 1 s
+	// Lookahead reads jobs this long before they are due, so their messages are ready and each
+	// is published the moment it is due (never before): fire lag is then the publish alone.
 	Lookahead   time.Duration
-	Concurrency int // partitions worked on at once; default all (16)
-	CacheSize   int // compiled schedules kept per worker goroutine; default 50,000
+	Concurrency int // partitions dispatched at once; default 16
+	CacheSize   int // compiled schedules kept in all; default 200,000
+	// PublishRetries is how often a publish that failed is tried again within a batch, over
+	// about two seconds (a stream leader election); default 4.
+	PublishRetries int
 }
 
 func (c *Config) defaults() {
-	c.Lease = cmpOr(c.Lease, 30*time.Second)
 	c.Batch = cmpOr(c.Batch, 256)
 	c.CatchUp = cmpOr(c.CatchUp, time.Hour)
-	c.MaxIdle = cmpOr(c.MaxIdle, 50*time.Millisecond)
-	c.Concurrency = min(cmpOr(c.Concurrency, store.Partitions), store.Partitions)
-	c.CacheSize = cmpOr(c.CacheSize, 50_000)
+	c.CatchUpPolicy = cmpOr(c.CatchUpPolicy, job.CatchUpLatest)
+	c.CatchUpRate = cmpOr(c.CatchUpRate, 10)
+	c.MaxIdle = cmpOr(c.MaxIdle, time.Second)
+	c.Concurrency = cmpOr(c.Concurrency, 16)
+	c.CacheSize = cmpOr(c.CacheSize, 200_000)
+	c.PublishRetries = cmpOr(c.PublishRetries, 4)
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}
@@ -72,6 +98,13 @@ func (c *Config) defaults() {
 	}
 }
 
+// JetStreamOptions are the options of the JetStream context the dispatcher publishes with: room
+// for every publish it may have unacknowledged at once (Concurrency batches of at most Batch
+// messages), since past nats.go's limit (4,000 by default) a publish stalls and then fails.
+func JetStreamOptions(concurrency, batch int) []jetstream.JetStreamOpt {
+	return []jetstream.JetStreamOpt{jetstream.WithPublishAsyncMaxPending(max(4000, cmpOr(concurrency, 16)*cmpOr(batch, 256)+1000))}
+}
+
 func cmpOr[T comparable](v, d T) T {
 	var zero T
 	if v == zero {
@@ -81,46 +114,52 @@ func cmpOr[T comparable](v, d T) T {
 }
 
 // Dispatcher publishes due occurrences.
-type Dispatcher struct{ cfg Config }
+type Dispatcher struct {
+	cfg   Config
+	wake  []chan struct{} // one per partition: something became due there
+	slots chan struct{}   // rounds running at once
+}
 
 // New returns a Dispatcher.
 func New(cfg Config) *Dispatcher {
 	cfg.defaults()
-	return &Dispatcher{cfg: cfg}
+	d := &Dispatcher{cfg: cfg, wake: make([]chan struct{}, cfg.Store.Partitions()), slots: make(chan struct{}, cfg.Concurrency)}
+	for p := range d.wake {
+		d.wake[p] = make(chan struct{}, 1)
+	}
+	return d
 }
 
-// Run dispatches until ctx ends, then returns once the batches in hand are published and
-// advanced. Each of Concurrency goroutines owns a fixed share of the partitions.
+// Wake tells the dispatcher of partition p to look at its due set now: a job there became due
+// sooner than it was waiting for, or the partition's lease was just taken.
+func (d *Dispatcher) Wake(p int) {
+	if p < 0 || p >= len(d.wake) {
+		return
+	}
+	select {
+	case d.wake[p] <- struct{}{}:
+	default:
+	}
+}
+
+// Run dispatches every partition this planner holds until ctx ends, then returns once the
+// batches in hand are published and advanced.
 func (d *Dispatcher) Run(ctx context.Context) error {
-	errs := make(chan error, d.cfg.Concurrency)
-	for i := range d.cfg.Concurrency {
-		var parts []int
-		for p := i; p < store.Partitions; p += d.cfg.Concurrency {
-			parts = append(parts, p)
-		}
-		w := &worker{cfg: &d.cfg, partitions: parts, cache: newScheduleCache(d.cfg.CacheSize)}
-		go func() { errs <- w.run(ctx) }()
+	done := make(chan struct{})
+	for p := range d.wake {
+		pd := &partitionDispatcher{Dispatcher: d, p: p, cache: newScheduleCache(max(d.cfg.CacheSize/len(d.wake), 1000))}
+		go func() { pd.run(ctx); done <- struct{}{} }()
 	}
-	var err error
-	for range d.cfg.Concurrency {
-		err = errors.Join(err, <-errs)
+	for range d.wake {
+		<-done
 	}
-	return err
-}
-
-// DispatchOnce runs one claim-publish-advance round over every partition and reports how many
-// occurrences it published. Tests and benchmarks use it to drive the loop step by step.
-func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
-	w := &worker{cfg: &d.cfg, cache: newScheduleCache(d.cfg.CacheSize)}
-	for p := range store.Partitions {
-		w.partitions = append(w.partitions, p)
-	}
-	return w.round(ctx)
+	return nil
 }
 
 // RunNow publishes one occurrence of a job at the current time, outside its schedule: the
 // schedule, the count and the next fire time are unchanged. Its occurrence number is 0, which
-// marks a manual run in the history.
+// marks a manual run in the history, and its message id and execution tag are its own, so it
+// never collides with a scheduled occurrence of the same millisecond, nor with another run-now.
 func (d *Dispatcher) RunNow(ctx context.Context, c, j string) error {
 	rec, err := d.cfg.Store.GetJob(ctx, c, j)
 	if err != nil {
@@ -131,13 +170,25 @@ func (d *Dispatcher) RunNow(ctx context.Context, c, j string) error {
 		return err
 	}
 	now := d.cfg.Clock().UTC().Truncate(time.Millisecond)
-	msg := &natsMsg{subject: d.cfg.Subjects.Due(c, j), data: bus.AppendDue(nil, c, j, now, 0, e.action), id: bus.MsgID(c, j, now)}
+	id := bus.RunNowID(c, j, now, nonce())
+	data := bus.AppendDueTagged(nil, c, j, now, bus.TagOf(id), 0, e.action)
+	msg := &natsMsg{subject: d.cfg.Subjects.Due(c, j), data: data, id: id}
 	if _, err := d.cfg.JS.PublishMsg(ctx, msg.build()); err != nil {
 		return fmt.Errorf("publish run-now occurrence of %s/%s: %w", c, j, err)
 	}
 	d.cfg.Metrics.Published(1)
 	return nil
 }
+
+// nonce is 8 random bytes in hex: what makes two run-nows of one millisecond two occurrences.
+func nonce() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// errStalled reports publishes not acknowledged in time; the jobs stay due and are retried.
+var errStalled = errors.New("publishes not acknowledged")
 
 type noMetrics struct{}
 
@@ -146,3 +197,34 @@ func (noMetrics) Published(int)         {}
 func (noMetrics) Skipped(int)           {}
 func (noMetrics) FireLag(time.Duration) {}
 func (noMetrics) Error(string)          {}
+
+// DispatchOnce runs one round on every partition this planner holds and reports how many
+// occurrences it published. Tests use it to drive the dispatcher step by step with a clock of
+// their own; the planner runs Run.
+func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
+	count := &countingMetrics{Metrics: d.cfg.Metrics}
+	saved := d.cfg.Metrics
+	d.cfg.Metrics = count
+	defer func() { d.cfg.Metrics = saved }()
+	for p := range d.wake {
+		done, ok := d.cfg.Leases.Use(p)
+		if !ok {
+			continue
+		}
+		pd := &partitionDispatcher{Dispatcher: d, p: p, cache: newScheduleCache(1000)}
+		_, err := pd.round(ctx)
+		done()
+		if err != nil {
+			return count.n, err
+		}
+	}
+	return count.n, nil
+}
+
+// countingMetrics counts publishes for DispatchOnce.
+type countingMetrics struct {
+	Metrics
+	n int
+}
+
+func (c *countingMetrics) Published(n int) { c.n += n; c.Metrics.Published(n) }

@@ -16,9 +16,10 @@ import (
 // timestamp of the message is compared with the scheduled time.
 func TestLookaheadNeverPublishesEarly(t *testing.T) {
 	e := setup(t)
+	e.useRealClock()
 	due := time.Now().UTC().Truncate(time.Second).Add(2 * time.Second)
 	e.put("j", `{"startTime":"`+due.Format(time.RFC3339)+`",`+action+`}`)
-	d := dispatch.New(dispatch.Config{Store: e.store, JS: e.js, Subjects: e.subj, Clock: time.Now, Lookahead: 3 * time.Second})
+	d := dispatch.New(dispatch.Config{Store: e.store, JS: e.js, Leases: e.leases, Subjects: e.subj, Clock: time.Now, Lookahead: 3 * time.Second})
 	if n, err := d.DispatchOnce(context.Background()); err != nil || n != 1 {
 		t.Fatalf("one round with a 3 s lookahead published %d (%v), want the job due in under 3 s", n, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/resched/resched/services/internal/redistest"
+	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/services/planner/internal/store"
 	"github.com/resched/resched/shared/job"
 )
@@ -24,7 +25,7 @@ func TestRestartsLoseNothing(t *testing.T) {
 		if i >= perGroup {
 			due = t0.Add(time.Minute) // the second group falls due after the restarts
 		}
-		if _, _, err := e.store.PutJob(ctx, store.PutJob{Collection: "c", Name: fmt.Sprint("j", i), Definition: def,
+		if _, _, _, err := e.store.PutJob(ctx, store.PutJob{Collection: "c", Name: fmt.Sprint("j", i), Definition: def,
 			Accepted: t0, Next: due, State: job.StateEnabled, Reaccept: true}); err != nil {
 			t.Fatal(err)
 		}
@@ -37,11 +38,11 @@ func TestRestartsLoseNothing(t *testing.T) {
 	defer func() { cancel(); wg.Wait() }()
 
 	e.clock.set(t0.Add(time.Second))
-	waitFor(t, func() bool { return count.published.Load() == perGroup }, "the first group to be published")
+	testenv.Eventually(t, 30*time.Second, "the first group to be published", func() bool { return count.published.Load() == perGroup })
 	e.redis.Restart()
 	e.nats.Restart()
 	e.clock.set(t0.Add(time.Minute + time.Second))
-	waitFor(t, func() bool { return count.published.Load() == 2*perGroup }, "the second group to be published after the restarts")
+	testenv.Eventually(t, 30*time.Second, "the second group to be published after the restarts", func() bool { return count.published.Load() == 2*perGroup })
 
 	info, err := e.js.Stream(ctx, e.subj.DueStream())
 	if err != nil {
@@ -51,20 +52,8 @@ func TestRestartsLoseNothing(t *testing.T) {
 		t.Fatalf("due stream holds %d messages after the restarts, want %d", n, 2*perGroup)
 	}
 	// Publishes are counted before their batch is advanced: wait for the advance too.
-	waitFor(t, func() bool {
+	testenv.Eventually(t, 30*time.Second, "every job to be advanced", func() bool {
 		backlog, err := e.store.DueBacklog(ctx, t0.Add(time.Hour))
 		return err == nil && backlog == 0
-	}, "every job to be advanced")
-}
-
-// waitFor polls cond with a deadline: the work it waits on runs in other goroutines.
-func waitFor(t testing.TB, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	})
 }

@@ -131,22 +131,32 @@ func (s *Service) changeState(ctx context.Context, c string, state job.Collectio
 	return s.collection(ctx, c)
 }
 
+// setState enables or disables a collection. Enabling resumes each Enabled job at its next time
+// after now (Completed when its series ran out meanwhile). The store answers with the jobs it
+// still does not have in the due set (put or changed while this ran), which are computed and
+// sent again, so none is stranded.
 func (s *Service) setState(ctx context.Context, c string, state job.CollectionState) error {
 	var resume []store.Reschedule
-	if state == job.CollectionEnabled {
-		var err error
-		if resume, err = s.resumable(ctx, c); err != nil {
+	for range 5 {
+		left, err := s.store.SetCollectionState(ctx, c, state, resume)
+		if err != nil || state != job.CollectionEnabled {
 			return err
 		}
+		if resume, err = s.resumable(ctx, c, left); err != nil {
+			return err
+		}
+		if len(resume) == 0 {
+			s.wake(c)
+			return nil
+		}
 	}
-	return s.store.SetCollectionState(ctx, c, state, resume)
+	return conflict("job collection %s keeps changing while it is enabled; retry", c)
 }
 
-// resumable computes the next time after now of every enabled job of a collection.
-func (s *Service) resumable(ctx context.Context, c string) ([]store.Reschedule, error) {
-	names, err := s.store.JobNames(ctx, c)
-	if err != nil {
-		return nil, err
+// resumable computes the next time after now of each Enabled job among names.
+func (s *Service) resumable(ctx context.Context, c string, names []string) ([]store.Reschedule, error) {
+	if len(names) == 0 {
+		return nil, nil
 	}
 	members := make([]string, len(names))
 	for i, n := range names {
@@ -170,9 +180,11 @@ func (s *Service) resumable(ctx context.Context, c string) ([]store.Reschedule, 
 		if err != nil {
 			return nil, err
 		}
+		r := store.Reschedule{Name: rec.Name, Version: rec.Version}
 		if o := sched.Next(now, rec.Fired); !o.Done {
-			out = append(out, store.Reschedule{Name: rec.Name, Next: o.Time, Version: rec.Version})
+			r.Next = o.Time
 		}
+		out = append(out, r)
 	}
 	return out, nil
 }

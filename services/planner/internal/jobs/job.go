@@ -48,6 +48,9 @@ func (s *Service) store1(ctx context.Context, c, j string, p job.Properties, ifV
 	if !p.State.ClientSettable() {
 		return false, badRequest("state: only Enabled or Disabled may be set; %s is the scheduler's to set", p.State)
 	}
+	if err := certificates(&p); err != nil {
+		return false, err
+	}
 	now := s.now()
 	sched, err := Compile(p, now)
 	if err != nil {
@@ -67,7 +70,16 @@ func (s *Service) store1(ctx context.Context, c, j string, p job.Properties, ifV
 	if put.Definition, err = EncodeBlob(p); err != nil {
 		return false, err
 	}
-	created, _, err := s.store.PutJob(ctx, put)
+	return s.putStored(ctx, put)
+}
+
+// putStored writes a job and wakes the planner that dispatches its partition when it is due
+// soon, so a new job fires on time without any planner polling for it.
+func (s *Service) putStored(ctx context.Context, put store.PutJob) (bool, error) {
+	created, _, due, err := s.store.PutJob(ctx, put)
+	if err == nil && due && put.Next.Sub(s.now()) < s.wakeWithin {
+		s.wake(put.Collection)
+	}
 	return created, err
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/planner/internal/store"
 	"github.com/resched/resched/shared/job"
+	"github.com/resched/resched/shared/jobschema"
 )
 
 // PatchJob merges a partial definition into a job, deeply, as the original service did (a
@@ -70,6 +71,9 @@ func (s *Service) patchOnce(ctx context.Context, c, j string, raw []byte) error 
 // keepSchedule stores a change that leaves the schedule as accepted: only the state may move
 // the next fire time (disabling drops it; enabling resumes after now, with no immediate run).
 func (s *Service) keepSchedule(ctx context.Context, rec *store.Job, p job.Properties) error {
+	if err := certificates(&p); err != nil {
+		return err
+	}
 	put := store.PutJob{Collection: rec.Collection, Name: rec.Name, Accepted: rec.Accepted, Next: rec.Next,
 		State: job.StateEnabled, IfVersion: rec.Version}
 	switch {
@@ -90,12 +94,20 @@ func (s *Service) keepSchedule(ctx context.Context, rec *store.Job, p job.Proper
 	if put.Definition, err = EncodeBlob(p); err != nil {
 		return err
 	}
-	_, _, err = s.store.PutJob(ctx, put)
+	_, err = s.putStored(ctx, put)
 	return err
 }
 
-// mergeInto applies a patch (whole resource or bare properties) to a stored job.
+// mergeInto applies a patch (whole resource or bare properties) to a stored job. The patch is
+// held to the size a definition may have before anything is decoded, so a huge patch costs a
+// length check, not a merge.
 func mergeInto(rec *store.Job, raw []byte) ([]byte, error) {
+	if len(raw) > jobschema.MaxJobSize {
+		return nil, badRequest("the patch is %d bytes; at most 16 KiB (16,384 bytes) are allowed", len(raw))
+	}
+	if err := jobschema.CheckText(raw); err != nil {
+		return nil, invalid(err)
+	}
 	stored, err := DecodeBlob(rec.Definition)
 	if err != nil {
 		return nil, err
@@ -125,15 +137,18 @@ func mergeInto(rec *store.Job, raw []byte) ([]byte, error) {
 }
 
 // merge applies patch to base: objects merge key by key (names match case-insensitively),
-// null deletes, anything else replaces.
+// null deletes, anything else replaces. It is linear in the sizes of both: base's names are
+// looked up through one index per object.
 func merge(base, patch map[string]any) map[string]any {
+	index := make(map[string]string, len(base))
+	for k := range base {
+		index[strings.ToLower(k)] = k
+	}
 	for pk, pv := range patch {
-		bk := pk
-		for k := range base {
-			if strings.EqualFold(k, pk) {
-				bk = k
-				break
-			}
+		bk, ok := index[strings.ToLower(pk)]
+		if !ok {
+			bk = pk
+			index[strings.ToLower(pk)] = pk
 		}
 		switch pv := pv.(type) {
 		case nil:

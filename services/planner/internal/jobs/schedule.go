@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"bytes"
+	"math"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -87,9 +88,12 @@ func checkMaxRecurrence(q *job.Quota, s *recurrence.Schedule, accepted time.Time
 		return nil
 	}
 	m := q.MaxRecurrence
-	shortest := unit[m.Frequency] * time.Duration(max(m.Interval, 1))
+	shortest := time.Duration(math.MaxInt64) // an interval beyond ~292 years allows no recurrence
+	if n := time.Duration(max(m.Interval, 1)); n <= time.Duration(math.MaxInt64)/unit[m.Frequency] {
+		shortest = unit[m.Frequency] * n
+	}
 	times := s.Preview(quotaProbe)
-	if len(times) > 0 && times[0].Equal(accepted.Truncate(time.Second)) {
+	if len(times) > 0 && times[0].Equal(accepted.Truncate(time.Millisecond)) {
 		times = times[1:]
 	}
 	for i := 1; i < len(times); i++ {

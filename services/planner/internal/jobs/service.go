@@ -19,6 +19,11 @@ type Publisher interface {
 	Publish(subject string, data []byte) error
 }
 
+// Waker tells the planner that dispatches a partition to look at its due set now.
+type Waker interface {
+	Wake(partition int)
+}
+
 // Runner fires one occurrence of a job now, outside its schedule ("run now").
 type Runner interface {
 	RunNow(ctx context.Context, collection, job string) error
@@ -26,13 +31,15 @@ type Runner interface {
 
 // Service implements the operations. It is safe for concurrent use.
 type Service struct {
-	store     *store.Store
-	validator *jobschema.Validator
-	events    Publisher
-	runner    Runner
-	subjects  bus.Subjects
-	now       func() time.Time
-	log       *slog.Logger
+	store      *store.Store
+	validator  *jobschema.Validator
+	events     Publisher
+	runner     Runner
+	waker      Waker
+	wakeWithin time.Duration
+	subjects   bus.Subjects
+	now        func() time.Time
+	log        *slog.Logger
 }
 
 // Config gathers a Service's dependencies.
@@ -41,9 +48,13 @@ type Config struct {
 	Validator *jobschema.Validator
 	Events    Publisher
 	Runner    Runner
-	Subjects  bus.Subjects
-	Clock     func() time.Time
-	Logger    *slog.Logger
+	// Waker, when set, is told about jobs due within WakeWithin of their put, so that the
+	// planner dispatching their partition looks at once rather than at its next idle check.
+	Waker      Waker
+	WakeWithin time.Duration
+	Subjects   bus.Subjects
+	Clock      func() time.Time
+	Logger     *slog.Logger
 }
 
 // New returns a Service.
@@ -55,7 +66,14 @@ func New(c Config) *Service {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Service{store: c.Store, validator: c.Validator, events: c.Events, runner: c.Runner,
-		subjects: c.Subjects, now: c.Clock, log: c.Logger}
+		waker: c.Waker, wakeWithin: c.WakeWithin, subjects: c.Subjects, now: c.Clock, log: c.Logger}
+}
+
+// wake tells the dispatcher of a collection's partition to look now.
+func (s *Service) wake(c string) {
+	if s.waker != nil {
+		s.waker.Wake(s.store.PartitionOf(c))
+	}
 }
 
 // emit publishes an event; a lost event is logged, never an error for the caller: the change

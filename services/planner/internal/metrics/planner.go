@@ -19,7 +19,8 @@ var FireLagBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2
 // Stages and statuses that are known up front: their series exist at zero from the start, so
 // a rate() over them works before the first error.
 var (
-	knownStages   = []string{"dispatch", "prepare", "publish", "result_decode", "result_apply", "event", "backlog"}
+	knownStages = []string{"dispatch", "prepare", "publish", "publish_retry", "result_decode", "result_apply", "event", "backlog",
+		"lease_heartbeat", "lease_renew", "lease_acquire", "lease_release"}
 	knownStatuses = []string{"Completed", "Failed"}
 )
 
@@ -32,6 +33,8 @@ type Planner struct {
 	skipped   prometheus.Counter
 	errors    *prometheus.CounterVec
 	results   *prometheus.CounterVec
+	held      prometheus.Gauge
+	planners  prometheus.Gauge
 }
 
 // New creates the collectors and registers them on reg.
@@ -52,7 +55,7 @@ func New(reg prometheus.Registerer) (*Planner, error) {
 			Namespace: namespace, Name: "published_total", Help: "Due occurrences published to JetStream and acknowledged.",
 		}),
 		skipped: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Name: "skipped_total", Help: "Claims that fired nothing because every due occurrence was past the catch-up window (each such run is one Skipped history entry).",
+			Namespace: namespace, Name: "skipped_total", Help: "Claims that skipped missed occurrences (too late, or missed while no planner ran under the Latest policy); each is one Skipped history entry.",
 		}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "errors_total", Help: "Errors by the stage they happened in.",
@@ -60,8 +63,14 @@ func New(reg prometheus.Registerer) (*Planner, error) {
 		results: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "results_total", Help: "Attempt results applied, by their status.",
 		}, []string{"status"}),
+		held: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "partitions_held", Help: "Partitions whose lease this planner holds: the share of the due set it dispatches.",
+		}),
+		planners: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "planners_live", Help: "Planners alive by their heartbeats, as this planner last saw them.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{p.fireLag, p.backlog, p.claimed, p.published, p.skipped, p.errors, p.results} {
+	for _, c := range []prometheus.Collector{p.fireLag, p.backlog, p.claimed, p.published, p.skipped, p.errors, p.results, p.held, p.planners} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register planner metrics: %w", err)
 		}
@@ -81,7 +90,7 @@ func (p *Planner) Claimed(n int) { p.claimed.Add(float64(n)) }
 // Published counts published occurrences.
 func (p *Planner) Published(n int) { p.published.Add(float64(n)) }
 
-// Skipped counts claims that fired nothing because every due occurrence was too late.
+// Skipped counts claims that skipped missed occurrences.
 func (p *Planner) Skipped(n int) { p.skipped.Add(float64(n)) }
 
 // FireLag observes how late an occurrence was published. A negative lag (clocks of planners
@@ -93,6 +102,12 @@ func (p *Planner) Error(stage string) { p.errors.WithLabelValues(stage).Inc() }
 
 // Result counts an applied result by its status.
 func (p *Planner) Result(status string) { p.results.WithLabelValues(status).Inc() }
+
+// Leases sets the partitions held and the planners alive.
+func (p *Planner) Leases(held, planners int) {
+	p.held.Set(float64(held))
+	p.planners.Set(float64(planners))
+}
 
 // SetDueBacklog sets the backlog gauge.
 func (p *Planner) SetDueBacklog(n int64) { p.backlog.Set(float64(n)) }

@@ -35,6 +35,7 @@ func TestCounters(t *testing.T) {
 	p.Result("Failed")
 	p.Result("Failed")
 	p.SetDueBacklog(42)
+	p.Leases(5, 3)
 	want := `
 # HELP resched_planner_claimed_total Due jobs claimed from Redis.
 # TYPE resched_planner_claimed_total counter
@@ -42,7 +43,7 @@ resched_planner_claimed_total 5
 # HELP resched_planner_published_total Due occurrences published to JetStream and acknowledged.
 # TYPE resched_planner_published_total counter
 resched_planner_published_total 4
-# HELP resched_planner_skipped_total Claims that fired nothing because every due occurrence was past the catch-up window (each such run is one Skipped history entry).
+# HELP resched_planner_skipped_total Claims that skipped missed occurrences (too late, or missed while no planner ran under the Latest policy); each is one Skipped history entry.
 # TYPE resched_planner_skipped_total counter
 resched_planner_skipped_total 1
 # HELP resched_planner_errors_total Errors by the stage they happened in.
@@ -50,8 +51,13 @@ resched_planner_skipped_total 1
 resched_planner_errors_total{stage="backlog"} 0
 resched_planner_errors_total{stage="dispatch"} 0
 resched_planner_errors_total{stage="event"} 0
+resched_planner_errors_total{stage="lease_acquire"} 0
+resched_planner_errors_total{stage="lease_heartbeat"} 0
+resched_planner_errors_total{stage="lease_release"} 0
+resched_planner_errors_total{stage="lease_renew"} 0
 resched_planner_errors_total{stage="prepare"} 0
 resched_planner_errors_total{stage="publish"} 2
+resched_planner_errors_total{stage="publish_retry"} 0
 resched_planner_errors_total{stage="result_apply"} 0
 resched_planner_errors_total{stage="result_decode"} 0
 resched_planner_errors_total{stage="something_new"} 1
@@ -62,9 +68,16 @@ resched_planner_results_total{status="Failed"} 2
 # HELP resched_planner_due_backlog Jobs due now that no planner has claimed yet, sampled every few seconds.
 # TYPE resched_planner_due_backlog gauge
 resched_planner_due_backlog 42
+# HELP resched_planner_partitions_held Partitions whose lease this planner holds: the share of the due set it dispatches.
+# TYPE resched_planner_partitions_held gauge
+resched_planner_partitions_held 5
+# HELP resched_planner_planners_live Planners alive by their heartbeats, as this planner last saw them.
+# TYPE resched_planner_planners_live gauge
+resched_planner_planners_live 3
 `
 	names := []string{"resched_planner_claimed_total", "resched_planner_published_total", "resched_planner_skipped_total",
-		"resched_planner_errors_total", "resched_planner_results_total", "resched_planner_due_backlog"}
+		"resched_planner_errors_total", "resched_planner_results_total", "resched_planner_due_backlog",
+		"resched_planner_partitions_held", "resched_planner_planners_live"}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
 		t.Error(err)
 	}

@@ -122,7 +122,8 @@ func (rc *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
 	defer cancel()
 	now := rc.cfg.Clock()
 	state, err := rc.cfg.Store.ApplyResult(work, r.Collection, r.Job, store.Outcome{
-		ID: bus.ResultMsgID(r), Entry: r.HistoryEntry(), Scheduled: r.Scheduled, Final: r.Final, Faulted: r.Faulted,
+		ID: bus.ResultMsgID(r), Entry: r.HistoryEntry(), Scheduled: r.Scheduled, Occurrence: r.Occurrence,
+		MainDone: r.MainDone, Final: r.Final, Faulted: r.Faulted,
 	}, now)
 	if err != nil {
 		rc.cfg.Metrics.Error("result_apply")

@@ -15,6 +15,7 @@ import (
 	"github.com/resched/resched/services/internal/redistest"
 	"github.com/resched/resched/services/planner/internal/dispatch"
 	"github.com/resched/resched/services/planner/internal/jobs"
+	"github.com/resched/resched/services/planner/internal/leasetest"
 	"github.com/resched/resched/services/planner/internal/results"
 	"github.com/resched/resched/services/planner/internal/store"
 	"github.com/resched/resched/shared/job"
@@ -41,15 +42,7 @@ type env struct {
 func setup(t *testing.T) *env {
 	t.Helper()
 	ctx := context.Background()
-	nc := natstest.Start(t).Connect(t)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	subj := bus.NewSubjects("")
-	if err := bus.EnsureStreams(ctx, js, subj, bus.StreamOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	nc, js, subj := natstest.Start(t).JetStream(t)
 	v, err := jobschema.New()
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +82,8 @@ func (e *env) fire(name, props string) {
 	if _, _, err := e.svc.PutJob(context.Background(), "c", name, []byte(props)); err != nil {
 		e.t.Fatalf("put %s: %v", name, err)
 	}
-	d := dispatch.New(dispatch.Config{Store: e.store, JS: e.js, Events: e.nc, Subjects: e.subj, Clock: func() time.Time { return t0 }})
+	d := dispatch.New(dispatch.Config{Store: e.store, JS: e.js, Events: e.nc, Leases: leasetest.HoldAll(e.t, e.store),
+		Subjects: e.subj, Clock: func() time.Time { return t0 }})
 	if n, err := d.DispatchOnce(context.Background()); err != nil || n != 1 {
 		e.t.Fatalf("dispatch: published %d, %v", n, err)
 	}
@@ -100,7 +94,8 @@ func attempt(j string, a job.ActionName, n int, st job.ExecutionStatus, final, f
 	start := t0.Add(time.Duration(n) * time.Minute)
 	return bus.Result{Collection: "c", Job: j, Scheduled: t0, ExecutionTag: bus.ExecutionTag("c", j, t0),
 		Occurrence: 1, ActionName: a, Attempt: n, StartTime: start, EndTime: start.Add(time.Second),
-		Status: st, Message: fmt.Sprintf("%s attempt %d", a, n), Final: final, Faulted: faulted}
+		Status: st, Message: fmt.Sprintf("%s attempt %d", a, n), Final: final, Faulted: faulted,
+		MainDone: a == job.ActionNameMain && (final || faulted || st == job.ExecutionCompleted)}
 }
 
 func (e *env) publish(rs ...bus.Result) {

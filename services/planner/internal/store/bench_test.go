@@ -24,18 +24,21 @@ func BenchmarkFireRound(b *testing.B) {
 	}
 	def := []byte(`{"startTime":"2026-01-01T12:00:00Z","recurrence":{"frequency":"Minute"}}` + "\n" + `{"type":"Http"}`)
 	for i := range jobs {
-		if _, _, err := s.PutJob(ctx, store.PutJob{Collection: "c", Name: fmt.Sprint("j", i), Definition: def,
+		if _, _, _, err := s.PutJob(ctx, store.PutJob{Collection: "c", Name: fmt.Sprint("j", i), Definition: def,
 			Accepted: t0, Next: t0, State: job.StateEnabled, Reaccept: true}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	p := store.PartitionOf("c")
+	p := s.PartitionOf("c")
+	if _, err := s.Acquire(ctx, []int{p}, "bench", time.Hour); err != nil {
+		b.Fatal(err)
+	}
 	now := t0.Add(time.Second)
 	moves := make([]store.Advance, 0, batch)
 	cpu := redistest.CPU(b, rdb)
 	b.ResetTimer()
 	for b.Loop() {
-		members, err := s.Claim(ctx, p, now, now.Add(30*time.Second), batch)
+		members, _, err := s.Claim(ctx, p, "bench", now, batch)
 		if err != nil || len(members) != batch {
 			b.Fatalf("claimed %d: %v", len(members), err)
 		}
@@ -46,10 +49,10 @@ func BenchmarkFireRound(b *testing.B) {
 		moves = moves[:0]
 		for _, r := range recs {
 			// Next stays t0 so that the job is due again for the next round.
-			moves = append(moves, store.Advance{Collection: r.Collection, Name: r.Name, Claimed: r.Next, Next: r.Next,
+			moves = append(moves, store.Advance{Collection: r.Collection, Name: r.Name, Version: r.Version, Claimed: r.Next, Next: r.Next,
 				Fired: r.Fired + 1, Occurrence: r.Occurrence + 1, Published: r.Next})
 		}
-		if _, err := s.Advance(ctx, p, moves); err != nil {
+		if _, _, err := s.Advance(ctx, p, "bench", moves); err != nil {
 			b.Fatal(err)
 		}
 	}

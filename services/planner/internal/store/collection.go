@@ -22,7 +22,7 @@ type Collection struct {
 
 // PutCollection stores a collection; it reports whether it was created.
 func (s *Store) PutCollection(ctx context.Context, name string, def []byte, state job.CollectionState, maxJobCount int) (bool, error) {
-	keys := []string{s.k.colls(PartitionOf(name)), s.k.coll(name)}
+	keys := []string{s.k.colls(s.k.partitionOf(name)), s.k.coll(name)}
 	n, err := s.run(ctx, "put_collection", keys, name, def, string(state), maxJobCount).Int()
 	if err != nil {
 		return false, fmt.Errorf("put collection %s: %w", name, err)
@@ -49,8 +49,8 @@ func (s *Store) GetCollection(ctx context.Context, name string) (*Collection, er
 // CollectionNames lists every collection, sorted.
 func (s *Store) CollectionNames(ctx context.Context) ([]string, error) {
 	pipe := s.rdb.Pipeline()
-	cmds := make([]*redis.StringSliceCmd, Partitions)
-	for p := range Partitions {
+	cmds := make([]*redis.StringSliceCmd, s.Partitions())
+	for p := range s.Partitions() {
 		cmds[p] = pipe.SMembers(ctx, s.k.colls(p))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
@@ -71,10 +71,10 @@ func (s *Store) DeleteCollection(ctx context.Context, name string) (bool, error)
 		if err != nil {
 			return false, err
 		}
-		keys := []string{s.k.colls(PartitionOf(name)), s.k.coll(name), s.k.jobs(name), s.k.due(PartitionOf(name))}
+		keys := []string{s.k.colls(s.k.partitionOf(name)), s.k.coll(name), s.k.jobs(name), s.k.due(s.k.partitionOf(name))}
 		args := []any{name}
 		for _, j := range jobs {
-			keys = append(keys, s.k.def(name, j), s.k.state(name, j), s.k.history(name, j))
+			keys = append(keys, s.k.def(name, j), s.k.state(name, j), s.k.history(name, j), s.k.results(name, j))
 			args = append(args, j)
 		}
 		n, err := s.run(ctx, "delete_collection", keys, args...).Int()
@@ -92,21 +92,24 @@ func (s *Store) DeleteCollection(ctx context.Context, name string) (bool, error)
 // Reschedule is a job to put back in the due set when its collection is enabled.
 type Reschedule struct {
 	Name    string
-	Next    time.Time
+	Next    time.Time // zero: the series ran out while the collection was disabled (Completed)
 	Version int64
 }
 
-// SetCollectionState enables or disables a collection. Disabling takes its jobs out of the
-// due set; enabling schedules the given jobs (those whose version still matches).
-func (s *Store) SetCollectionState(ctx context.Context, name string, state job.CollectionState, jobs []Reschedule) error {
-	keys := []string{s.k.coll(name), s.k.jobs(name), s.k.due(PartitionOf(name))}
+// SetCollectionState enables or disables a collection. Disabling takes its jobs out of the due
+// set. Enabling schedules the given jobs (those whose version still matches) and returns the
+// names of the collection's jobs that are still not in the due set: the caller computes the
+// Enabled ones among them and calls again.
+func (s *Store) SetCollectionState(ctx context.Context, name string, state job.CollectionState, jobs []Reschedule) ([]string, error) {
+	keys := []string{s.k.coll(name), s.k.jobs(name), s.k.due(s.k.partitionOf(name))}
 	args := []any{string(state), name}
 	for _, r := range jobs {
 		keys = append(keys, s.k.state(name, r.Name))
-		args = append(args, member(name, r.Name), r.Next.UnixMilli(), r.Version)
+		args = append(args, member(name, r.Name), ms(r.Next), r.Version)
 	}
-	if err := s.run(ctx, "set_collection_state", keys, args...).Err(); err != nil {
-		return fmt.Errorf("set state of collection %s: %w", name, err)
+	left, err := s.run(ctx, "set_collection_state", keys, args...).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("set state of collection %s: %w", name, err)
 	}
-	return nil
+	return left, nil
 }

@@ -3,31 +3,38 @@ package store
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/resched/resched/shared/job"
 )
 
-// Claim takes up to batch members of a partition that are due by dueBy, earliest first,
-// leasing them until leaseUntil: other planners skip them until then, and take them over if
-// this one dies.
-func (s *Store) Claim(ctx context.Context, partition int, dueBy, leaseUntil time.Time, batch int) ([]string, error) {
-	members, err := s.run(ctx, "claim", []string{s.k.due(partition)}, dueBy.UnixMilli(), leaseUntil.UnixMilli(), batch).StringSlice()
+// Claim reads up to batch members of a partition that are due by dueBy, earliest first, for the
+// holder of the partition's lease (token); ErrNotOwner when that is not the caller. It also
+// returns the earliest score in the partition's due set (zero when it is empty), so the caller
+// knows when to look again.
+func (s *Store) Claim(ctx context.Context, partition int, token string, dueBy time.Time, batch int) ([]string, time.Time, error) {
+	res, err := s.run(ctx, "claim", []string{s.k.owner(partition), s.k.due(partition)}, token, dueBy.UnixMilli(), batch).StringSlice()
 	if err != nil {
-		return nil, fmt.Errorf("claim due jobs of partition %d: %w", partition, err)
+		return nil, time.Time{}, fmt.Errorf("claim due jobs of partition %d: %w", partition, scriptError(err))
 	}
-	return members, nil
+	return res[:len(res)-1], parseScore(res[len(res)-1]), nil
 }
 
-// Advance is the move of one claimed job to its next fire time.
+// Advance is the move of one dispatched job to its next fire time.
 type Advance struct {
 	Collection, Name string
-	Claimed          time.Time // the job's Next when it was claimed
+	Version          int64     // the job's version when it was read
+	Claimed          time.Time // the job's Next when it was read
 	Next             time.Time // zero: the series is over
-	Fired            int
-	Occurrence       int
-	Published        time.Time // the occurrence published now; zero when it was skipped
+	// DueAt is when the job is due again, when that is later than Next: a catch-up that fires
+	// a burst of missed occurrences waits before the next burst. Zero: Next.
+	DueAt      time.Time
+	Fired      int
+	Occurrence int
+	Published  time.Time         // the last occurrence published now; zero when none was
+	Park       job.State         // Faulted: the job is taken out of the schedule for good
+	History    *job.HistoryEntry // an entry to record with the move (skipped occurrences)
 }
 
 // Ended is a job that reached its final state.
@@ -36,36 +43,48 @@ type Ended struct {
 	State            job.State
 }
 
-// Advance moves claimed jobs of one partition on, in one script. Jobs changed since their
-// claim are left alone. It returns the jobs that ended (Completed or Faulted).
-func (s *Store) Advance(ctx context.Context, partition int, moves []Advance) ([]Ended, error) {
-	if len(moves) == 0 {
-		return nil, nil
-	}
-	keys := make([]string, 0, 1+2*len(moves))
-	args := make([]any, 0, 6*len(moves))
-	keys = append(keys, s.k.due(partition))
+// Advance moves dispatched jobs of one partition on, in one script, for the holder of the
+// partition's lease (ErrNotOwner otherwise). Jobs changed since they were read are left alone.
+// It returns the jobs that ended (Completed or Faulted) and the earliest score left in the due
+// set (zero when it is empty).
+func (s *Store) Advance(ctx context.Context, partition int, token string, moves []Advance) ([]Ended, time.Time, error) {
+	keys := make([]string, 0, 2+3*len(moves))
+	args := make([]any, 0, 2+10*len(moves))
+	keys = append(keys, s.k.owner(partition), s.k.due(partition))
+	args = append(args, token, HistoryMaxEntries)
 	for _, a := range moves {
-		keys = append(keys, s.k.state(a.Collection, a.Name), s.k.coll(a.Collection))
-		args = append(args, member(a.Collection, a.Name), ms(a.Claimed), ms(a.Next), a.Fired, a.Occurrence, ms(a.Published))
+		line := ""
+		if a.History != nil {
+			var err error
+			if line, err = historyLine(*a.History); err != nil {
+				return nil, time.Time{}, err
+			}
+		}
+		due := a.Next
+		if a.DueAt.After(due) && !due.IsZero() {
+			due = a.DueAt
+		}
+		keys = append(keys, s.k.state(a.Collection, a.Name), s.k.coll(a.Collection), s.k.history(a.Collection, a.Name))
+		args = append(args, member(a.Collection, a.Name), ms(a.Claimed), a.Version, ms(a.Next), ms(due), a.Fired, a.Occurrence,
+			ms(a.Published), string(a.Park), line)
 	}
 	res, err := s.run(ctx, "advance", keys, args...).StringSlice()
 	if err != nil {
-		return nil, fmt.Errorf("advance %d jobs of partition %d: %w", len(moves), partition, err)
+		return nil, time.Time{}, fmt.Errorf("advance %d jobs of partition %d: %w", len(moves), partition, scriptError(err))
 	}
 	var ended []Ended
-	for i := 0; i+1 < len(res); i += 2 {
+	for i := 1; i+1 < len(res); i += 2 {
 		c, j := splitMember(res[i])
 		ended = append(ended, Ended{Collection: c, Name: j, State: job.State(res[i+1])})
 	}
-	return ended, nil
+	return ended, parseScore(res[0]), nil
 }
 
-// DueBacklog counts the jobs due at now that no planner has claimed yet, over all partitions.
+// DueBacklog counts the jobs due at now that have not been dispatched yet, over all partitions.
 func (s *Store) DueBacklog(ctx context.Context, now time.Time) (int64, error) {
 	pipe := s.rdb.Pipeline()
 	max := fmt.Sprint(now.UnixMilli())
-	for p := range Partitions {
+	for p := range s.Partitions() {
 		pipe.ZCount(ctx, s.k.due(p), "-inf", max)
 	}
 	cmds, err := pipe.Exec(ctx)
@@ -79,25 +98,14 @@ func (s *Store) DueBacklog(ctx context.Context, now time.Time) (int64, error) {
 	return n, nil
 }
 
-// Earliest returns the earliest score in the due sets of the given partitions: the next fire
-// time or lease end that a dispatcher should wake for.
-func (s *Store) Earliest(ctx context.Context, partitions []int) (time.Time, bool, error) {
-	pipe := s.rdb.Pipeline()
-	cmds := make([]*redis.ZSliceCmd, len(partitions))
-	for i, p := range partitions {
-		cmds[i] = pipe.ZRangeWithScores(ctx, s.k.due(p), 0, 0)
+// parseScore reads a due-set score as the scripts return it ("" for none).
+func parseScore(v string) time.Time {
+	if v == "" {
+		return time.Time{}
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return time.Time{}, false, fmt.Errorf("peek due jobs: %w", err)
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return time.Time{}
 	}
-	var best float64
-	found := false
-	for _, c := range cmds {
-		for _, z := range c.Val() {
-			if !found || z.Score < best {
-				best, found = z.Score, true
-			}
-		}
-	}
-	return time.UnixMilli(int64(best)).UTC(), found, nil
+	return time.UnixMilli(int64(f)).UTC()
 }

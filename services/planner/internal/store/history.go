@@ -17,13 +17,20 @@ const (
 	HistoryMaxAge     = 60 * 24 * time.Hour
 )
 
+// ResultMemory is how long the ids of applied results are remembered unless configured: a
+// result delivered again within it (its planner died before acknowledging it) is ignored. It
+// matches the JetStream duplicate window of the results stream.
+const ResultMemory = 10 * time.Minute
+
 // Outcome is one attempt reported by a worker, as the store records it.
 type Outcome struct {
-	ID        string // identifies the result; a result applied before (a redelivery) is ignored
-	Entry     job.HistoryEntry
-	Scheduled time.Time // the occurrence's scheduled time
-	Final     bool      // no further attempt follows for this occurrence
-	Faulted   bool      // the main action failed through every retry
+	ID         string // identifies the result; a result applied before (a redelivery) is ignored
+	Entry      job.HistoryEntry
+	Scheduled  time.Time // the occurrence's scheduled time
+	Occurrence int       // the occurrence number; 0 for a run-now
+	MainDone   bool      // this attempt ends the main action: the occurrence counts as executed
+	Final      bool      // no further attempt follows for this occurrence
+	Faulted    bool      // the main action failed through every retry
 }
 
 // ApplyResult records an attempt: history, status counters, and the end of the job when it
@@ -34,10 +41,11 @@ func (s *Store) ApplyResult(ctx context.Context, c, j string, o Outcome, now tim
 	if err != nil {
 		return "", err
 	}
-	keys := []string{s.k.state(c, j), s.k.history(c, j)}
+	keys := []string{s.k.state(c, j), s.k.history(c, j), s.k.results(c, j)}
 	state, err := s.run(ctx, "apply_result", keys, entry, now.Add(-HistoryMaxAge).UnixMilli(), HistoryMaxEntries,
 		string(o.Entry.ActionName), o.Entry.RetryCount, string(o.Entry.Status), o.Entry.StartTime.UnixMilli(),
-		boolArg(o.Final), boolArg(o.Faulted), o.Scheduled.UnixMilli(), o.ID).Text()
+		boolArg(o.Final), boolArg(o.Faulted), o.Scheduled.UnixMilli(), o.ID, now.UnixMilli(), s.resultMemory.Milliseconds(),
+		o.Occurrence, boolArg(o.MainDone)).Text()
 	if err != nil {
 		return "", fmt.Errorf("apply result of %s/%s: %w", c, j, err)
 	}

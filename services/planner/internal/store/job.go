@@ -39,8 +39,9 @@ type PutJob struct {
 	IfVersion        int64 // non-zero: fail with ErrConflict unless the stored version is this
 }
 
-// PutJob stores a job; the collection must exist and have room for a new job.
-func (s *Store) PutJob(ctx context.Context, p PutJob) (created bool, version int64, err error) {
+// PutJob stores a job; the collection must exist and have room for a new job. It returns
+// whether the job was created, its new version, and whether it is now in the due set.
+func (s *Store) PutJob(ctx context.Context, p PutJob) (created bool, version int64, due bool, err error) {
 	c, j := p.Collection, p.Name
 	ifVersion, reaccept := "", "0"
 	if p.IfVersion != 0 {
@@ -49,13 +50,14 @@ func (s *Store) PutJob(ctx context.Context, p PutJob) (created bool, version int
 	if p.Reaccept {
 		reaccept = "1"
 	}
-	keys := []string{s.k.coll(c), s.k.jobs(c), s.k.def(c, j), s.k.state(c, j), s.k.due(PartitionOf(c))}
+	part := s.k.partitionOf(c)
+	keys := []string{s.k.coll(c), s.k.jobs(c), s.k.def(c, j), s.k.state(c, j), s.k.due(part), s.k.seq(part)}
 	res, err := s.run(ctx, "put_job", keys, member(c, j), j, p.Definition, ms(p.Accepted), ms(p.Next),
 		string(p.State), ifVersion, reaccept).Int64Slice()
 	if err != nil {
-		return false, 0, fmt.Errorf("put job %s/%s: %w", c, j, scriptError(err))
+		return false, 0, false, fmt.Errorf("put job %s/%s: %w", c, j, scriptError(err))
 	}
-	return res[0] == 1, res[1], nil
+	return res[0] == 1, res[1], res[2] == 1, nil
 }
 
 // GetJob reads a job, or ErrNotFound.
@@ -121,7 +123,7 @@ func jobFromState(c, j string, def []byte, vals []any) *Job {
 
 // DeleteJob deletes a job; it reports whether the job existed.
 func (s *Store) DeleteJob(ctx context.Context, c, j string) (bool, error) {
-	keys := []string{s.k.jobs(c), s.k.def(c, j), s.k.state(c, j), s.k.history(c, j), s.k.due(PartitionOf(c))}
+	keys := []string{s.k.jobs(c), s.k.def(c, j), s.k.state(c, j), s.k.history(c, j), s.k.due(s.k.partitionOf(c)), s.k.results(c, j)}
 	n, err := s.run(ctx, "delete_job", keys, member(c, j), j).Int()
 	if err != nil {
 		return false, fmt.Errorf("delete job %s/%s: %w", c, j, err)

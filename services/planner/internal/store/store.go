@@ -24,6 +24,8 @@ var (
 	ErrNotFound     = errors.New("not found")
 	ErrNoCollection = errors.New("job collection not found")
 	ErrConflict     = errors.New("changed concurrently")
+	// ErrNotOwner: the partition's lease is not (or no longer) this planner's.
+	ErrNotOwner = errors.New("partition lease not held")
 )
 
 // QuotaError says a collection is full.
@@ -35,17 +37,34 @@ func (e QuotaError) Error() string {
 
 // Store is the Redis store. It is safe for concurrent use.
 type Store struct {
-	rdb     redis.UniversalClient
-	k       keys
-	scripts map[string]*redis.Script
+	rdb          redis.UniversalClient
+	k            keys
+	scripts      map[string]*redis.Script
+	resultMemory time.Duration
+}
+
+// Option changes a Store.
+type Option func(*Store)
+
+// WithPartitions spreads the data over n partitions (DefaultPartitions when not given).
+func WithPartitions(n int) Option {
+	return func(s *Store) { s.k = newKeys(s.k.prefix, min(max(n, 1), MaxPartitions)) }
+}
+
+// WithResultMemory sets how long the ids of applied results are remembered (ResultMemory).
+func WithResultMemory(d time.Duration) Option {
+	return func(s *Store) { s.resultMemory = max(d, time.Minute) }
 }
 
 // New returns a store whose keys start with prefix ("resched" when empty).
-func New(rdb redis.UniversalClient, prefix string) *Store {
+func New(rdb redis.UniversalClient, prefix string, opts ...Option) *Store {
 	if prefix == "" {
 		prefix = "resched"
 	}
-	s := &Store{rdb: rdb, k: newKeys(prefix), scripts: map[string]*redis.Script{}}
+	s := &Store{rdb: rdb, k: newKeys(prefix, DefaultPartitions), scripts: map[string]*redis.Script{}, resultMemory: ResultMemory}
+	for _, o := range opts {
+		o(s)
+	}
 	entries, _ := luaFS.ReadDir("lua")
 	for _, e := range entries {
 		src, _ := luaFS.ReadFile("lua/" + e.Name())
@@ -53,6 +72,12 @@ func New(rdb redis.UniversalClient, prefix string) *Store {
 	}
 	return s
 }
+
+// Partitions is the number of partitions.
+func (s *Store) Partitions() int { return len(s.k.tags) }
+
+// PartitionOf returns the partition that holds a collection and its jobs.
+func (s *Store) PartitionOf(collection string) int { return s.k.partitionOf(collection) }
 
 func (s *Store) run(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
 	return s.scripts[script].Run(ctx, s.rdb, keys, args...)
@@ -98,6 +123,8 @@ func scriptError(err error) error {
 	switch {
 	case msg == "NOCOLLECTION":
 		return ErrNoCollection
+	case msg == "NOTOWNER":
+		return ErrNotOwner
 	case msg == "CONFLICT" || msg == "RETRY":
 		return ErrConflict
 	case strings.HasPrefix(msg, "QUOTA "):

@@ -28,7 +28,7 @@ func putCollection(t *testing.T, s *store.Store, name string, max int) {
 
 func putJob(t *testing.T, s *store.Store, c, j string, next time.Time) int64 {
 	t.Helper()
-	_, v, err := s.PutJob(context.Background(), store.PutJob{Collection: c, Name: j, Definition: []byte(`{"x":1}`),
+	_, v, _, err := s.PutJob(context.Background(), store.PutJob{Collection: c, Name: j, Definition: []byte(`{"x":1}`),
 		Accepted: t0, Next: next, State: job.StateEnabled, Reaccept: true})
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +39,7 @@ func putJob(t *testing.T, s *store.Store, c, j string, next time.Time) int64 {
 func TestPutJobNeedsCollectionAndRoom(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
-	_, _, err := s.PutJob(ctx, store.PutJob{Collection: "none", Name: "j", Definition: []byte(`{}`), State: job.StateEnabled})
+	_, _, _, err := s.PutJob(ctx, store.PutJob{Collection: "none", Name: "j", Definition: []byte(`{}`), State: job.StateEnabled})
 	if !errors.Is(err, store.ErrNoCollection) {
 		t.Fatalf("want ErrNoCollection, got %v", err)
 	}
@@ -47,7 +47,7 @@ func TestPutJobNeedsCollectionAndRoom(t *testing.T) {
 	putJob(t, s, "c", "a", t0)
 	putJob(t, s, "c", "b", t0)
 	putJob(t, s, "c", "b", t0) // replacing an existing job needs no room
-	_, _, err = s.PutJob(ctx, store.PutJob{Collection: "c", Name: "c", Definition: []byte(`{}`), State: job.StateEnabled})
+	_, _, _, err = s.PutJob(ctx, store.PutJob{Collection: "c", Name: "c", Definition: []byte(`{}`), State: job.StateEnabled})
 	var q store.QuotaError
 	if !errors.As(err, &q) || q.Max != 2 {
 		t.Fatalf("want QuotaError{2}, got %v", err)
@@ -69,7 +69,7 @@ func TestJobRoundTripAndVersions(t *testing.T) {
 	if string(got.Definition) != `{"x":1}` || !got.Next.Equal(t0.Add(time.Minute)) || !got.Accepted.Equal(t0) || got.State != job.StateEnabled || got.Version != v1 {
 		t.Fatalf("round trip: %+v", got)
 	}
-	_, _, err = s.PutJob(ctx, store.PutJob{Collection: "c", Name: "j", Definition: []byte(`{}`), State: job.StateEnabled, IfVersion: v1 + 7})
+	_, _, _, err = s.PutJob(ctx, store.PutJob{Collection: "c", Name: "j", Definition: []byte(`{}`), State: job.StateEnabled, IfVersion: v1 + 7})
 	if !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("stale version: want ErrConflict, got %v", err)
 	}
@@ -84,54 +84,82 @@ func TestJobRoundTripAndVersions(t *testing.T) {
 	}
 }
 
-// A claim leases a job: nobody else gets it until the lease ends, then anybody may.
-func TestClaimLeases(t *testing.T) {
+// token is the lease token of the tests' planner.
+const token = "planner-a"
+
+// own takes the lease of every partition for the test's planner.
+func own(t *testing.T, s *store.Store) {
+	t.Helper()
+	all := make([]int, s.Partitions())
+	for p := range all {
+		all[p] = p
+	}
+	if _, err := s.Acquire(context.Background(), all, token, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Only the holder of a partition's lease reads its due jobs; another planner is refused.
+func TestClaimIsFencedByTheLease(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
 	putCollection(t, s, "c", 0)
 	putJob(t, s, "c", "j", t0)
-	p := partition(t, s, "c", "j", t0)
-	if got, _ := s.Claim(ctx, p, t0.Add(-time.Second), t0.Add(59*time.Second), 10); len(got) != 0 {
-		t.Fatalf("claimed before due: %v", got)
+	p := s.PartitionOf("c")
+	if _, _, err := s.Claim(ctx, p, token, t0, 10); !errors.Is(err, store.ErrNotOwner) {
+		t.Fatalf("claim without the lease: %v, want ErrNotOwner", err)
 	}
-	if got, _ := s.Claim(ctx, p, t0, t0.Add(30*time.Second), 10); fmt.Sprint(got) != "[c/j]" {
-		t.Fatalf("claim at due time: %v", got)
+	own(t, s)
+	if got, earliest, err := s.Claim(ctx, p, token, t0.Add(-time.Second), 10); err != nil || len(got) != 0 || !earliest.Equal(t0) {
+		t.Fatalf("claimed before due: %v (earliest %v, %v)", got, earliest, err)
 	}
-	if got, _ := s.Claim(ctx, p, t0.Add(29*time.Second), t0.Add(89*time.Second), 10); len(got) != 0 {
-		t.Fatalf("claimed during the lease: %v", got)
+	if got, _, err := s.Claim(ctx, p, token, t0, 10); err != nil || fmt.Sprint(got) != "[c/j]" {
+		t.Fatalf("claim at due time: %v %v", got, err)
 	}
-	if got, _ := s.Claim(ctx, p, t0.Add(30*time.Second), t0.Add(90*time.Second), 10); fmt.Sprint(got) != "[c/j]" {
-		t.Fatalf("claim after the lease: %v", got)
+	if _, _, err := s.Claim(ctx, p, "planner-b", t0, 10); !errors.Is(err, store.ErrNotOwner) {
+		t.Fatalf("another planner's claim: %v, want ErrNotOwner", err)
+	}
+	if _, _, err := s.Advance(ctx, p, "planner-b", []store.Advance{{Collection: "c", Name: "j", Claimed: t0}}); !errors.Is(err, store.ErrNotOwner) {
+		t.Fatalf("another planner's advance: %v, want ErrNotOwner", err)
 	}
 }
 
-func partition(t *testing.T, s *store.Store, c, j string, due time.Time) int {
+// claimOne reads job c/j, due at due, as the lease holder.
+func claimOne(t *testing.T, s *store.Store, c, j string, due time.Time) (int, *store.Job) {
 	t.Helper()
-	p := store.PartitionOf(c)
-	if got, err := s.Claim(context.Background(), p, due, due, 10); err != nil || fmt.Sprint(got) != "["+c+"/"+j+"]" {
+	p := s.PartitionOf(c)
+	if got, _, err := s.Claim(context.Background(), p, token, due, 10); err != nil || fmt.Sprint(got) != "["+c+"/"+j+"]" {
 		t.Fatalf("job %s/%s not due in partition %d at %v: %v %v", c, j, p, due, got, err)
 	}
-	return p
+	rec, err := s.GetJob(context.Background(), c, j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, rec
 }
 
 func TestAdvanceIsCompareAndSet(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
+	own(t, s)
 	putCollection(t, s, "c", 0)
 	putJob(t, s, "c", "j", t0)
-	p := partition(t, s, "c", "j", t0)
-	// A stale claim (the job was put again meanwhile) moves nothing.
+	p, read := claimOne(t, s, "c", "j", t0)
+	// A stale read (the job was put again meanwhile) moves nothing.
 	putJob(t, s, "c", "j", t0.Add(time.Hour))
-	if _, err := s.Advance(ctx, p, []store.Advance{{Collection: "c", Name: "j", Claimed: t0, Next: t0.Add(time.Minute), Fired: 1, Occurrence: 1, Published: t0}}); err != nil {
+	if _, _, err := s.Advance(ctx, p, token, []store.Advance{{Collection: "c", Name: "j", Version: read.Version, Claimed: t0,
+		Next: t0.Add(time.Minute), Fired: 1, Occurrence: 1, Published: t0}}); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := s.GetJob(ctx, "c", "j")
 	if !got.Next.Equal(t0.Add(time.Hour)) || got.Fired != 0 {
 		t.Fatalf("stale advance changed the job: %+v", got)
 	}
-	// The right claim moves it and re-scores it in the due set.
-	if _, err := s.Advance(ctx, p, []store.Advance{{Collection: "c", Name: "j", Claimed: t0.Add(time.Hour), Next: t0.Add(2 * time.Hour), Fired: 1, Occurrence: 1, Published: t0.Add(time.Hour)}}); err != nil {
-		t.Fatal(err)
+	// The right read moves it and re-scores it in the due set.
+	if _, earliest, err := s.Advance(ctx, p, token, []store.Advance{{Collection: "c", Name: "j", Version: got.Version,
+		Claimed: t0.Add(time.Hour), Next: t0.Add(2 * time.Hour), Fired: 1, Occurrence: 1, Published: t0.Add(time.Hour)}}); err != nil ||
+		!earliest.Equal(t0.Add(2*time.Hour)) {
+		t.Fatalf("advance: earliest %v, %v", earliest, err)
 	}
 	got, _ = s.GetJob(ctx, "c", "j")
 	if !got.Next.Equal(t0.Add(2*time.Hour)) || got.Fired != 1 || got.Occurrence != 1 {
@@ -145,6 +173,40 @@ func TestAdvanceIsCompareAndSet(t *testing.T) {
 	}
 }
 
+// A job deleted and put again is a new job: its version is new, never one the deleted job had,
+// so no cache or compare-and-set mistakes it for the old one. The same next time is no excuse
+// either (the ABA of a re-put).
+func TestVersionsNeverRepeat(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	own(t, s)
+	putCollection(t, s, "c", 0)
+	seen := map[int64]bool{}
+	for range 3 {
+		v := putJob(t, s, "c", "j", t0)
+		if seen[v] {
+			t.Fatalf("version %d given twice", v)
+		}
+		seen[v] = true
+		if _, err := s.DeleteJob(ctx, "c", "j"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v := putJob(t, s, "c", "j", t0)
+	p, read := claimOne(t, s, "c", "j", t0)
+	if _, err := s.DeleteJob(ctx, "c", "j"); err != nil {
+		t.Fatal(err)
+	}
+	putJob(t, s, "c", "j", t0) // same next time, new job
+	if _, _, err := s.Advance(ctx, p, token, []store.Advance{{Collection: "c", Name: "j", Version: read.Version, Claimed: t0,
+		Next: t0.Add(time.Minute), Fired: 1, Occurrence: 1, Published: t0}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.GetJob(ctx, "c", "j"); got.Version == v || got.Fired != 0 || !got.Next.Equal(t0) {
+		t.Fatalf("the deleted job's advance moved the new one: %+v (old version %d)", got, v)
+	}
+}
+
 // The last occurrence ends the job when its final result arrives, whichever comes first: the
 // advance that ends the series or the result.
 func TestJobEndsWithItsLastOccurrence(t *testing.T) {
@@ -153,11 +215,12 @@ func TestJobEndsWithItsLastOccurrence(t *testing.T) {
 			t.Run(fmt.Sprintf("resultFirst=%v/faulted=%v", resultFirst, faulted), func(t *testing.T) {
 				ctx := context.Background()
 				s := newStore(t)
+				own(t, s)
 				putCollection(t, s, "c", 0)
 				putJob(t, s, "c", "j", t0)
-				p := partition(t, s, "c", "j", t0)
+				p, read := claimOne(t, s, "c", "j", t0)
 				advance := func() []store.Ended {
-					ended, err := s.Advance(ctx, p, []store.Advance{{Collection: "c", Name: "j", Claimed: t0, Fired: 1, Occurrence: 1, Published: t0}})
+					ended, _, err := s.Advance(ctx, p, token, []store.Advance{{Collection: "c", Name: "j", Version: read.Version, Claimed: t0, Fired: 1, Occurrence: 1, Published: t0}})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -169,7 +232,7 @@ func TestJobEndsWithItsLastOccurrence(t *testing.T) {
 						st = job.ExecutionFailed
 					}
 					state, err := s.ApplyResult(ctx, "c", "j", store.Outcome{Entry: job.HistoryEntry{StartTime: t0, EndTime: t0, ExpectedExecutionTime: t0,
-						ActionName: job.ActionNameMain, Status: st, RepeatCount: 1}, Scheduled: t0, Final: true, Faulted: faulted}, t0)
+						ActionName: job.ActionNameMain, Status: st, RepeatCount: 1}, Scheduled: t0, Occurrence: 1, MainDone: true, Final: true, Faulted: faulted}, t0)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -237,7 +300,7 @@ func TestCollectionDisableAndDelete(t *testing.T) {
 	s := newStore(t)
 	putCollection(t, s, "c", 0)
 	v := putJob(t, s, "c", "j", t0)
-	if err := s.SetCollectionState(ctx, "c", job.CollectionDisabled, nil); err != nil {
+	if _, err := s.SetCollectionState(ctx, "c", job.CollectionDisabled, nil); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := s.DueBacklog(ctx, t0); n != 0 {
@@ -247,11 +310,12 @@ func TestCollectionDisableAndDelete(t *testing.T) {
 	if n, _ := s.DueBacklog(ctx, t0); n != 0 {
 		t.Fatalf("a job put into a disabled collection is due (%d)", n)
 	}
-	if err := s.SetCollectionState(ctx, "c", job.CollectionEnabled, []store.Reschedule{{Name: "j", Next: t0.Add(time.Hour), Version: v}}); err != nil {
+	left, err := s.SetCollectionState(ctx, "c", job.CollectionEnabled, []store.Reschedule{{Name: "j", Next: t0.Add(time.Hour), Version: v}})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := s.DueBacklog(ctx, t0.Add(time.Hour)); n != 1 {
-		t.Fatalf("after enabling: backlog %d, want 1", n)
+	if n, _ := s.DueBacklog(ctx, t0.Add(time.Hour)); n != 1 || fmt.Sprint(left) != "[k]" {
+		t.Fatalf("after enabling: backlog %d, want 1; left out %v, want [k] (put meanwhile)", n, left)
 	}
 	if ok, err := s.DeleteCollection(ctx, "c"); !ok || err != nil {
 		t.Fatalf("delete collection: %v %v", ok, err)
@@ -267,49 +331,55 @@ func TestCollectionDisableAndDelete(t *testing.T) {
 	}
 }
 
-// A result delivered twice (the planner died between applying and acknowledging it) counts once.
+// A result delivered again (the planner died between applying and acknowledging it) is a
+// no-op, also after newer results of the same job were applied meanwhile.
 func TestApplyResultIgnoresARedelivery(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
 	putCollection(t, s, "c", 0)
 	putJob(t, s, "c", "j", t0)
-	o := store.Outcome{ID: "tag.MainAction.0", Entry: job.HistoryEntry{StartTime: t0, ActionName: job.ActionNameMain,
-		Status: job.ExecutionFailed, RepeatCount: 1}, Scheduled: t0}
-	for range 2 {
-		if _, err := s.ApplyResult(ctx, "c", "j", o, t0); err != nil {
+	result := func(id string, scheduled time.Time, attempt int, mainDone bool) store.Outcome {
+		return store.Outcome{ID: id, Entry: job.HistoryEntry{StartTime: scheduled, ActionName: job.ActionNameMain,
+			Status: job.ExecutionFailed, RetryCount: attempt}, Scheduled: scheduled, Occurrence: 1, MainDone: mainDone}
+	}
+	for _, o := range []store.Outcome{
+		result("a.MainAction.0", t0, 0, true),
+		result("a.MainAction.0", t0, 0, true), // at once
+		result("b.MainAction.0", t0.Add(time.Minute), 0, true),
+		result("c.MainAction.0", t0.Add(2*time.Minute), 0, true),
+		result("a.MainAction.0", t0, 0, true), // after newer ones
+	} {
+		if _, err := s.ApplyResult(ctx, "c", "j", o, t0.Add(3*time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	o.ID, o.Entry.RetryCount = "tag.MainAction.1", 1
-	if _, err := s.ApplyResult(ctx, "c", "j", o, t0); err != nil {
-		t.Fatal(err)
-	}
 	got, _ := s.GetJob(ctx, "c", "j")
 	h, _ := s.History(ctx, "c", "j", t0)
-	if got.Executions != 1 || got.Failures != 2 || len(h) != 2 {
-		t.Fatalf("after a redelivery: executions %d, failures %d, %d history entries; want 1, 2, 2", got.Executions, got.Failures, len(h))
+	if got.Executions != 3 || got.Failures != 3 || len(h) != 3 {
+		t.Fatalf("after redeliveries: executions %d, failures %d, %d history entries; want 3, 3, 3", got.Executions, got.Failures, len(h))
 	}
 }
 
-// The first result of an occurrence counts it as executed, also when attempt 0 never reported
-// (its worker died): executionCount counts occurrences, not attempts.
+// An occurrence counts once in executionCount, at the result that ends its main action, however
+// its attempts interleave with another occurrence's and whichever attempt was lost with a worker.
 func TestExecutionCountCountsOccurrences(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
 	putCollection(t, s, "c", 0)
 	putJob(t, s, "c", "j", t0)
-	apply := func(id string, scheduled time.Time, attempt int) {
+	apply := func(id string, scheduled time.Time, attempt int, mainDone bool) {
 		o := store.Outcome{ID: id, Entry: job.HistoryEntry{StartTime: scheduled, ActionName: job.ActionNameMain,
-			Status: job.ExecutionFailed, RetryCount: attempt}, Scheduled: scheduled}
+			Status: job.ExecutionFailed, RetryCount: attempt}, Scheduled: scheduled, Occurrence: 1, MainDone: mainDone}
 		if _, err := s.ApplyResult(ctx, "c", "j", o, t0); err != nil {
 			t.Fatal(err)
 		}
 	}
-	apply("a1", t0, 1) // attempt 0 lost with its worker
-	apply("a2", t0, 2)
-	apply("b0", t0.Add(time.Minute), 0)
+	apply("a1", t0, 1, false) // attempt 0 lost with its worker
+	apply("b0", t0.Add(time.Minute), 0, false)
+	apply("a2", t0, 2, true) // the first occurrence's last attempt, after the second began
+	apply("b1", t0.Add(time.Minute), 1, true)
 	got, _ := s.GetJob(ctx, "c", "j")
-	if got.Executions != 2 || got.Failures != 3 {
-		t.Fatalf("executions %d, failures %d; want 2 occurrences and 3 failed attempts", got.Executions, got.Failures)
+	if got.Executions != 2 || got.Failures != 4 {
+		t.Fatalf("executions %d, failures %d; want 2 occurrences and 4 failed attempts", got.Executions, got.Failures)
 	}
 }

@@ -1,20 +1,25 @@
 -- Records one attempt reported by a worker: the history entry, the status counters, and the
 -- end of the job when this was the final attempt of its last occurrence.
--- KEYS: 1 st, 2 hist
+-- KEYS: 1 st, 2 hist, 3 rid (sorted set of applied result ids, scored by when applied)
 -- ARGV: 1 history entry "<ms>|<json>", 2 cutoff (ms): older entries are dropped, 3 max entries,
 --       4 action name, 5 attempt (0 = first), 6 status, 7 attempt start (ms), 8 final (0|1),
---       9 faulted (0|1), 10 scheduled time of the occurrence (ms), 11 result id ("" for none)
+--       9 faulted (0|1), 10 scheduled time of the occurrence (ms), 11 result id ("" for none),
+--       12 now (ms), 13 how long result ids are remembered (ms), 14 occurrence number (0 for a
+--       run-now, which never ends the job), 15 "1" when this result ends the main action
 -- Returns the job's new state when this result ended it ("Completed" or "Faulted"), else "".
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return '' -- the job was deleted meanwhile
 end
--- Results are applied one at a time and acknowledged after; a planner that dies in between
--- gets the last one again. Remembering the last id makes that redelivery a no-op.
+-- A result is acknowledged after it is applied; a planner that dies in between leaves it to be
+-- delivered again, possibly after newer results of the same job. Every id applied within the
+-- window is remembered, so any redelivery is a no-op. The check comes before the trim, so a
+-- redelivery after a long outage of every planner is still recognised.
 if ARGV[11] ~= '' then
-  if redis.call('HGET', KEYS[1], 'lastResult') == ARGV[11] then
+  if redis.call('ZSCORE', KEYS[3], ARGV[11]) then
     return ''
   end
-  redis.call('HSET', KEYS[1], 'lastResult', ARGV[11])
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', tonumber(ARGV[12]) - tonumber(ARGV[13]))
+  redis.call('ZADD', KEYS[3], ARGV[12], ARGV[11])
 end
 redis.call('LPUSH', KEYS[2], ARGV[1])
 redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[3]) - 1)
@@ -27,10 +32,11 @@ while true do
   redis.call('RPOP', KEYS[2])
 end
 if ARGV[4] == 'MainAction' then
-  -- An occurrence counts as executed at its first result, whatever its attempt number: a
-  -- worker that died during attempt 0 leaves attempt 1 as the first one reported.
-  if redis.call('HGET', KEYS[1], 'execOcc') ~= ARGV[10] then
-    redis.call('HSET', KEYS[1], 'execOcc', ARGV[10])
+  -- An occurrence counts as executed once, at the result that ends its main action (a success,
+  -- the last failed attempt, or the hand-over to the error action): exactly one result per
+  -- occurrence says so, whatever attempts were lost with a worker or interleaved with the
+  -- attempts of other occurrences.
+  if ARGV[15] == '1' then
     redis.call('HINCRBY', KEYS[1], 'exec', 1)
   end
   if ARGV[6] == 'Failed' then
@@ -41,7 +47,7 @@ redis.call('HSET', KEYS[1], 'last', ARGV[7])
 if ARGV[9] == '1' then
   redis.call('HINCRBY', KEYS[1], 'faulted', 1)
 end
-if ARGV[8] == '1' then
+if ARGV[8] == '1' and ARGV[14] ~= '0' then
   redis.call('HSET', KEYS[1], 'finalOcc', ARGV[10], 'finalFault', ARGV[9])
   local st = redis.call('HMGET', KEYS[1], 'next', 'lastOcc', 'state')
   if st[1] == '' and st[2] == ARGV[10] and st[3] == 'Enabled' then

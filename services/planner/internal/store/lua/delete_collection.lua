@@ -1,5 +1,5 @@
 -- Deletes a collection and every job in it.
--- KEYS: 1 colls, 2 coll, 3 jobs, 4 due, then for each job: def, st, hist
+-- KEYS: 1 colls, 2 coll, 3 jobs, 4 due, then for each job: def, st, hist, rid
 -- ARGV: 1 name, then the job names, in the order of their keys
 -- Errors: RETRY when the jobs changed since the caller listed them.
 if redis.call('SCARD', KEYS[3]) ~= #ARGV - 1 then

@@ -1,0 +1,303 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/planner/internal/store"
+	"github.com/resched/resched/shared/job"
+)
+
+// batchTimeout bounds one batch (claim, publish, advance), which runs to its end even after
+// shutdown begins so that a stop never leaves a published occurrence un-advanced.
+const batchTimeout = 30 * time.Second
+
+// maxBackoff bounds the wait after a failed round (Redis or NATS away).
+const maxBackoff = 2 * time.Second
+
+// partitionDispatcher dispatches one partition while this planner holds its lease.
+type partitionDispatcher struct {
+	*Dispatcher
+	p     int
+	cache *scheduleCache
+}
+
+// run loops until ctx ends: a round when the partition is held, then a sleep until its earliest
+// due job (less the lookahead), a wake-up, or MaxIdle.
+func (pd *partitionDispatcher) run(ctx context.Context) {
+	backoff := time.Duration(0)
+	for ctx.Err() == nil {
+		done, ok := pd.cfg.Leases.Use(pd.p)
+		if !ok {
+			pd.sleep(ctx, time.Time{})
+			continue
+		}
+		pd.slots <- struct{}{}
+		earliest, err := pd.round(ctx)
+		<-pd.slots
+		done()
+		switch {
+		case errors.Is(err, store.ErrNotOwner):
+			pd.cfg.Leases.Lost(pd.p)
+		case err != nil:
+			pd.cfg.Metrics.Error("dispatch")
+			pd.cfg.Logger.Error("dispatch round", "partition", pd.p, "error", err)
+			backoff = min(max(2*backoff, 100*time.Millisecond), maxBackoff)
+			pd.pause(ctx, backoff)
+		default:
+			backoff = 0
+			pd.sleep(ctx, earliest)
+		}
+	}
+}
+
+// sleep waits until earliest less the lookahead (zero: no due job), at most MaxIdle, or a wake.
+func (pd *partitionDispatcher) sleep(ctx context.Context, earliest time.Time) {
+	wait := pd.cfg.MaxIdle
+	if !earliest.IsZero() {
+		wait = min(earliest.Add(-pd.cfg.Lookahead).Sub(pd.cfg.Clock()), wait)
+	}
+	if wait <= 0 {
+		return
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	case <-pd.wake[pd.p]:
+	}
+}
+
+// pause waits d, or less when ctx ends.
+func (pd *partitionDispatcher) pause(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// round works the partition in batches until it has nothing more due now, and returns the
+// earliest time left in its due set.
+func (pd *partitionDispatcher) round(ctx context.Context) (time.Time, error) {
+	for {
+		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), batchTimeout)
+		full, earliest, err := pd.batch(bctx)
+		cancel()
+		if err != nil || !full || ctx.Err() != nil {
+			return earliest, err
+		}
+	}
+}
+
+// pending is one claimed job on its way through a batch.
+type pending struct {
+	move store.Advance
+	msgs []*outgoing // its occurrences, in order
+}
+
+// outgoing is one occurrence to publish at its time.
+type outgoing struct {
+	at  time.Time
+	msg *nats.Msg
+	ack jetstream.PubAckFuture
+	err error // of the last send
+	ok  bool  // acknowledged
+}
+
+// send publishes the message without waiting for its acknowledgement.
+func (m *outgoing) send(js jetstream.JetStream) { m.ack, m.err = js.PublishMsgAsync(m.msg) }
+
+// wait returns once the last send is acknowledged (nil) or failed.
+func (m *outgoing) wait(ctx context.Context) error {
+	if m.err != nil {
+		return m.err
+	}
+	select {
+	case <-m.ack.Ok():
+		return nil
+	case err := <-m.ack.Err():
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// batch reads one batch of due jobs, publishes what fires and advances them. full says the
+// batch was as large as allowed, so more may be due.
+func (pd *partitionDispatcher) batch(ctx context.Context) (full bool, earliest time.Time, err error) {
+	now := pd.cfg.Clock()
+	members, earliest, err := pd.cfg.Store.Claim(ctx, pd.p, pd.cfg.Leases.Token(), now.Add(pd.cfg.Lookahead), pd.cfg.Batch)
+	if err != nil || len(members) == 0 {
+		return false, earliest, err
+	}
+	pd.cfg.Metrics.Claimed(len(members))
+	recs, err := pd.cfg.Store.LoadJobs(ctx, members)
+	if err != nil {
+		return false, earliest, err
+	}
+	r := pd.rules()
+	jobs := make([]pending, 0, len(recs))
+	var msgs []*outgoing
+	for _, rec := range recs {
+		if rec == nil {
+			continue // deleted since the claim: the delete took it out of the due set
+		}
+		pj := pd.prepare(rec, now, r)
+		if len(msgs)+len(pj.msgs) > pd.cfg.Batch && len(jobs) > 0 {
+			break // a batch publishes at most Batch messages; the rest stay due
+		}
+		jobs = append(jobs, pj)
+		msgs = append(msgs, pj.msgs...)
+	}
+	published, err := pd.publish(ctx, msgs)
+	pd.cfg.Metrics.Published(published)
+	moves := make([]store.Advance, 0, len(jobs))
+	for _, pj := range jobs {
+		if slices.ContainsFunc(pj.msgs, func(m *outgoing) bool { return !m.ok }) {
+			continue // not advanced: the next round reads it again, and JetStream drops a copy
+		}
+		moves = append(moves, pj.move)
+		if pj.move.History != nil {
+			pd.cfg.Metrics.Skipped(1)
+		}
+	}
+	if len(moves) > 0 {
+		ended, left, aerr := pd.cfg.Store.Advance(ctx, pd.p, pd.cfg.Leases.Token(), moves)
+		if aerr != nil {
+			return false, earliest, errors.Join(err, aerr)
+		}
+		earliest = left
+		pd.announce(ended)
+	}
+	if err != nil {
+		return false, earliest, err
+	}
+	return len(members) == pd.cfg.Batch || len(jobs) < len(recs), earliest, nil
+}
+
+func (pd *partitionDispatcher) rules() rules {
+	return rules{
+		window: pd.cfg.CatchUp, policy: pd.cfg.CatchUpPolicy, burst: min(pd.cfg.CatchUpRate, pd.cfg.Batch), pace: time.Second,
+		outages: pd.cfg.Leases.Outages(),
+	}
+}
+
+// prepare decides what a claimed job does now and builds its messages. A job whose stored
+// definition no longer decodes or compiles is parked Faulted with a history entry saying why,
+// rather than read again and failing at every round.
+func (pd *partitionDispatcher) prepare(rec *store.Job, now time.Time, r rules) pending {
+	move := store.Advance{Collection: rec.Collection, Name: rec.Name, Version: rec.Version, Claimed: rec.Next,
+		Next: rec.Next, Fired: rec.Fired, Occurrence: rec.Occurrence}
+	if rec.State != job.StateEnabled || rec.Next.IsZero() {
+		// Not schedulable: the advance takes it out of the due set (and ends a series over).
+		move.Next = time.Time{}
+		if rec.State != job.StateEnabled {
+			move.Next = rec.Next
+		}
+		return pending{move: move}
+	}
+	e, err := pd.cache.get(rec)
+	if err != nil {
+		pd.cfg.Metrics.Error("prepare")
+		pd.cfg.Logger.Error("stored definition does not compile; the job is parked Faulted", "collection", rec.Collection, "job", rec.Name, "error", err)
+		move.Park = job.StateFaulted
+		move.History = &job.HistoryEntry{StartTime: now.UTC(), EndTime: now.UTC(), ExpectedExecutionTime: rec.Next,
+			ActionName: job.ActionNameMain, Status: job.ExecutionFailed,
+			Message: "the stored definition no longer compiles, so the job is Faulted: " + err.Error() + "; put it again to resume"}
+		return pending{move: move}
+	}
+	f := plan(e, rec, now, r)
+	move.Next, move.DueAt, move.Fired, move.History = f.next, f.dueAt, f.fired, f.skipped
+	pj := pending{move: move}
+	for _, at := range f.fire {
+		move.Occurrence++
+		data := bus.AppendDue(nil, rec.Collection, rec.Name, at, move.Occurrence, e.action)
+		pj.msgs = append(pj.msgs, &outgoing{at: at, msg: (&natsMsg{subject: pd.cfg.Subjects.Due(rec.Collection, rec.Name), data: data,
+			id: bus.MsgID(rec.Collection, rec.Name, at)}).build()})
+		pj.move.Published = at
+	}
+	pj.move.Occurrence = move.Occurrence
+	return pj
+}
+
+// publish sends the messages in time order, each once it is due (a lookahead read some early,
+// and none may reach a worker before its time), then waits for their acknowledgements. Those
+// that fail are sent again, over about two seconds in all (a stream leader election), under the
+// same message id, so a copy that did get stored is dropped. It returns how many were
+// acknowledged.
+func (pd *partitionDispatcher) publish(ctx context.Context, msgs []*outgoing) (int, error) {
+	slices.SortStableFunc(msgs, func(a, b *outgoing) int { return a.at.Compare(b.at) })
+	for _, m := range msgs {
+		if wait := m.at.Sub(pd.cfg.Clock()); wait > 0 {
+			pd.pause(ctx, wait)
+		}
+		m.send(pd.cfg.JS)
+	}
+	acked := 0
+	for try := 0; ; try++ {
+		var failed int
+		var last error
+		for _, m := range msgs {
+			if m.ok {
+				continue
+			}
+			if err := m.wait(ctx); err != nil {
+				failed, last = failed+1, err
+				pd.cfg.Metrics.Error("publish_retry")
+				continue
+			}
+			m.ok, acked = true, acked+1
+			pd.cfg.Metrics.FireLag(pd.cfg.Clock().Sub(m.at))
+		}
+		switch {
+		case failed == 0:
+			return acked, nil
+		case try == pd.cfg.PublishRetries || ctx.Err() != nil:
+			pd.cfg.Metrics.Error("publish")
+			return acked, fmt.Errorf("%w: %d of %d, the last because %v", errStalled, failed, len(msgs), last)
+		}
+		pd.pause(ctx, time.Duration(1<<try)*125*time.Millisecond)
+		for _, m := range msgs {
+			if !m.ok {
+				m.send(pd.cfg.JS)
+			}
+		}
+	}
+}
+
+func (pd *partitionDispatcher) announce(ended []store.Ended) {
+	if pd.cfg.Events == nil {
+		return
+	}
+	for _, e := range ended {
+		kind := bus.EventCompleted
+		if e.State == job.StateFaulted {
+			kind = bus.EventFaulted
+		}
+		b, _ := json.Marshal(bus.Event{Kind: kind, Collection: e.Collection, Job: e.Name, Time: pd.cfg.Clock().UTC()})
+		if err := pd.cfg.Events.Publish(pd.cfg.Subjects.Event(e.Collection, e.Name, kind), b); err != nil {
+			pd.cfg.Logger.Warn("publish event", "kind", kind, "collection", e.Collection, "job", e.Name, "error", err)
+		}
+	}
+}
+
+// natsMsg builds a JetStream message with its de-duplication id.
+type natsMsg struct {
+	subject, id string
+	data        []byte
+}
+
+func (m *natsMsg) build() *nats.Msg {
+	// bus.HeaderMsgID is canonical already: Header.Set would canonicalise it again per fire.
+	return &nats.Msg{Subject: m.subject, Data: m.data, Header: nats.Header{bus.HeaderMsgID: []string{m.id}}}
+}

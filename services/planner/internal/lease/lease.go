@@ -1,0 +1,284 @@
+// Package lease shares the partitions of the due set among the live planners. Each planner
+// beats a heartbeat into Redis every period, holds the leases of about its fair share of the
+// partitions (partitions ÷ live planners), renews them every period and gives up what it holds
+// beyond its share, so a planner that joins gets work within a few periods and the partitions
+// of one that dies are taken over once their leases run out (the TTL, a few seconds). The
+// scripts that move jobs check the lease (fencing), so a planner that lost one, paused or cut
+// off, can publish at most a duplicate (dropped by JetStream) and never move a job.
+//
+// The heartbeats also record when no planner ran at all (store.Heartbeat): the dispatcher fires
+// every occurrence that a live planner was merely late with, and applies the catch-up policy
+// only to those that fell due while every planner was down (docs/architecture.md).
+package lease
+
+import (
+	"context"
+	"hash/fnv"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/resched/resched/services/planner/internal/store"
+)
+
+// Store is what the leases need of the planner's store.
+type Store interface {
+	Partitions() int
+	Heartbeat(ctx context.Context, id string, now, expiry, processStart time.Time, period time.Duration, keep int) (int, []store.Outage, error)
+	FreePartitions(ctx context.Context) ([]int, error)
+	Acquire(ctx context.Context, partitions []int, token string, ttl time.Duration) ([]int, error)
+	Renew(ctx context.Context, partitions []int, token string, ttl time.Duration) ([]int, error)
+	Release(ctx context.Context, p int, token string) error
+	Leave(ctx context.Context, id string) error
+}
+
+// Metrics records what the leases do; package metrics has the Prometheus one.
+type Metrics interface {
+	Leases(held, planners int)
+	Error(stage string)
+}
+
+// Config gathers the leases' dependencies and settings.
+type Config struct {
+	Store  Store
+	ID     string        // this planner, unique among the live ones; also its lease token
+	TTL    time.Duration // how long a lease lasts without renewal; default 3 s
+	Start  time.Time     // when this planner's process started (outage detection)
+	Clock  func() time.Time
+	Logger *slog.Logger
+	// Metrics may be nil.
+	Metrics Metrics
+	// Acquired is called for each partition this planner takes (to wake its dispatcher).
+	Acquired func(p int)
+}
+
+// outagesKept bounds the outages on record; older ones no longer matter once they are more
+// than the catch-up window ago.
+const outagesKept = 100
+
+// Leases holds this planner's partition leases. Its methods are safe for concurrent use.
+type Leases struct {
+	cfg    Config
+	period time.Duration
+	parts  []partition
+	// outages and live are the last heartbeat's answer.
+	outages atomic.Pointer[[]store.Outage]
+	live    atomic.Int64
+	beaten  atomic.Bool
+}
+
+// partition is this planner's view of one partition's lease.
+type partition struct {
+	held atomic.Bool
+	// mu is held through a dispatch round, so a lease is given up only between rounds.
+	mu sync.Mutex
+}
+
+// New returns the leases; Run takes and keeps them.
+func New(cfg Config) *Leases {
+	if cfg.TTL <= 0 {
+		cfg.TTL = 3 * time.Second
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Acquired == nil {
+		cfg.Acquired = func(int) {}
+	}
+	l := &Leases{cfg: cfg, period: cfg.TTL / 3, parts: make([]partition, cfg.Store.Partitions())}
+	l.outages.Store(&[]store.Outage{})
+	return l
+}
+
+// Token is the value this planner's leases hold in Redis.
+func (l *Leases) Token() string { return l.cfg.ID }
+
+// Period is how often the leases are renewed and the heartbeat beats.
+func (l *Leases) Period() time.Duration { return l.period }
+
+// Use starts a dispatch round on partition p: ok is false when this planner does not hold it;
+// otherwise done must be called when the round ends. A lease is never given up during a round.
+func (l *Leases) Use(p int) (done func(), ok bool) {
+	pt := &l.parts[p]
+	if !pt.held.Load() {
+		return nil, false
+	}
+	pt.mu.Lock()
+	if !pt.held.Load() {
+		pt.mu.Unlock()
+		return nil, false
+	}
+	return pt.mu.Unlock, true
+}
+
+// Lost records that a script found the lease of p held by another planner.
+func (l *Leases) Lost(p int) {
+	if l.parts[p].held.CompareAndSwap(true, false) {
+		l.cfg.Logger.Warn("partition lease lost", "partition", p)
+	}
+}
+
+// Held lists the partitions this planner holds.
+func (l *Leases) Held() []int {
+	var out []int
+	for p := range l.parts {
+		if l.parts[p].held.Load() {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Outages returns the intervals in which no planner ran, newest first, as of the last heartbeat.
+func (l *Leases) Outages() []store.Outage { return *l.outages.Load() }
+
+// Ready reports whether the first heartbeat has been recorded.
+func (l *Leases) Ready() bool { return l.beaten.Load() }
+
+// Run keeps the heartbeat and the leases until ctx ends. It keeps them in Redis then: a clean
+// stop calls Leave once the dispatcher has stopped, so the others take over at once; a planner
+// that dies leaves them to run out.
+func (l *Leases) Run(ctx context.Context) error {
+	t := time.NewTicker(l.period)
+	defer t.Stop()
+	lastOK := l.cfg.Clock()
+	for {
+		if l.tick(ctx) {
+			lastOK = l.cfg.Clock()
+		} else if l.cfg.Clock().Sub(lastOK) >= l.cfg.TTL {
+			// Redis has not answered for a whole TTL: whatever this planner held has run out.
+			for p := range l.parts {
+				l.Lost(p)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// tick beats the heartbeat, renews what is held and moves towards the fair share. It reports
+// whether Redis answered.
+func (l *Leases) tick(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, l.period)
+	defer cancel()
+	now := l.cfg.Clock()
+	live, outages, err := l.cfg.Store.Heartbeat(ctx, l.cfg.ID, now, now.Add(l.cfg.TTL), l.cfg.Start, l.period, outagesKept)
+	if err != nil {
+		l.fail("heartbeat", err)
+		return false
+	}
+	l.outages.Store(&outages)
+	l.live.Store(int64(live))
+	l.beaten.Store(true)
+	held := l.Held()
+	if len(held) > 0 {
+		lost, err := l.cfg.Store.Renew(ctx, held, l.cfg.ID, l.cfg.TTL)
+		if err != nil {
+			l.fail("renew", err)
+			return false
+		}
+		for _, p := range lost {
+			l.Lost(p)
+		}
+		held = l.Held()
+	}
+	share := (len(l.parts) + live - 1) / max(live, 1)
+	switch {
+	case len(held) < share:
+		l.acquire(ctx, share-len(held))
+	case len(held) > share:
+		l.giveUp(ctx, held, len(held)-share)
+	}
+	if l.cfg.Metrics != nil {
+		l.cfg.Metrics.Leases(len(l.Held()), live)
+	}
+	return true
+}
+
+// acquire takes up to n free partitions, in this planner's own order of preference, so that
+// planners starting together reach for different ones.
+func (l *Leases) acquire(ctx context.Context, n int) {
+	free, err := l.cfg.Store.FreePartitions(ctx)
+	if err != nil {
+		l.fail("acquire", err)
+		return
+	}
+	l.prefer(free)
+	got, err := l.cfg.Store.Acquire(ctx, free[:min(n, len(free))], l.cfg.ID, l.cfg.TTL)
+	if err != nil {
+		l.fail("acquire", err)
+		return
+	}
+	for _, p := range got {
+		l.parts[p].held.Store(true)
+		l.cfg.Logger.Info("partition lease acquired", "partition", p)
+		l.cfg.Acquired(p)
+	}
+}
+
+// giveUp releases n of the held partitions, the least preferred first, each once its round in
+// hand has ended.
+func (l *Leases) giveUp(ctx context.Context, held []int, n int) {
+	l.prefer(held)
+	for _, p := range held[len(held)-n:] {
+		l.release(ctx, p)
+		l.cfg.Logger.Info("partition lease given up for another planner", "partition", p)
+	}
+}
+
+func (l *Leases) release(ctx context.Context, p int) {
+	pt := &l.parts[p]
+	pt.held.Store(false)
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	if err := l.cfg.Store.Release(ctx, p, l.cfg.ID); err != nil {
+		l.fail("release", err)
+	}
+}
+
+// Leave gives every lease up (waiting for the rounds in hand) and leaves the live set, at a
+// clean stop.
+func (l *Leases) Leave(ctx context.Context) {
+	for _, p := range l.Held() {
+		l.release(ctx, p)
+	}
+	if err := l.cfg.Store.Leave(ctx, l.cfg.ID); err != nil {
+		l.fail("leave", err)
+	}
+}
+
+// prefer orders partitions by this planner's preference: a hash of the planner and the
+// partition (rendezvous hashing), so each planner prefers a different set.
+func (l *Leases) prefer(ps []int) {
+	weight := func(p int) uint64 {
+		h := fnv.New64a()
+		_, _ = h.Write([]byte(l.cfg.ID))
+		_, _ = h.Write([]byte{byte(p), byte(p >> 8)})
+		return h.Sum64()
+	}
+	slices.SortFunc(ps, func(a, b int) int {
+		wa, wb := weight(a), weight(b)
+		switch {
+		case wa > wb:
+			return -1
+		case wa < wb:
+			return 1
+		}
+		return a - b
+	})
+}
+
+func (l *Leases) fail(stage string, err error) {
+	if l.cfg.Metrics != nil {
+		l.cfg.Metrics.Error("lease_" + stage)
+	}
+	l.cfg.Logger.Warn("partition leases: "+stage+" failed", "error", err)
+}

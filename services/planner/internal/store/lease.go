@@ -1,0 +1,112 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Outage is an interval in which no planner ran.
+type Outage struct{ From, To time.Time }
+
+// Heartbeat tells Redis that planner id is alive until expiry, and records an outage of every
+// planner when this planner's process started after the last heartbeat of any planner plus two
+// periods (heartbeat.lua). It returns how many planners are alive and the outages on record,
+// newest first.
+func (s *Store) Heartbeat(ctx context.Context, id string, now, expiry, processStart time.Time, period time.Duration, keep int) (int, []Outage, error) {
+	keys := []string{s.k.planners(), s.k.alive(), s.k.outages()}
+	res, err := s.run(ctx, "heartbeat", keys, id, now.UnixMilli(), expiry.UnixMilli(), processStart.UnixMilli(),
+		period.Milliseconds(), keep).Slice()
+	if err != nil {
+		return 0, nil, fmt.Errorf("heartbeat: %w", err)
+	}
+	live, _ := res[0].(int64)
+	outages := make([]Outage, 0, len(res)-1)
+	for _, v := range res[1:] {
+		text, _ := v.(string)
+		from, to, _ := strings.Cut(text, "|")
+		f, err1 := strconv.ParseInt(from, 10, 64)
+		t, err2 := strconv.ParseInt(to, 10, 64)
+		if err1 == nil && err2 == nil {
+			outages = append(outages, Outage{From: time.UnixMilli(f).UTC(), To: time.UnixMilli(t).UTC()})
+		}
+	}
+	return int(live), outages, nil
+}
+
+// Leave removes planner id from the live set at a clean stop, so the others rebalance at once.
+func (s *Store) Leave(ctx context.Context, id string) error {
+	if err := s.rdb.ZRem(ctx, s.k.planners(), id).Err(); err != nil {
+		return fmt.Errorf("leave the planners: %w", err)
+	}
+	return nil
+}
+
+// FreePartitions reports which partitions have no lease holder now.
+func (s *Store) FreePartitions(ctx context.Context) ([]int, error) {
+	pipe := s.rdb.Pipeline()
+	cmds := make([]interface{ Val() int64 }, s.Partitions())
+	for p := range s.Partitions() {
+		cmds[p] = pipe.Exists(ctx, s.k.owner(p))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("read partition leases: %w", err)
+	}
+	var free []int
+	for p, c := range cmds {
+		if c.Val() == 0 {
+			free = append(free, p)
+		}
+	}
+	return free, nil
+}
+
+// Acquire takes the leases of the given partitions that are still free, for ttl; it returns
+// the partitions it took.
+func (s *Store) Acquire(ctx context.Context, partitions []int, token string, ttl time.Duration) ([]int, error) {
+	pipe := s.rdb.Pipeline()
+	cmds := make([]interface{ Val() bool }, len(partitions))
+	for i, p := range partitions {
+		cmds[i] = pipe.SetNX(ctx, s.k.owner(p), token, ttl)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("acquire partition leases: %w", err)
+	}
+	var got []int
+	for i, c := range cmds {
+		if c.Val() {
+			got = append(got, partitions[i])
+		}
+	}
+	return got, nil
+}
+
+// Renew extends the leases of the given partitions for ttl; it returns those no longer held.
+// The script is sent whole (EVAL): a pipelined EVALSHA cannot fall back after a Redis restart.
+func (s *Store) Renew(ctx context.Context, partitions []int, token string, ttl time.Duration) ([]int, error) {
+	pipe := s.rdb.Pipeline()
+	cmds := make([]interface{ Int() (int, error) }, len(partitions))
+	for i, p := range partitions {
+		cmds[i] = s.scripts["renew"].Eval(ctx, pipe, []string{s.k.owner(p)}, token, ttl.Milliseconds())
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("renew partition leases: %w", err)
+	}
+	var lost []int
+	for i, c := range cmds {
+		if n, err := c.Int(); err != nil || n == 0 {
+			lost = append(lost, partitions[i])
+		}
+	}
+	return lost, nil
+}
+
+// Release gives up the lease of a partition, if it is still held with token.
+func (s *Store) Release(ctx context.Context, p int, token string) error {
+	if err := s.run(ctx, "release", []string{s.k.owner(p)}, token).Err(); err != nil {
+		return fmt.Errorf("release partition %d: %w", p, err)
+	}
+	return nil
+}

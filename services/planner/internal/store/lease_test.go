@@ -1,0 +1,102 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/resched/resched/services/internal/redistest"
+	"github.com/resched/resched/services/planner/internal/store"
+)
+
+// An outage of every planner is recorded when a planner starts after the last heartbeat of any
+// planner (plus two periods); a planner that was running all along records none, whatever gap
+// its own heartbeats had (Redis away, a pause).
+func TestHeartbeatRecordsOutagesOfEveryPlanner(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	const period = time.Second
+	beat := func(id string, now, started time.Time) (int, []store.Outage) {
+		t.Helper()
+		live, outages, err := s.Heartbeat(ctx, id, now, now.Add(3*period), started, period, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return live, outages
+	}
+	if live, outages := beat("a", t0, t0.Add(-time.Minute)); live != 1 || len(outages) != 0 {
+		t.Fatalf("first heartbeat ever: %d live, outages %v", live, outages)
+	}
+	if live, outages := beat("b", t0.Add(2*time.Second), t0.Add(time.Second)); live != 2 || len(outages) != 0 {
+		t.Fatalf("a second planner while the first runs: %d live, outages %v", live, outages)
+	}
+	// Both die at t0+2s; c starts at t0+20s.
+	live, outages := beat("c", t0.Add(21*time.Second), t0.Add(20*time.Second))
+	want := fmt.Sprint([]store.Outage{{From: t0.Add(3 * time.Second), To: t0.Add(20 * time.Second)}})
+	if live != 1 || fmt.Sprint(outages) != want {
+		t.Fatalf("after every planner died: %d live, outages %v, want %s", live, outages, want)
+	}
+	// c's own heartbeats stop for a minute (Redis away): c ran throughout, so no outage.
+	if _, outages := beat("c", t0.Add(90*time.Second), t0.Add(20*time.Second)); fmt.Sprint(outages) != want {
+		t.Fatalf("a gap in a live planner's heartbeats was recorded as an outage: %v", outages)
+	}
+	if err := s.Leave(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if live, _ := beat("d", t0.Add(91*time.Second), t0.Add(90*time.Second)); live != 1 {
+		t.Fatalf("after c left: %d live, want only d", live)
+	}
+}
+
+func TestLeasesAreExclusiveAndRenewable(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	got, err := s.Acquire(ctx, []int{1, 2}, "a", time.Hour)
+	if err != nil || fmt.Sprint(got) != "[1 2]" {
+		t.Fatalf("a acquires 1, 2: %v %v", got, err)
+	}
+	if got, _ := s.Acquire(ctx, []int{2, 3}, "b", time.Hour); fmt.Sprint(got) != "[3]" {
+		t.Fatalf("b acquires from 2, 3: %v, want [3]", got)
+	}
+	if free, _ := s.FreePartitions(ctx); len(free) != s.Partitions()-3 {
+		t.Fatalf("free partitions: %v", free)
+	}
+	if lost, err := s.Renew(ctx, []int{1, 3}, "a", time.Hour); err != nil || fmt.Sprint(lost) != "[3]" {
+		t.Fatalf("a renews 1 and 3: lost %v (%v), want [3]", lost, err)
+	}
+	if err := s.Release(ctx, 3, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if lost, _ := s.Renew(ctx, []int{3}, "b", time.Hour); len(lost) != 0 {
+		t.Fatal("a released b's lease")
+	}
+}
+
+// The partition count is recorded at the first start; a planner set to another count is
+// refused with the count to use, since it would not find the data.
+func TestCheckLayoutRefusesAnotherPartitionCount(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Start(t).Client(t)
+	if err := store.New(rdb, "x", store.WithPartitions(64)).CheckLayout(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.New(rdb, "x", store.WithPartitions(64)).CheckLayout(ctx); err != nil {
+		t.Fatalf("the same count again: %v", err)
+	}
+	err := store.New(rdb, "x").CheckLayout(ctx)
+	if !errors.Is(err, store.ErrLayout) || !strings.Contains(err.Error(), "64 partitions") {
+		t.Fatalf("another count: %v", err)
+	}
+	// Data written before the count was recorded used the default.
+	old := store.New(rdb, "y")
+	if _, err := old.PutCollection(ctx, "c", []byte(`{}`), "Enabled", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.New(rdb, "y", store.WithPartitions(256)).CheckLayout(ctx); !errors.Is(err, store.ErrLayout) {
+		t.Fatalf("256 partitions over unrecorded data of 16: %v", err)
+	}
+}
+
