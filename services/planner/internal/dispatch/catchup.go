@@ -28,7 +28,7 @@ type firing struct {
 	fired   int               // the job's executions since acceptance, after these
 	next    time.Time         // the job's next time afterwards; zero when the series is over
 	dueAt   time.Time         // when it is due again if sooner than next would say (a paced burst)
-	skipped *job.HistoryEntry // what did not fire and why; nil when nothing was skipped
+	skipped []job.HistoryEntry // what did not fire and why: one entry per run of consecutive occurrences
 }
 
 // plan decides what a job claimed at now does with its occurrences due by now (docs/
@@ -42,7 +42,8 @@ type firing struct {
 //
 // Every occurrence ends up fired or skipped (recorded in the history), never both: a claim
 // stops at the first occurrence it leaves for later, so a later claim sees only what this one
-// did not decide.
+// did not decide. Each Skipped entry covers a run of consecutive occurrences, from its
+// expected time to the last one its message names, so a reader can tell exactly which.
 func plan(e *compiled, rec *store.Job, now time.Time, r rules) firing {
 	f := firing{fired: rec.Fired}
 	var skip skipped
@@ -53,7 +54,7 @@ func plan(e *compiled, rec *store.Job, now time.Time, r rules) firing {
 		skip.add(t, last, n, over, "more than the catch-up window ("+r.window.String()+") late")
 		o := e.sched.Next(now.Add(-r.window), rec.Fired)
 		if o.Done {
-			f.skipped = skip.entry(now)
+			f.skipped = skip.entries(now)
 			return f
 		}
 		t = o.Time
@@ -82,13 +83,14 @@ func plan(e *compiled, rec *store.Job, now time.Time, r rules) firing {
 			skip.add(o, o, 1, false, "no planner ran (catch-up policy Latest: only the latest of these runs)")
 			continue
 		}
+		skip.end()
 		if e.sched.CountMet(f.fired) {
-			f.skipped = skip.entry(now) // recurrence.count is used up: the series is over
+			f.skipped = skip.entries(now) // recurrence.count is used up: the series is over
 			return f
 		}
 		if len(f.fire) == r.burst {
 			// More to fire than one claim may: the rest come in the next claims, pace apart.
-			f.next, f.dueAt, f.skipped = o, now.Add(r.pace), skip.entry(now)
+			f.next, f.dueAt, f.skipped = o, now.Add(r.pace), skip.entries(now)
 			return f
 		}
 		f.fire = append(f.fire, o)
@@ -101,7 +103,7 @@ func plan(e *compiled, rec *store.Job, now time.Time, r rules) firing {
 	} else {
 		f.next = after
 	}
-	f.skipped = skip.entry(now)
+	f.skipped = skip.entries(now)
 	return f
 }
 
@@ -149,49 +151,58 @@ func inOutage(outages []store.Outage, t time.Time) bool {
 	return false
 }
 
-// skipped gathers the occurrences a claim skips, for one history entry.
+// skipped gathers the occurrences a claim skips, in runs of consecutive occurrences.
 type skipped struct {
-	n             int
-	over          bool
-	first, last   time.Time
-	reasons       []string
-	reasonCounted map[string]int
+	runs []run
+	open bool // the last run may grow
+}
+
+// run is consecutive skipped occurrences, with how many skipped for each reason.
+type run struct {
+	n           int
+	over        bool
+	first, last time.Time
+	reasons     []string
+	counts      map[string]int
 }
 
 func (s *skipped) add(first, last time.Time, n int, over bool, reason string) {
-	if s.n == 0 {
-		s.first = first
+	if !s.open {
+		s.runs = append(s.runs, run{first: first, counts: map[string]int{}})
+		s.open = true
 	}
-	s.n += n
-	s.over = s.over || over
-	s.last = last
-	if s.reasonCounted == nil {
-		s.reasonCounted = map[string]int{}
+	r := &s.runs[len(s.runs)-1]
+	r.n += n
+	r.over = r.over || over
+	r.last = last
+	if _, ok := r.counts[reason]; !ok {
+		r.reasons = append(r.reasons, reason)
 	}
-	if _, ok := s.reasonCounted[reason]; !ok {
-		s.reasons = append(s.reasons, reason)
-	}
-	s.reasonCounted[reason] += n
+	r.counts[reason] += n
 }
 
-// entry is the Skipped history entry: how many, from when to when and why. Its expected time
-// is the first skipped occurrence.
-func (s *skipped) entry(now time.Time) *job.HistoryEntry {
-	if s.n == 0 {
-		return nil
+// end closes the run: the next skipped occurrence starts another.
+func (s *skipped) end() { s.open = false }
+
+// entries are the Skipped history entries, one per run: how many, from when to when and why.
+// An entry's expected time is the first occurrence of its run.
+func (s *skipped) entries(now time.Time) []job.HistoryEntry {
+	var out []job.HistoryEntry
+	for _, r := range s.runs {
+		count := fmt.Sprint(r.n)
+		if r.over {
+			count = "more than " + count
+		}
+		var why []string
+		for _, reason := range r.reasons {
+			why = append(why, fmt.Sprintf("%d %s", r.counts[reason], reason))
+		}
+		out = append(out, job.HistoryEntry{
+			StartTime: now.UTC(), EndTime: now.UTC(), ExpectedExecutionTime: r.first,
+			ActionName: job.ActionNameMain, Status: job.ExecutionSkipped,
+			Message: fmt.Sprintf("skipped %s missed occurrence(s) from %s to %s: %s", count,
+				r.first.UTC().Format(time.RFC3339Nano), r.last.UTC().Format(time.RFC3339Nano), strings.Join(why, "; ")),
+		})
 	}
-	count := fmt.Sprint(s.n)
-	if s.over {
-		count = "more than " + count
-	}
-	var why []string
-	for _, r := range s.reasons {
-		why = append(why, fmt.Sprintf("%d %s", s.reasonCounted[r], r))
-	}
-	return &job.HistoryEntry{
-		StartTime: now.UTC(), EndTime: now.UTC(), ExpectedExecutionTime: s.first,
-		ActionName: job.ActionNameMain, Status: job.ExecutionSkipped,
-		Message: fmt.Sprintf("skipped %s missed occurrence(s) from %s to %s: %s", count,
-			s.first.UTC().Format(time.RFC3339Nano), s.last.UTC().Format(time.RFC3339Nano), strings.Join(why, "; ")),
-	}
+	return out
 }

@@ -167,8 +167,8 @@ func (pd *partitionDispatcher) batch(ctx context.Context) (full bool, earliest t
 			continue // not advanced: the next round reads it again, and JetStream drops a copy
 		}
 		moves = append(moves, pj.move)
-		if pj.move.History != nil {
-			pd.cfg.Metrics.Skipped(1)
+		if len(pj.move.History) > 0 {
+			pd.cfg.Metrics.Skipped(len(pj.move.History))
 		}
 	}
 	if len(moves) > 0 {
@@ -211,9 +211,9 @@ func (pd *partitionDispatcher) prepare(rec *store.Job, now time.Time, r rules) p
 		pd.cfg.Metrics.Error("prepare")
 		pd.cfg.Logger.Error("stored definition does not compile; the job is parked Faulted", "collection", rec.Collection, "job", rec.Name, "error", err)
 		move.Park = job.StateFaulted
-		move.History = &job.HistoryEntry{StartTime: now.UTC(), EndTime: now.UTC(), ExpectedExecutionTime: rec.Next,
+		move.History = []job.HistoryEntry{{StartTime: now.UTC(), EndTime: now.UTC(), ExpectedExecutionTime: rec.Next,
 			ActionName: job.ActionNameMain, Status: job.ExecutionFailed,
-			Message: "the stored definition no longer compiles, so the job is Faulted: " + err.Error() + "; put it again to resume"}
+			Message: "the stored definition no longer compiles, so the job is Faulted: " + err.Error() + "; put it again to resume"}}
 		return pending{move: move}
 	}
 	f := plan(e, rec, now, r)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/resched/resched/shared/job"
@@ -33,8 +34,8 @@ type Advance struct {
 	Fired      int
 	Occurrence int
 	Published  time.Time         // the last occurrence published now; zero when none was
-	Park       job.State         // Faulted: the job is taken out of the schedule for good
-	History    *job.HistoryEntry // an entry to record with the move (skipped occurrences)
+	Park       job.State          // Faulted: the job is taken out of the schedule for good
+	History    []job.HistoryEntry // entries to record with the move (skipped occurrences), oldest first
 }
 
 // Ended is a job that reached its final state.
@@ -53,12 +54,13 @@ func (s *Store) Advance(ctx context.Context, partition int, token string, moves 
 	keys = append(keys, s.k.owner(partition), s.k.due(partition))
 	args = append(args, token, HistoryMaxEntries)
 	for _, a := range moves {
-		line := ""
-		if a.History != nil {
-			var err error
-			if line, err = historyLine(*a.History); err != nil {
+		var lines []string
+		for _, h := range a.History {
+			line, err := historyLine(h)
+			if err != nil {
 				return nil, time.Time{}, err
 			}
+			lines = append(lines, line)
 		}
 		due := a.Next
 		if a.DueAt.After(due) && !due.IsZero() {
@@ -66,7 +68,7 @@ func (s *Store) Advance(ctx context.Context, partition int, token string, moves 
 		}
 		keys = append(keys, s.k.state(a.Collection, a.Name), s.k.coll(a.Collection), s.k.history(a.Collection, a.Name))
 		args = append(args, member(a.Collection, a.Name), ms(a.Claimed), a.Version, ms(a.Next), ms(due), a.Fired, a.Occurrence,
-			ms(a.Published), string(a.Park), line)
+			ms(a.Published), string(a.Park), strings.Join(lines, "\n"))
 	}
 	res, err := s.run(ctx, "advance", keys, args...).StringSlice()
 	if err != nil {

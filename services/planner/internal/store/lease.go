@@ -12,8 +12,8 @@ import (
 type Outage struct{ From, To time.Time }
 
 // Heartbeat tells Redis that planner id is alive until expiry, and records an outage of every
-// planner when this planner's process started after the last heartbeat of any planner plus two
-// periods (heartbeat.lua). It returns how many planners are alive and the outages on record,
+// planner, from two periods after the last heartbeat of any planner to this planner's process
+// start, when that start came more than three periods after that heartbeat (heartbeat.lua). It returns how many planners are alive and the outages on record,
 // newest first.
 func (s *Store) Heartbeat(ctx context.Context, id string, now, expiry, processStart time.Time, period time.Duration, keep int) (int, []Outage, error) {
 	keys := []string{s.k.planners(), s.k.alive(), s.k.outages()}

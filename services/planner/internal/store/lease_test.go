@@ -35,7 +35,7 @@ func TestHeartbeatRecordsOutagesOfEveryPlanner(t *testing.T) {
 	}
 	// Both die at t0+2s; c starts at t0+20s.
 	live, outages := beat("c", t0.Add(21*time.Second), t0.Add(20*time.Second))
-	want := fmt.Sprint([]store.Outage{{From: t0.Add(3 * time.Second), To: t0.Add(20 * time.Second)}})
+	want := fmt.Sprint([]store.Outage{{From: t0.Add(4 * time.Second), To: t0.Add(20 * time.Second)}})
 	if live != 1 || fmt.Sprint(outages) != want {
 		t.Fatalf("after every planner died: %d live, outages %v, want %s", live, outages, want)
 	}

@@ -7,7 +7,8 @@
 --   a+1 member, a+2 next read (ms), a+3 version read, a+4 new next (ms or ""), a+5 due score
 --   (ms or ""; a catch-up that paces itself is due before its next), a+6 fired, a+7 occurrence
 --   number, a+8 last published occurrence (ms, or "" when none), a+9 state to set ("" to keep;
---   "Faulted" parks a job whose definition no longer compiles), a+10 history line ("" for none)
+--   "Faulted" parks a job whose definition no longer compiles), a+10 history lines, one per line
+--   ("" for none)
 -- Returns {earliest, member, new state, ...}: the earliest score left in the due set ("" when
 -- empty), then the jobs that ended here (Completed or Faulted). Errors: NOTOWNER.
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
@@ -35,7 +36,11 @@ for i = 1, (#KEYS - 2) / 3 do
   local cur = redis.call('HMGET', st, 'ver', 'next', 'state')
   if cur[1] == ARGV[a + 3] and cur[2] == ARGV[a + 2] then
     if ARGV[a + 10] ~= '' then
-      redis.call('LPUSH', hist, ARGV[a + 10])
+      -- One entry per line, oldest first (a history line is compact JSON: it holds no raw
+      -- newline), so that the newest ends at the head of the list.
+      for line in string.gmatch(ARGV[a + 10], '[^\n]+') do
+        redis.call('LPUSH', hist, line)
+      end
       redis.call('LTRIM', hist, 0, histMax - 1)
     end
     local state = cur[3]

@@ -1,6 +1,6 @@
 -- A planner's heartbeat: it says it is alive and records outages of every planner. The last
 -- heartbeat of any planner is kept in "alive"; a planner whose process started after that
--- heartbeat plus a margin finds that no planner ran in between, and records the interval, so
+-- heartbeat plus three periods finds that no planner ran in between, and records the interval, so
 -- the dispatcher can tell an occurrence missed while every planner was down (the catch-up
 -- policy applies) from one a live planner was only late with (it fires).
 -- KEYS: 1 planners (sorted set: planner id, scored by when its heartbeat expires), 2 alive,
@@ -13,9 +13,10 @@ redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[2])
 local last = tonumber(redis.call('GET', KEYS[2]))
 local start = tonumber(ARGV[4])
-if last and start > last + 2 * period then
-  -- A planner that beat at "last" may have lived until its next beat was due.
-  redis.call('LPUSH', KEYS[3], (last + period) .. '|' .. start)
+if last and start > last + 3 * period then
+  -- A planner that beat at "last" may have lived until its next beat was due, and a beat can
+  -- come late on a busy machine: the outage starts two periods after the last beat.
+  redis.call('LPUSH', KEYS[3], (last + 2 * period) .. '|' .. start)
   redis.call('LTRIM', KEYS[3], 0, tonumber(ARGV[6]) - 1)
 end
 if not last or now > last then
