@@ -50,11 +50,11 @@ type planner struct {
 	store    *store.Store
 	metrics  *metrics.Planner
 	http     *health.Server
-	embedded *server.Server // the embedded NATS server, when configured
-	started  atomic.Bool    // every part runs: readiness
+	embedded *server.Server               // the embedded NATS server, when configured
+	started  atomic.Bool                  // every part runs: readiness
 	leases   atomic.Pointer[lease.Leases] // set at start, read by the readiness check
-	id       string    // this planner among the live ones
-	began    time.Time // when this process started (the leases' outage detection)
+	id       string                       // this planner among the live ones
+	began    time.Time                    // when this process started (the leases' outage detection)
 }
 
 // newPlanner connects to NATS and Redis (neither need be up yet) and binds the HTTP address.

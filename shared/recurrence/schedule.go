@@ -198,7 +198,9 @@ func (s *Schedule) Next(after time.Time, fired int) Occurrence {
 }
 
 // CountMet reports whether fired executions use up recurrence.count.
-func (s *Schedule) CountMet(fired int) bool { return s.oneTime && fired > 0 || s.count > 0 && fired >= s.count }
+func (s *Schedule) CountMet(fired int) bool {
+	return s.oneTime && fired > 0 || s.count > 0 && fired >= s.count
+}
 
 func (s *Schedule) next(after int64) Occurrence {
 	if s.anchor != 0 && after < s.anchor {

@@ -24,10 +24,10 @@ type rules struct {
 
 // firing is what a claimed job does now.
 type firing struct {
-	fire    []time.Time       // occurrences to publish, in order
-	fired   int               // the job's executions since acceptance, after these
-	next    time.Time         // the job's next time afterwards; zero when the series is over
-	dueAt   time.Time         // when it is due again if sooner than next would say (a paced burst)
+	fire    []time.Time        // occurrences to publish, in order
+	fired   int                // the job's executions since acceptance, after these
+	next    time.Time          // the job's next time afterwards; zero when the series is over
+	dueAt   time.Time          // when it is due again if sooner than next would say (a paced burst)
 	skipped []job.HistoryEntry // what did not fire and why: one entry per run of consecutive occurrences
 }
 

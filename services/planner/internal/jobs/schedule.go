@@ -2,10 +2,10 @@ package jobs
 
 import (
 	"bytes"
-	"math"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/resched/resched/shared/job"

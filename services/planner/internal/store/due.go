@@ -33,7 +33,7 @@ type Advance struct {
 	DueAt      time.Time
 	Fired      int
 	Occurrence int
-	Published  time.Time         // the last occurrence published now; zero when none was
+	Published  time.Time          // the last occurrence published now; zero when none was
 	Park       job.State          // Faulted: the job is taken out of the schedule for good
 	History    []job.HistoryEntry // entries to record with the move (skipped occurrences), oldest first
 }

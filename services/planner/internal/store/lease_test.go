@@ -99,4 +99,3 @@ func TestCheckLayoutRefusesAnotherPartitionCount(t *testing.T) {
 		t.Fatalf("256 partitions over unrecorded data of 16: %v", err)
 	}
 }
-
