@@ -29,7 +29,7 @@ BENCHTIME ?= 1s
 FUZZTIME  ?= 30s
 TESTFLAGS ?=
 
-.PHONY: help deps build test test-race bench fuzz run tidy fmt lint clean
+.PHONY: help deps build test test-race bench fuzz run chaos tidy fmt lint clean
 
 help: ## list the targets
 	@echo "usage: make <target>"
@@ -62,6 +62,9 @@ bench: ## run the Go benchmarks of BENCH_PKGS (figures in docs/benchmarks.md)
 		echo "==> $$p (-benchtime=$$t)"; \
 		(cd $${p%%/*} && go test -run='^$$' -bench=. -benchmem -benchtime="$$t" -timeout=30m ./$${p#*/}/); \
 	done
+
+chaos: deps ## the full fault run of docs/reliability.md (about 8 minutes): kills, restarts, an outage of every planner
+	cd services && RESCHED_CHAOS=full go test -count=1 -v -timeout 30m -run '^TestChaos$$' ./chaos/
 
 fuzz: ## run every Fuzz target for FUZZTIME (default 30s) each
 	@FUZZTIME='$(FUZZTIME)' scripts/fuzz.sh $(MODULES)

@@ -23,8 +23,7 @@ const (
 	// planner and the worker add milliseconds, a loaded CI machine seconds.
 	lateness = 15 * time.Second
 	// pollTimeout bounds a schedctl poll for results the planner has yet to apply.
-	pollTimeout  = 15 * time.Second
-	pollInterval = 200 * time.Millisecond
+	pollTimeout = 15 * time.Second
 	// leadTime puts the recurring job's first occurrence after the moment it is put.
 	leadTime = 5 * time.Second
 )
@@ -47,11 +46,10 @@ func TestEndToEnd(t *testing.T) {
 		t.Skip("the end-to-end test starts the whole stack")
 	}
 	root := testenv.RepoRoot(t)
-	bin, waitBuild := buildCommands(t, root)
+	bin := testenv.Build(t, commands...)
 	az := azuritetest.Start(t)
 	sb := sbfaketest.Start(t, sbfaketest.WithQueue(sbQueue), sbfaketest.WithTopic(sbTopic, sbSub))
 	queue := az.Queue(t, storageQueue)
-	waitBuild()
 
 	s := startStack(t, root, bin, demoJob, emulators{storageEndpoint: az.Endpoint(), serviceBusEndpoint: sb.Endpoint()})
 	nc, err := nats.Connect(s.natsURL, nats.Timeout(5*time.Second))
@@ -305,19 +303,10 @@ func checkEvents(t *testing.T, sub *nats.Subscription, want ...string) {
 // last state check described.
 func eventually(t *testing.T, what string, check func() (done bool, state string)) {
 	t.Helper()
-	deadline := time.NewTimer(pollTimeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	for {
+	last := ""
+	testenv.Eventually(t, pollTimeout, what, func() bool {
 		done, state := check()
-		if done {
-			return
-		}
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			t.Fatalf("waited %s for %s; last: %s", pollTimeout, what, state)
-		}
-	}
+		last = state
+		return done
+	}, func() string { return "last: " + last })
 }

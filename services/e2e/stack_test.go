@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/resched/resched/services/internal/testenv"
 )
 
 const (
@@ -49,32 +50,6 @@ type stack struct {
 type emulators struct {
 	storageEndpoint    string
 	serviceBusEndpoint string
-}
-
-// buildCommands starts `go build` of every command into a temporary directory and returns the
-// directory and a function that waits for the build (run meanwhile: the emulators start).
-func buildCommands(t *testing.T, root string) (dir string, wait func()) {
-	t.Helper()
-	dir = t.TempDir()
-	// The flags of `make build`, which CI runs before `make test`: its compiled packages are
-	// in the build cache, so this build only links.
-	args := []string{"build", "-buildvcs=false", "-trimpath", "-o", dir + string(filepath.Separator)}
-	for _, c := range commands {
-		args = append(args, "./"+c)
-	}
-	cmd := exec.Command("go", args...)
-	cmd.Dir = filepath.Join(root, "services")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("go build: %v", err)
-	}
-	return dir, func() {
-		t.Helper()
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", strings.Join(args[1:], " "), err, out.String())
-		}
-	}
 }
 
 // freeAddrs picks n distinct free loopback addresses. They are free when picked; another
@@ -315,23 +290,6 @@ func (s *stack) cleanup(t *testing.T) {
 	}
 	t.Logf("run.sh standard output:\n%s", s.out)
 	for _, name := range []string{"run.sh.stderr", "planner.log", "worker.log", "redis.log"} {
-		t.Logf("%s (last part):\n%s", name, tailOf(filepath.Join(s.data, name), 16<<10))
+		t.Logf("%s (last part):\n%s", name, testenv.TailOf(filepath.Join(s.data, name), 16<<10))
 	}
-}
-
-// tailOf returns the last n bytes of a file, or why it could not be read.
-func tailOf(path string, n int64) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return err.Error()
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Size() > n {
-		_, _ = f.Seek(-n, io.SeekEnd)
-	}
-	b, err := io.ReadAll(f)
-	if err != nil {
-		return err.Error()
-	}
-	return string(b)
 }

@@ -80,6 +80,10 @@ func ProcessCPU(t testing.TB) time.Duration {
 func Eventually(t testing.TB, within time.Duration, what string, cond func() bool, detail ...func() string) {
 	t.Helper()
 	deadline := time.Now().Add(within)
+	// The wait between two looks starts short, for conditions that hold soon, and grows, so
+	// that a condition which costs something to check (a process to start) is not checked
+	// a hundred times a second.
+	wait := 10 * time.Millisecond
 	for !cond() {
 		if time.Now().After(deadline) {
 			msg := "not within " + within.String() + ": " + what
@@ -88,6 +92,7 @@ func Eventually(t testing.TB, within time.Duration, what string, cond func() boo
 			}
 			t.Fatal(msg)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(wait)
+		wait = min(2*wait, 250*time.Millisecond)
 	}
 }

@@ -1,0 +1,264 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+	"github.com/resched/resched/services/internal/natstest"
+	"github.com/resched/resched/services/internal/redistest"
+	"github.com/resched/resched/services/internal/testenv"
+)
+
+// cluster is the system under test: real planner and worker processes built from the
+// repository, a redis-server process with its append-only file, a JetStream server in the test
+// process (so it can be restarted in place) and the recording target.
+type cluster struct {
+	t        *testing.T
+	dir      string
+	bin      string
+	redis    *redistest.Server
+	nats     *natstest.Server
+	nc       *nats.Conn
+	target   *target
+	planners []*testenv.Proc
+	workers  []*testenv.Proc
+	timeline timeline
+}
+
+func newCluster(t *testing.T, planners, workers int) *cluster {
+	t.Helper()
+	c := &cluster{t: t, dir: t.TempDir(), bin: testenv.Build(t, "planner", "worker")}
+	c.redis = redistest.Start(t, redistest.WithPersistence())
+	c.nats = natstest.Start(t)
+	c.nc = c.nats.Connect(t)
+	c.target = startTarget(t)
+	for i := range planners {
+		c.planners = append(c.planners, testenv.Start(t, c.dir, fmt.Sprint("planner-", i), c.bin+"/planner", []string{
+			"NATS_URL=" + c.nats.ClientURL(), "REDIS_URL=" + c.redis.URL(), "RESCHED_PLANNER_HTTP_ADDR=127.0.0.1:0",
+			"RESCHED_PLANNER_SHUTDOWN_TIMEOUT=5s"}))
+		c.timeline.add(time.Now(), up, fmt.Sprint("planner-", i))
+	}
+	for i := range workers {
+		c.workers = append(c.workers, testenv.Start(t, c.dir, fmt.Sprint("worker-", i), c.bin+"/worker", []string{
+			"NATS_URL=" + c.nats.ClientURL(), "RESCHED_WORKER_HTTP_ADDR=127.0.0.1:0", "RESCHED_WORKER_CONCURRENCY=64",
+			"RESCHED_WORKER_MIN_RETRY_INTERVAL=1s", "RESCHED_WORKER_SHUTDOWN_TIMEOUT=5s"}))
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, p := range append(slices.Clone(c.planners), c.workers...) {
+				t.Logf("%s (last part):\n%s", p.Name, p.Tail())
+			}
+		}
+	})
+	return c
+}
+
+// call sends a request to the planners' API and decodes the answer into out.
+func (c *cluster) call(subject string, body any, out any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	if body == nil {
+		b = nil
+	}
+	msg, err := c.nc.Request("scheduler.api."+subject, b, 10*time.Second)
+	if err != nil {
+		return fmt.Errorf("%s: %w", subject, err)
+	}
+	if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
+		return fmt.Errorf("%s: error %s: %s", subject, code, msg.Data)
+	}
+	if out != nil {
+		return json.Unmarshal(msg.Data, out)
+	}
+	return nil
+}
+
+// ready waits until a planner answers the API.
+func (c *cluster) ready() {
+	c.t.Helper()
+	testenv.Eventually(c.t, 60*time.Second, "a planner to answer", func() bool {
+		return c.call("collections.list", nil, nil) == nil
+	})
+}
+
+// killPlanner kills planner i with SIGKILL and records when.
+func (c *cluster) killPlanner(i int) {
+	c.planners[i].Kill(c.t)
+	c.timeline.add(time.Now(), down, c.planners[i].Name)
+}
+
+func (c *cluster) startPlanner(i int) {
+	c.timeline.add(time.Now(), up, c.planners[i].Name) // before it runs: a planner is alive from its spawn
+	c.planners[i].Restart(c.t)
+}
+
+func (c *cluster) killWorker(i int) {
+	c.workers[i].Kill(c.t)
+	c.timeline.add(time.Now(), workerKilled, c.workers[i].Name)
+}
+
+func (c *cluster) startWorker(i int) { c.workers[i].Restart(c.t) }
+
+func (c *cluster) restartRedis() {
+	c.timeline.add(time.Now(), redisRestart, "redis")
+	c.redis.Restart()
+}
+
+func (c *cluster) restartNATS() {
+	c.timeline.add(time.Now(), natsRestart, "nats")
+	c.nats.Restart()
+}
+
+// quiet waits until nothing is left in flight: no due occurrence waiting or unacknowledged,
+// no result left to apply.
+func (c *cluster) quiet(within time.Duration) {
+	c.t.Helper()
+	js, err := jetstream.New(c.nc)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	calm := 0
+	testenv.Eventually(c.t, within, "the due and results streams to drain", func() bool {
+		pending := 0
+		for _, sc := range [][2]string{{"SCHEDULER_DUE", "workers"}, {"SCHEDULER_RESULTS", "planner-results"}} {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			cons, err := js.Consumer(ctx, sc[0], sc[1])
+			if err == nil {
+				var info *jetstream.ConsumerInfo
+				if info, err = cons.Info(ctx); err == nil {
+					pending += int(info.NumPending) + info.NumAckPending
+				}
+			}
+			cancel()
+			if err != nil {
+				pending++
+			}
+		}
+		if pending > 0 {
+			calm = 0
+			return false
+		}
+		calm++
+		return calm >= 3
+	})
+}
+
+// target records every delivery it receives and answers 200.
+type target struct {
+	srv  *http.Server
+	addr string
+
+	mu         sync.Mutex
+	deliveries []delivery
+}
+
+// delivery is one request the target received.
+type delivery struct {
+	tag, job, expected, requestID string
+	at                            time.Time
+}
+
+func startTarget(t *testing.T) *target {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := &target{addr: l.Addr().String()}
+	tg.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d := delivery{at: time.Now(), tag: r.Header.Get("x-ms-scheduler-execution-tag"),
+			job:       r.Header.Get("x-ms-scheduler-jobcollectionid") + "/" + r.Header.Get("x-ms-scheduler-jobid"),
+			expected:  r.Header.Get("x-ms-scheduler-expected-execution-time"),
+			requestID: r.Header.Get("x-ms-client-request-id")}
+		tg.mu.Lock()
+		tg.deliveries = append(tg.deliveries, d)
+		tg.mu.Unlock()
+		w.WriteHeader(http.StatusOK)
+	})}
+	go func() { _ = tg.srv.Serve(l) }()
+	t.Cleanup(func() { _ = tg.srv.Close() })
+	return tg
+}
+
+func (tg *target) all() []delivery {
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	return slices.Clone(tg.deliveries)
+}
+
+// timeline records what the harness did, and when.
+type timeline struct {
+	mu     sync.Mutex
+	events []event
+}
+
+type eventKind int
+
+const (
+	up eventKind = iota
+	down
+	workerKilled
+	redisRestart
+	natsRestart
+)
+
+type event struct {
+	at   time.Time
+	kind eventKind
+	who  string
+}
+
+func (tl *timeline) add(at time.Time, kind eventKind, who string) {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	tl.events = append(tl.events, event{at, kind, who})
+}
+
+// plannerAlive reports whether some planner process ran at t.
+func (tl *timeline) plannerAlive(t time.Time) bool {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	alive := map[string]bool{}
+	for _, e := range tl.events {
+		if e.at.After(t) {
+			break
+		}
+		switch e.kind {
+		case up:
+			alive[e.who] = true
+		case down:
+			alive[e.who] = false
+		}
+	}
+	for _, a := range alive {
+		if a {
+			return true
+		}
+	}
+	return false
+}
+
+// near returns the kinds of the events between from and to.
+func (tl *timeline) near(from, to time.Time) []eventKind {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	var out []eventKind
+	for _, e := range tl.events {
+		if !e.at.Before(from) && !e.at.After(to) {
+			out = append(out, e.kind)
+		}
+	}
+	return out
+}

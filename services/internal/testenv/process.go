@@ -1,0 +1,154 @@
+package testenv
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Build builds the commands of the services module (planner, worker, ...) into a temporary
+// directory with the flags of `make build`, and returns the directory. CI runs `make build`
+// first, so the packages are in the build cache and this only links.
+func Build(t testing.TB, commands ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	args := []string{"build", "-buildvcs=false", "-trimpath", "-o", dir + string(filepath.Separator)}
+	for _, c := range commands {
+		args = append(args, "./"+c)
+	}
+	cmd := exec.Command("go", args...)
+	cmd.Dir = filepath.Join(RepoRoot(t), "services")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("testenv: go %s: %v\n%s", strings.Join(args, " "), err, out.String())
+	}
+	return dir
+}
+
+// FreeAddr returns a loopback address with a port free at the time of the call.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("testenv: free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// Proc is a child process of a test, its output appended to a log file. It is killed at the
+// end of the test if still running.
+type Proc struct {
+	Name string
+	Log  string // the log file
+	path string
+	args []string
+	env  []string
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	started time.Time
+}
+
+// Start runs path with args and env (added to the test's environment), logging to
+// <dir>/<name>.log.
+func Start(t testing.TB, dir, name, path string, env []string, args ...string) *Proc {
+	t.Helper()
+	p := &Proc{Name: name, Log: filepath.Join(dir, name+".log"), path: path, args: args, env: env}
+	p.Restart(t)
+	t.Cleanup(func() { p.Kill(t) })
+	return p
+}
+
+// Restart starts the process again (it must not be running), with the same log.
+func (p *Proc) Restart(t testing.TB) {
+	t.Helper()
+	log, err := os.OpenFile(p.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	defer log.Close()
+	cmd := exec.Command(p.path, p.args...)
+	cmd.Env = append(os.Environ(), p.env...)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("testenv: start %s: %v", p.Name, err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	p.mu.Lock()
+	p.cmd, p.exited, p.started = cmd, exited, time.Now()
+	p.mu.Unlock()
+}
+
+// Running reports whether the process runs.
+func (p *Proc) Running() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.exited == nil {
+		return false
+	}
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// Kill ends the process with SIGKILL, as kill -9 does, and waits for it.
+func (p *Proc) Kill(t testing.TB) { p.signal(t, syscall.SIGKILL, 0) }
+
+// Stop ends the process with SIGTERM and waits for it, killing it after grace.
+func (p *Proc) Stop(t testing.TB, grace time.Duration) { p.signal(t, syscall.SIGTERM, grace) }
+
+func (p *Proc) signal(t testing.TB, sig syscall.Signal, grace time.Duration) {
+	t.Helper()
+	p.mu.Lock()
+	cmd, exited := p.cmd, p.exited
+	p.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(sig)
+	if grace > 0 {
+		select {
+		case <-exited:
+			return
+		case <-time.After(grace):
+			t.Errorf("testenv: %s did not stop within %v of SIGTERM: killing it", p.Name, grace)
+			_ = cmd.Process.Kill()
+		}
+	}
+	<-exited
+}
+
+// Tail returns the last part of the log.
+func (p *Proc) Tail() string { return TailOf(p.Log, 16<<10) }
+
+// TailOf returns the last n bytes of a file, or why it could not be read.
+func TailOf(path string, n int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > n {
+		_, _ = f.Seek(-n, io.SeekEnd)
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
+}
