@@ -15,7 +15,7 @@ MODULES := $(shell go work edit -json | sed -n 's/.*"DiskPath": "\(.*\)".*/\1/p'
 BIN      := bin
 COMMANDS := planner worker schedctl target
 VERSION  ?= $(shell git describe --tags --always 2>/dev/null || echo dev)
-LDFLAGS  := -X main.version=$(VERSION)
+LDFLAGS  := -X github.com/resched/resched/services/internal/version.linked=$(VERSION)
 
 # Packages with benchmarks, as module/package:benchtime; add one line per package. The planner
 # benchmarks do their whole workload once (1x) against a real redis-server and JetStream.

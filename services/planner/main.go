@@ -22,6 +22,7 @@ import (
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/resched/resched/services/internal/version"
 )
 
 // gcPercent is the planner's GOGC unless the environment sets one: its live heap is small and
@@ -69,7 +70,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 // serve runs the planner until ctx is done, then stops it within cfg.ShutdownTimeout. It
 // returns nil after a clean stop.
 func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
-	logger.Info("planner started", "config", cfg)
+	logger.Info("planner started", "version", version.String(), "config", cfg)
 	p, err := newPlanner(cfg, logger)
 	if err != nil {
 		return err

@@ -23,6 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/internal/health"
+	"github.com/resched/resched/services/internal/version"
 	"github.com/resched/resched/services/planner/internal/api"
 	"github.com/resched/resched/services/planner/internal/dispatch"
 	"github.com/resched/resched/services/planner/internal/intake"
@@ -89,7 +90,7 @@ func newPlanner(cfg Config, logger *slog.Logger) (*planner, error) {
 		p.close()
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	p.http, err = health.Listen(cfg.HTTPAddr, health.Handler(health.Config{Gatherer: reg, Logger: logger, Ready: []health.Check{
+	p.http, err = health.Listen(cfg.HTTPAddr, health.Handler(health.Config{Gatherer: reg, Logger: logger, Version: version.String(), Ready: []health.Check{
 		{Name: "startup", Func: p.startedCheck},
 		{Name: "leases", Func: p.leasesCheck},
 		{Name: "nats", Func: natsReady(p.nc)},

@@ -9,10 +9,11 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/resched/resched/services/internal/version"
 )
 
 // command runs one subcommand with the arguments after its name and returns the exit status.
@@ -25,10 +26,6 @@ var commands = map[string]command{
 	"collection": collectionGroup.command(),
 	"job":        jobGroup.command(),
 }
-
-// version is set at link time (-ldflags "-X main.version=v1.2.3"); without it, the module
-// version from the build info is used.
-var version = ""
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
@@ -80,16 +77,6 @@ func runVersion(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	fmt.Fprintf(stdout, "schedctl %s %s %s/%s\n", buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(stdout, "schedctl %s %s %s/%s\n", version.String(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	return 0
-}
-
-func buildVersion() string {
-	if version != "" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
 }

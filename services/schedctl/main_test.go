@@ -74,10 +74,3 @@ func TestRunPassesArguments(t *testing.T) {
 	}
 }
 
-func TestBuildVersionPrefersLinkerValue(t *testing.T) {
-	defer func(v string) { version = v }(version)
-	version = "v9.9.9"
-	if got := buildVersion(); got != "v9.9.9" {
-		t.Errorf("buildVersion() = %q, want the -X value", got)
-	}
-}

@@ -22,6 +22,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/resched/resched/services/internal/version"
 )
 
 func main() {
@@ -57,7 +59,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 
 // serve runs the worker until ctx is done, then stops it. It returns nil after a clean stop.
 func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
-	logger.Info("worker started", "config", cfg)
+	logger.Info("worker started", "version", version.String(), "config", cfg)
 	w, err := newWorker(cfg, logger)
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/internal/health"
+	"github.com/resched/resched/services/internal/version"
 	"github.com/resched/resched/services/worker/internal/consumer"
 	"github.com/resched/resched/services/worker/internal/executor"
 	"github.com/resched/resched/services/worker/internal/metrics"
@@ -67,7 +68,7 @@ func newWorker(cfg Config, logger *slog.Logger) (*worker, error) {
 		Concurrency: cfg.Concurrency, AckWait: cfg.AckWait, MaxAckPending: cfg.MaxAckPending,
 		Streams: bus.StreamOptions{Replicas: cfg.StreamReplicas}, StopTimeout: cfg.ShutdownTimeout,
 	})
-	w.http, err = health.Listen(cfg.HTTPAddr, health.Handler(health.Config{Gatherer: reg, Logger: logger, Ready: []health.Check{
+	w.http, err = health.Listen(cfg.HTTPAddr, health.Handler(health.Config{Gatherer: reg, Logger: logger, Version: version.String(), Ready: []health.Check{
 		{Name: "nats", Func: natsReady(w.nc)},
 		{Name: "consumer", Func: w.consumerReady},
 	}}))

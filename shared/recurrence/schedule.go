@@ -226,9 +226,29 @@ func (s *Schedule) next(after int64) Occurrence {
 
 // Preview returns up to n executions in order, as the planner would make them.
 func (s *Schedule) Preview(n int) []time.Time {
+	out, _ := s.Upcoming(n)
+	return out
+}
+
+// Upcoming returns up to n executions in order, as the planner would make them from its
+// acceptance, and why there are fewer (NotDone when there are n).
+func (s *Schedule) Upcoming(n int) ([]time.Time, Reason) {
+	return s.collect(s.First(), 0, n)
+}
+
+// Following returns up to n executions from next, the execution due after fired ones were
+// made (a stored job's state), and why there are fewer.
+func (s *Schedule) Following(next time.Time, fired, n int) ([]time.Time, Reason) {
+	return s.collect(Occurrence{Time: next}, fired, n)
+}
+
+func (s *Schedule) collect(o Occurrence, fired, n int) ([]time.Time, Reason) {
 	var out []time.Time
-	for o := s.First(); !o.Done && len(out) < n; o = s.Next(o.Time, len(out)) {
+	for ; !o.Done && len(out) < n; o = s.Next(o.Time, fired+len(out)) {
 		out = append(out, o.Time)
 	}
-	return out
+	if len(out) == n {
+		return out, NotDone
+	}
+	return out, o.Reason
 }

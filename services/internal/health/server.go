@@ -1,5 +1,5 @@
 // Package health is the HTTP side of the planner and the worker: /healthz (the process is
-// alive), /readyz (it can do its work: every readiness check passes within a short timeout) and
+// alive and can still do its work some day; it answers the version too), /readyz (it can do its work: every readiness check passes within a short timeout) and
 // /metrics (Prometheus). Kubernetes restarts a process whose /healthz fails and stops routing to
 // one whose /readyz fails; neither takes traffic over HTTP, so readiness is mostly for
 // operators and rollouts.
@@ -29,7 +29,12 @@ type Check struct {
 // Config gathers the handler's dependencies.
 type Config struct {
 	Gatherer prometheus.Gatherer // what /metrics exposes
-	Ready    []Check             // every one must pass for /readyz to answer 200
+	Version  string              // told by /healthz
+	// Live are the conditions without which the process can never work again (a NATS
+	// connection closed for good, credentials refused): one failing makes /healthz answer 503,
+	// so an orchestrator restarts the process.
+	Live  []Check
+	Ready []Check // every one must pass for /readyz to answer 200
 	Timeout  time.Duration       // bound on all the readiness checks together; default 2 s
 	Logger   *slog.Logger
 }
@@ -43,11 +48,15 @@ func Handler(cfg Config) http.Handler {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, status{Status: "alive"})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		if reasons := cfg.check(r.Context(), cfg.Live); len(reasons) > 0 {
+			writeJSON(w, http.StatusServiceUnavailable, status{Status: "dead", Version: cfg.Version, Reasons: reasons})
+			return
+		}
+		writeJSON(w, http.StatusOK, status{Status: "alive", Version: cfg.Version})
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if reasons := cfg.ready(r.Context()); len(reasons) > 0 {
+		if reasons := cfg.check(r.Context(), cfg.Ready); len(reasons) > 0 {
 			writeJSON(w, http.StatusServiceUnavailable, status{Status: "not ready", Reasons: reasons})
 			return
 		}
@@ -64,17 +73,18 @@ func Handler(cfg Config) http.Handler {
 // status is the body of /healthz and /readyz.
 type status struct {
 	Status  string            `json:"status"`
+	Version string            `json:"version,omitempty"`
 	Reasons map[string]string `json:"reasons,omitempty"` // check name → why it fails
 }
 
-// ready runs the checks side by side and returns the reasons of those that fail.
-func (cfg Config) ready(ctx context.Context) map[string]string {
+// check runs checks side by side and returns the reasons of those that fail.
+func (cfg Config) check(ctx context.Context, checks []Check) map[string]string {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	var mu sync.Mutex
 	reasons := map[string]string{}
 	var wg sync.WaitGroup
-	for _, c := range cfg.Ready {
+	for _, c := range checks {
 		wg.Go(func() {
 			if err := run(ctx, c); err != nil {
 				mu.Lock()

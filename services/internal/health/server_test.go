@@ -95,6 +95,20 @@ func TestHealthzIgnoresReadiness(t *testing.T) {
 	}
 }
 
+// /healthz tells the version, and fails (so the process is restarted) when a liveness
+// condition fails: a connection that can never succeed again.
+func TestHealthzTellsTheVersionAndFailsWhenDead(t *testing.T) {
+	var dead error
+	h := health.Handler(health.Config{Version: "v1.2.3", Live: []health.Check{{"nats", func(context.Context) error { return dead }}}})
+	if code, body := get(t, h, "/healthz"); code != 200 || !strings.Contains(body, `"version":"v1.2.3"`) {
+		t.Errorf("/healthz = %d %s", code, body)
+	}
+	dead = errors.New("authorization violation: the connection is closed for good")
+	if code, body := get(t, h, "/healthz"); code != 503 || !strings.Contains(body, `"dead"`) || !strings.Contains(body, "authorization violation") {
+		t.Errorf("/healthz with a dead connection = %d %s, want 503 naming it", code, body)
+	}
+}
+
 func TestMetricsExposesTheRegistry(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "resched_planner_test_total", Help: "A test counter."})

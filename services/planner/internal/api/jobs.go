@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -9,68 +10,86 @@ import (
 
 // The job operations; names are the collection and the job.
 
-func (a *handlers) putJob(ctx context.Context, names []string, body []byte) (any, micro.Headers, error) {
-	d, ok, err := a.svc.PutJob(ctx, names[0], names[1], body)
+func (a *handlers) putJob(ctx context.Context, r request) (any, micro.Headers, error) {
+	d, ok, err := a.svc.PutJob(ctx, r.names[0], r.names[1], r.body, createOnly(r.headers))
 	if err != nil {
 		return nil, nil, err
 	}
 	return d, created(ok), nil
 }
 
-func (a *handlers) patchJob(ctx context.Context, names []string, body []byte) (any, micro.Headers, error) {
-	d, err := a.svc.PatchJob(ctx, names[0], names[1], body)
+func (a *handlers) patchJob(ctx context.Context, r request) (any, micro.Headers, error) {
+	d, err := a.svc.PatchJob(ctx, r.names[0], r.names[1], r.body)
 	return d, nil, err
 }
 
-func (a *handlers) getJob(ctx context.Context, names []string, _ []byte) (any, micro.Headers, error) {
-	d, err := a.svc.GetJob(ctx, names[0], names[1])
+func (a *handlers) getJob(ctx context.Context, r request) (any, micro.Headers, error) {
+	d, err := a.svc.GetJob(ctx, r.names[0], r.names[1])
 	return d, nil, err
 }
 
-func (a *handlers) deleteJob(ctx context.Context, names []string, _ []byte) (any, micro.Headers, error) {
-	return empty{}, nil, a.svc.DeleteJob(ctx, names[0], names[1])
+func (a *handlers) deleteJob(ctx context.Context, r request) (any, micro.Headers, error) {
+	return empty{}, nil, a.svc.DeleteJob(ctx, r.names[0], r.names[1])
 }
 
-func (a *handlers) listJobs(ctx context.Context, names []string, body []byte) (any, micro.Headers, error) {
-	state, page, err := decodeJobList(body)
+func (a *handlers) listJobs(ctx context.Context, r request) (any, micro.Headers, error) {
+	state, page, err := decodeJobList(r.body)
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := a.svc.ListJobs(ctx, names[0], state, page)
+	p, err := a.svc.ListJobs(ctx, r.names[0], state, page)
 	return p, nil, err
 }
 
-func (a *handlers) runJob(ctx context.Context, names []string, _ []byte) (any, micro.Headers, error) {
-	return empty{}, nil, a.svc.RunJob(ctx, names[0], names[1])
+func (a *handlers) runJob(ctx context.Context, r request) (any, micro.Headers, error) {
+	return empty{}, nil, a.svc.RunJob(ctx, r.names[0], r.names[1])
 }
 
-func (a *handlers) history(ctx context.Context, names []string, body []byte) (any, micro.Headers, error) {
-	status, page, err := decodeHistory(body)
+func (a *handlers) history(ctx context.Context, r request) (any, micro.Headers, error) {
+	status, page, err := decodeHistory(r.body)
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := a.svc.History(ctx, names[0], names[1], status, page)
+	p, err := a.svc.History(ctx, r.names[0], r.names[1], status, page)
 	return p, nil, err
 }
 
 // previewReply lists the executions as RFC 3339 UTC times with whole seconds, the format of
 // `schedctl preview` (recurrence.md §10).
 type previewReply struct {
-	Value []string `json:"value"`
+	Value  []string `json:"value"`
+	Reason string   `json:"reason,omitempty"` // why fewer than asked for: the series ends
 }
 
-func (a *handlers) preview(_ context.Context, _ []string, body []byte) (any, micro.Headers, error) {
-	r, err := decodePreview(body)
+func (a *handlers) preview(_ context.Context, r request) (any, micro.Headers, error) {
+	pr, err := decodePreview(r.body)
 	if err != nil {
 		return nil, nil, err
 	}
-	times, err := a.svc.Preview(r)
+	times, reason, err := a.svc.Preview(pr)
 	if err != nil {
 		return nil, nil, err
 	}
-	out := previewReply{Value: make([]string, len(times))}
+	out := previewReply{Value: make([]string, len(times)), Reason: reason}
 	for i, t := range times {
 		out.Value[i] = t.UTC().Format(time.RFC3339)
 	}
 	return out, nil, nil
+}
+
+// runsRequest is the body of jobs.runs.
+type runsRequest struct {
+	Count int `json:"count"`
+}
+
+func (a *handlers) runs(ctx context.Context, r request) (any, micro.Headers, error) {
+	var req runsRequest
+	if err := decodeBody(r.body, &req); err != nil {
+		return nil, nil, err
+	}
+	if req.Count < 0 {
+		return nil, nil, badRequest("count", "must be 0 (the default, 10) or more")
+	}
+	runs, err := a.svc.Runs(ctx, r.names[0], r.names[1], cmp.Or(req.Count, 10))
+	return runs, nil, err
 }

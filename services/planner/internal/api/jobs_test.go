@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
 	"github.com/resched/resched/services/planner/internal/api"
 	"github.com/resched/resched/services/planner/internal/store"
 	"github.com/resched/resched/shared/job"
@@ -242,5 +244,38 @@ func TestPreview(t *testing.T) {
 	a := e.fail(t, "preview", `{"job": {`+action+`, "recurrence": {"frequency": "Day", "interval": 0}}}`, "400", "BadRequest")
 	if !slices.Contains(a.paths(), "recurrence.interval") {
 		t.Fatalf("invalid job: paths %v", a.paths())
+	}
+}
+
+// jobs.runs lists a stored job's next runs from its own anchor and count, and says why the
+// list ends early; a put with If-None-Match: * only creates.
+func TestRunsAndCreateOnly(t *testing.T) {
+	e := newEnv(t)
+	e.putCollection(t, "c", `{}`)
+	e.ok(t, "jobs.put.c.j", `{"startTime":"2024-01-02T00:00:00Z","action":{"type":"Http","request":{"uri":"http://x/","method":"GET"}},
+		"recurrence":{"frequency":"Day","count":3}}`, nil)
+	var runs struct {
+		Value  []time.Time `json:"value"`
+		Reason string      `json:"reason"`
+	}
+	e.ok(t, "jobs.runs.c.j", `{"count": 5}`, &runs)
+	if len(runs.Value) != 3 || !runs.Value[2].Equal(time.Date(2024, 1, 4, 0, 0, 0, 0, time.UTC)) || runs.Reason != "recurrence.count reached" {
+		t.Fatalf("runs %+v", runs)
+	}
+	e.ok(t, "collections.disable.c", "", nil)
+	if e.ok(t, "jobs.runs.c.j", "", &runs); len(runs.Value) != 0 || !strings.Contains(runs.Reason, "collection is disabled") {
+		t.Fatalf("runs of a job of a disabled collection %+v", runs)
+	}
+	msg := nats.NewMsg("scheduler.api.jobs.put.c.j")
+	msg.Header.Set("If-None-Match", "*")
+	msg.Data = []byte(hourly)
+	reply, err := e.nc.RequestMsg(msg, 5*time.Second)
+	if err != nil || reply.Header.Get(micro.ErrorCodeHeader) != "409" || !strings.Contains(string(reply.Data), "already exists") {
+		t.Fatalf("create-only put of an existing job: %v %v %s", err, reply.Header, reply.Data)
+	}
+	msg.Subject = "scheduler.api.collections.put.c"
+	msg.Data = []byte(`{}`)
+	if reply, err = e.nc.RequestMsg(msg, 5*time.Second); err != nil || reply.Header.Get(micro.ErrorCodeHeader) != "409" {
+		t.Fatalf("create-only put of an existing collection: %v %s", err, reply.Data)
 	}
 }

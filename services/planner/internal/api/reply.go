@@ -74,6 +74,12 @@ func badRequest(path, message string) *jobs.Error {
 		Details: []bus.ErrorEntry{{Path: path, Message: message}}}
 }
 
+// HeaderIfNoneMatch on a put request, with the value "*", makes it create-only: it fails with
+// Conflict (409) when the resource exists, rather than replacing it (HTTP's If-None-Match).
+const HeaderIfNoneMatch = "If-None-Match"
+
+func createOnly(h micro.Headers) bool { return h.Get(HeaderIfNoneMatch) == "*" }
+
 // created is the header of a put's reply.
 func created(ok bool) micro.Headers {
 	return micro.Headers{HeaderCreated: []string{strconv.FormatBool(ok)}}

@@ -27,13 +27,13 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/internal/version"
 	"github.com/resched/resched/services/planner/internal/jobs"
 )
 
 // The service's identity.
 const (
 	ServiceName = "scheduler"
-	Version     = "0.1.0"
 	// QueueGroup is shared by every planner's endpoints: one of them answers each request.
 	QueueGroup = "planners"
 	// HeaderCreated on the reply of a put: "true" when the resource was created.
@@ -43,9 +43,16 @@ const (
 // requestTimeout bounds one request's work; a client has given up long before.
 const requestTimeout = 30 * time.Second
 
-// op is one operation: names are the collection (and job) taken from the subject, body the
-// request payload. It returns the value to encode and extra reply headers.
-type op func(ctx context.Context, names []string, body []byte) (any, micro.Headers, error)
+// op is one operation. It returns the value to encode and extra reply headers.
+type op func(ctx context.Context, r request) (any, micro.Headers, error)
+
+// request is what an operation gets of a request: the collection (and job) taken from the
+// subject, the payload and the headers.
+type request struct {
+	names   []string
+	body    []byte
+	headers micro.Headers
+}
 
 // endpoint binds an operation to its subject: <prefix>.api.<tokens>, then one wildcard per name.
 type endpoint struct {
@@ -75,9 +82,9 @@ func New(nc *nats.Conn, svc *jobs.Service, subjects bus.Subjects, logger *slog.L
 	a := &handlers{svc: svc, log: logger}
 	srv, err := micro.AddService(nc, micro.Config{
 		Name:        ServiceName,
-		Version:     Version,
+		Version:     version.Semver(),
 		Description: "resched planner: job collections, jobs, history and preview",
-		Metadata:    map[string]string{"prefix": subjects.Prefix},
+		Metadata:    map[string]string{"prefix": subjects.Prefix, "version": version.String()},
 		QueueGroup:  QueueGroup,
 		ErrorHandler: func(_ micro.Service, e *micro.NATSError) {
 			logger.Warn("api subscription error", "subject", e.Subject, "error", e.Description)
@@ -111,6 +118,7 @@ func (a *handlers) endpoints() []endpoint {
 		{"jobs-list", []string{"jobs", "list"}, collectionName, a.listJobs},
 		{"jobs-run", []string{"jobs", "run"}, jobName, a.runJob},
 		{"jobs-history", []string{"jobs", "history"}, jobName, a.history},
+		{"jobs-runs", []string{"jobs", "runs"}, jobName, a.runs},
 		{"preview", []string{"preview"}, nil, a.preview},
 	}
 }
@@ -129,7 +137,7 @@ func (a *handlers) handler(e endpoint) micro.Handler {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 		defer cancel()
-		v, h, err := e.op(ctx, names, req.Data())
+		v, h, err := e.op(ctx, request{names: names, body: req.Data(), headers: req.Headers()})
 		if err != nil {
 			a.fail(req, err)
 			return

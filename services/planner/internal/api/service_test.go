@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/micro"
 	"github.com/resched/resched/services/internal/testenv"
+	"github.com/resched/resched/services/internal/version"
 	"github.com/resched/resched/services/planner/internal/api"
 )
 
@@ -21,7 +22,7 @@ func TestDiscoverable(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ping micro.Ping
-	if err := json.Unmarshal(msg.Data, &ping); err != nil || ping.Name != api.ServiceName || ping.Version != api.Version {
+	if err := json.Unmarshal(msg.Data, &ping); err != nil || ping.Name != api.ServiceName || ping.Version != version.Semver() {
 		t.Fatalf("ping answered %s (%v)", msg.Data, err)
 	}
 
@@ -54,13 +55,14 @@ func TestDiscoverable(t *testing.T) {
 		"scheduler.api.jobs.patch.*.*",
 		"scheduler.api.jobs.put.*.*",
 		"scheduler.api.jobs.run.*.*",
+		"scheduler.api.jobs.runs.*.*",
 		"scheduler.api.preview",
 	}
 	slices.Sort(subjects)
 	if !slices.Equal(subjects, want) {
 		t.Fatalf("endpoint subjects\n%v\nwant\n%v", subjects, want)
 	}
-	if info.Name != api.ServiceName || info.Metadata["prefix"] != "scheduler" {
+	if info.Name != api.ServiceName || info.Metadata["prefix"] != "scheduler" || info.Metadata["version"] != version.String() {
 		t.Fatalf("info %+v", info.ServiceIdentity)
 	}
 }

@@ -41,7 +41,7 @@ func load(b *testing.B, e *env, n int, def string, due func(i int) time.Time) {
 	ctx := context.Background()
 	stored := blob(b, def)
 	for c := range 50 {
-		if _, _, err := e.svc.PutCollection(ctx, fmt.Sprint("c", c), []byte(`{"properties":{}}`)); err != nil {
+		if _, _, err := e.svc.PutCollection(ctx, fmt.Sprint("c", c), []byte(`{"properties":{}}`), false); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -136,7 +136,7 @@ func BenchmarkFireLag(b *testing.B) {
 		}
 		ctx := context.Background()
 		for c := range 50 {
-			if _, _, err := e.svc.PutCollection(ctx, fmt.Sprint("c", c), []byte(`{"properties":{}}`)); err != nil {
+			if _, _, err := e.svc.PutCollection(ctx, fmt.Sprint("c", c), []byte(`{"properties":{}}`), false); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -173,7 +173,7 @@ func BenchmarkRedisMemoryPerJob(b *testing.B) {
 		s := store.New(rdb, "")
 		ctx := context.Background()
 		for c := range 50 {
-			if _, err := s.PutCollection(ctx, fmt.Sprint("c", c), []byte(`{}`), job.CollectionEnabled, 0); err != nil {
+			if _, err := s.PutCollection(ctx, fmt.Sprint("c", c), []byte(`{}`), job.CollectionEnabled, 0, false); err != nil {
 				b.Fatal(err)
 			}
 		}

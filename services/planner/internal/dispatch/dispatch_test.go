@@ -62,7 +62,7 @@ func setup(t testing.TB, redisOpts ...redistest.Option) *env {
 	rc := rs.Client(t)
 	e := &env{t: t, nats: ns, redis: rs, redisClient: rc, clock: newClock(t0), store: store.New(rc, ""), js: js, subj: subj, validator: v}
 	e.svc = jobs.New(jobs.Config{Store: e.store, Validator: v, Subjects: subj, Clock: e.clock.now})
-	if _, _, err := e.svc.PutCollection(ctx, "c", []byte(`{"properties":{}}`)); err != nil {
+	if _, _, err := e.svc.PutCollection(ctx, "c", []byte(`{"properties":{}}`), false); err != nil {
 		t.Fatal(err)
 	}
 	e.leases = leasetest.HoldAll(t, e.store)
@@ -82,7 +82,7 @@ func (e *env) dispatcher(m dispatch.Metrics) *dispatch.Dispatcher {
 
 func (e *env) put(name, props string) {
 	e.t.Helper()
-	if _, _, err := e.svc.PutJob(context.Background(), "c", name, []byte(props)); err != nil {
+	if _, _, err := e.svc.PutJob(context.Background(), "c", name, []byte(props), false); err != nil {
 		e.t.Fatalf("put %s: %v", name, err)
 	}
 }

@@ -157,7 +157,7 @@ func TestLoopBurstOf20000PublishesEachOnceWithoutStall(t *testing.T) {
 	for i := range n {
 		c := fmt.Sprint("c", i%50) // many collections: every partition has work
 		if i < 50 {
-			if _, _, err := e.svc.PutCollection(ctx, c, []byte(`{"properties":{}}`)); err != nil {
+			if _, _, err := e.svc.PutCollection(ctx, c, []byte(`{"properties":{}}`), false); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -195,7 +195,7 @@ func TestLoopThreePlannersPublishEachOccurrenceOnce(t *testing.T) {
 	for i := range n {
 		c := fmt.Sprint("c", i%50)
 		if i < 50 {
-			if _, _, err := e.svc.PutCollection(ctx, c, []byte(`{"properties":{}}`)); err != nil {
+			if _, _, err := e.svc.PutCollection(ctx, c, []byte(`{"properties":{}}`), false); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -231,11 +231,11 @@ func TestLoopKilledPlannerCostsSeconds(t *testing.T) {
 	const jobCount = 40
 	for i := range jobCount {
 		c := fmt.Sprint("c", i%20) // spread over the partitions both planners hold
-		if _, _, err := e.svc.PutCollection(ctx, c, []byte(`{"properties":{}}`)); err != nil {
+		if _, _, err := e.svc.PutCollection(ctx, c, []byte(`{"properties":{}}`), false); err != nil {
 			t.Fatal(err)
 		}
 		if _, _, err := e.svc.PutJob(ctx, c, fmt.Sprint("j", i), []byte(`{"startTime":"`+start.Format(time.RFC3339)+`",`+action+
-			`,"recurrence":{"frequency":"Second"}}`)); err != nil {
+			`,"recurrence":{"frequency":"Second"}}`), false); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -30,7 +30,7 @@ import (
 
 // Jobs is what the intake needs of the jobs service.
 type Jobs interface {
-	PutJob(ctx context.Context, c, j string, raw []byte) (*job.Definition, bool, error)
+	PutJob(ctx context.Context, c, j string, raw []byte, createOnly bool) (*job.Definition, bool, error)
 	DeleteJob(ctx context.Context, c, j string) error
 }
 
@@ -102,7 +102,7 @@ func (in *Intake) handle(ctx context.Context, msg jetstream.Msg) {
 	if strings.EqualFold(op, "delete") {
 		err = in.delete(work, c, j)
 	} else {
-		_, _, err = in.cfg.Jobs.PutJob(work, c, j, msg.Data())
+		_, _, err = in.cfg.Jobs.PutJob(work, c, j, msg.Data(), false)
 	}
 	var refused *jobs.Error
 	switch {

@@ -57,7 +57,7 @@ func newEnv(t *testing.T) *env {
 	}
 	e.svc = jobs.New(jobs.Config{Store: store.New(redistest.Start(t).Client(t), "test"), Validator: v,
 		Events: conn, Subjects: subjects, Clock: func() time.Time { return t0 }})
-	if _, _, err := e.svc.PutCollection(context.Background(), "c", []byte(`{}`)); err != nil {
+	if _, _, err := e.svc.PutCollection(context.Background(), "c", []byte(`{}`), false); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -215,7 +215,7 @@ type failing struct {
 	calls int
 }
 
-func (f *failing) PutJob(ctx context.Context, c, j string, raw []byte) (*job.Definition, bool, error) {
+func (f *failing) PutJob(ctx context.Context, c, j string, raw []byte, createOnly bool) (*job.Definition, bool, error) {
 	f.mu.Lock()
 	f.calls++
 	fail := f.calls <= f.fails
@@ -223,7 +223,7 @@ func (f *failing) PutJob(ctx context.Context, c, j string, raw []byte) (*job.Def
 	if fail {
 		return nil, false, errors.New("redis: connection refused")
 	}
-	return f.Jobs.PutJob(ctx, c, j, raw)
+	return f.Jobs.PutJob(ctx, c, j, raw, createOnly)
 }
 
 func (f *failing) count() int {
@@ -252,10 +252,10 @@ type blocking struct {
 	release chan struct{}
 }
 
-func (b *blocking) PutJob(ctx context.Context, c, j string, raw []byte) (*job.Definition, bool, error) {
+func (b *blocking) PutJob(ctx context.Context, c, j string, raw []byte, createOnly bool) (*job.Definition, bool, error) {
 	b.entered <- struct{}{}
 	<-b.release
-	return b.Jobs.PutJob(ctx, c, j, raw)
+	return b.Jobs.PutJob(ctx, c, j, raw, createOnly)
 }
 
 // Stopping the intake finishes the message in hand: it is stored and acknowledged.

@@ -11,9 +11,10 @@ import (
 	"github.com/resched/resched/shared/job"
 )
 
-// PutCollection creates or replaces a job collection. Putting it in another state enables or
-// disables it as EnableCollection and DisableCollection do.
-func (s *Service) PutCollection(ctx context.Context, c string, raw []byte) (*job.Collection, bool, error) {
+// PutCollection creates or replaces a job collection (only creates it when createOnly is set:
+// an existing collection is a Conflict). Putting it in another state enables or disables it as
+// EnableCollection and DisableCollection do.
+func (s *Service) PutCollection(ctx context.Context, c string, raw []byte, createOnly bool) (*job.Collection, bool, error) {
 	if err := bus.CheckName("collection", c); err != nil {
 		return nil, false, badRequest("%v", err)
 	}
@@ -33,15 +34,23 @@ func (s *Service) PutCollection(ctx context.Context, c string, raw []byte) (*job
 	}
 	old, err := s.store.GetCollection(ctx, c)
 	oldState := job.CollectionEnabled
-	if err == nil {
+	switch {
+	case err == nil && createOnly:
+		return nil, false, conflict("job collection %s already exists: update it, or put it to replace it", c)
+	case err == nil:
 		oldState = old.State
+	case !errors.Is(err, store.ErrNotFound):
+		return nil, false, err
 	}
 	def, err := json.Marshal(coll)
 	if err != nil {
 		return nil, false, fmt.Errorf("encode collection: %w", err)
 	}
 	// Stored with its old state, so that a state change goes through setState below.
-	created, err := s.store.PutCollection(ctx, c, def, oldState, maxJobs)
+	created, err := s.store.PutCollection(ctx, c, def, oldState, maxJobs, createOnly)
+	if errors.Is(err, store.ErrExists) {
+		return nil, false, conflict("job collection %s already exists: update it, or put it to replace it", c)
+	}
 	if err != nil {
 		return nil, false, err
 	}

@@ -11,9 +11,10 @@ import (
 	"github.com/resched/resched/shared/job"
 )
 
-// PutJob creates or replaces a job. Its schedule is (re)accepted now (recurrence.md §7): a
-// new anchor when it has no startTime, and the count starts again; status counters stay.
-func (s *Service) PutJob(ctx context.Context, c, j string, raw []byte) (*job.Definition, bool, error) {
+// PutJob creates or replaces a job (only creates it when createOnly is set: an existing job is
+// a Conflict). Its schedule is (re)accepted now (recurrence.md §7): a new anchor when it has no
+// startTime, and the count starts again; status counters stay.
+func (s *Service) PutJob(ctx context.Context, c, j string, raw []byte, createOnly bool) (*job.Definition, bool, error) {
 	if err := checkNames(c, j); err != nil {
 		return nil, false, err
 	}
@@ -23,7 +24,7 @@ func (s *Service) PutJob(ctx context.Context, c, j string, raw []byte) (*job.Def
 		s.rejected(c, j, err)
 		return nil, false, err
 	}
-	created, err := s.store1(ctx, c, j, def.Properties, 0)
+	created, err := s.store1(ctx, c, j, def.Properties, 0, createOnly)
 	if err != nil {
 		err = storeError(err, c, j)
 		s.rejected(c, j, err)
@@ -40,7 +41,7 @@ func (s *Service) PutJob(ctx context.Context, c, j string, raw []byte) (*job.Def
 // store1 validates a definition against its collection and stores it, re-accepting its
 // schedule now. ifVersion > 0 makes the write a compare-and-set. Errors of the store come back
 // as they are (the caller retries ErrConflict or maps them with storeError).
-func (s *Service) store1(ctx context.Context, c, j string, p job.Properties, ifVersion int64) (bool, error) {
+func (s *Service) store1(ctx context.Context, c, j string, p job.Properties, ifVersion int64, createOnly bool) (bool, error) {
 	coll, err := s.collection(ctx, c)
 	if err != nil {
 		return false, err
@@ -59,7 +60,7 @@ func (s *Service) store1(ctx context.Context, c, j string, p job.Properties, ifV
 	if err := checkMaxRecurrence(coll.Properties.Quota, sched, now); err != nil {
 		return false, err
 	}
-	put := store.PutJob{Collection: c, Name: j, Accepted: now, State: job.StateEnabled, Reaccept: true, IfVersion: ifVersion}
+	put := store.PutJob{Collection: c, Name: j, Accepted: now, State: job.StateEnabled, Reaccept: true, IfVersion: ifVersion, CreateOnly: createOnly}
 	if p.State == job.StateDisabled {
 		put.State = job.StateDisabled
 	} else if first := sched.First(); first.Done {
@@ -246,6 +247,8 @@ func storeError(err error, c, j string) error {
 		return conflict("The job collection has reached its quota of '%d'. Please remove existing jobs before adding new ones.", q.Max)
 	case errors.Is(err, store.ErrConflict):
 		return conflict("job %s/%s changed while this request ran; retry it", c, j)
+	case errors.Is(err, store.ErrExists):
+		return conflict("job %s/%s already exists: update it, or put it to replace it", c, j)
 	}
 	return fmt.Errorf("job %s/%s: %w", c, j, err)
 }

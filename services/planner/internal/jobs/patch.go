@@ -62,7 +62,7 @@ func (s *Service) patchOnce(ctx context.Context, c, j string, raw []byte) error 
 		return err
 	}
 	if !sameJSON(old.StartTime, def.Properties.StartTime) || !sameJSON(old.Recurrence, def.Properties.Recurrence) {
-		_, err := s.store1(ctx, c, j, def.Properties, rec.Version)
+		_, err := s.store1(ctx, c, j, def.Properties, rec.Version, false)
 		return err
 	}
 	return s.keepSchedule(ctx, rec, def.Properties)

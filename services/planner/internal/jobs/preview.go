@@ -1,8 +1,12 @@
 package jobs
 
 import (
+	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/resched/resched/shared/job"
+	"github.com/resched/resched/shared/recurrence"
 )
 
 // PreviewRequest asks for the first executions of a job as if accepted at Now.
@@ -12,11 +16,12 @@ type PreviewRequest struct {
 	Count int             `json:"count,omitempty"` // default 10, at most 1,000
 }
 
-// Preview lists the executions the planner would make for a job (recurrence.md §10).
-func (s *Service) Preview(r PreviewRequest) ([]time.Time, error) {
+// Preview lists the executions the planner would make for a job (recurrence.md §10), and why
+// there are fewer than asked for ("" when there are as many).
+func (s *Service) Preview(r PreviewRequest) ([]time.Time, string, error) {
 	def, err := s.validator.Decode(r.Job)
 	if err != nil {
-		return nil, invalid(err)
+		return nil, "", invalid(err)
 	}
 	now := s.now()
 	if r.Now != nil {
@@ -28,7 +33,53 @@ func (s *Service) Preview(r PreviewRequest) ([]time.Time, error) {
 	}
 	sched, err := Compile(def.Properties, now)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return sched.Preview(min(n, MaxPageSize)), nil
+	times, reason := sched.Upcoming(min(n, MaxPageSize))
+	if reason == recurrence.NotDone {
+		return times, "", nil
+	}
+	return times, reason.String(), nil
+}
+
+// Runs are the next executions of a stored job, and why there are fewer than asked for.
+type Runs struct {
+	Value  []time.Time `json:"value"`
+	Reason string      `json:"reason,omitempty"` // why the list ends early: the series is over, the job or its collection disabled
+}
+
+// Runs lists the next n executions of a job as its planner will make them, from its stored
+// schedule and count (a job without startTime is anchored at its acceptance, not now).
+func (s *Service) Runs(ctx context.Context, c, j string, n int) (Runs, error) {
+	rec, err := s.store.GetJob(ctx, c, j)
+	if err != nil {
+		return Runs{}, storeError(err, c, j)
+	}
+	coll, err := s.collection(ctx, c)
+	if err != nil {
+		return Runs{}, err
+	}
+	n = min(max(n, 1), MaxPageSize)
+	switch {
+	case rec.State != job.StateEnabled:
+		return Runs{Value: []time.Time{}, Reason: "the job is " + string(rec.State)}, nil
+	case coll.Properties.State == job.CollectionDisabled:
+		return Runs{Value: []time.Time{}, Reason: "its collection is disabled: the job is paused"}, nil
+	case rec.Next.IsZero():
+		return Runs{Value: []time.Time{}, Reason: "no execution is left"}, nil
+	}
+	p, err := DecodeBlob(rec.Definition)
+	if err != nil {
+		return Runs{}, err
+	}
+	sched, err := Compile(p, rec.Accepted)
+	if err != nil {
+		return Runs{}, err
+	}
+	times, reason := sched.Following(rec.Next, rec.Fired, n)
+	out := Runs{Value: times}
+	if reason != recurrence.NotDone {
+		out.Reason = reason.String()
+	}
+	return out, nil
 }

@@ -51,7 +51,7 @@ func setup(t *testing.T) *env {
 	e := &env{t: t, nc: nc, js: js, subj: subj, store: store.New(redistest.Start(t).Client(t), ""),
 		events: make(chan *nats.Msg, 16), m: &recorder{}}
 	e.svc = jobs.New(jobs.Config{Store: e.store, Validator: v, Subjects: subj, Clock: clock})
-	if _, _, err := e.svc.PutCollection(ctx, "c", []byte(`{"properties":{}}`)); err != nil {
+	if _, _, err := e.svc.PutCollection(ctx, "c", []byte(`{"properties":{}}`), false); err != nil {
 		t.Fatal(err)
 	}
 	sub, err := nc.ChanSubscribe(subj.Prefix+".events.>", e.events)
@@ -79,7 +79,7 @@ func (e *env) start(rc *results.Consumer) {
 // fire puts a job and publishes its occurrence at t0, as a planner would.
 func (e *env) fire(name, props string) {
 	e.t.Helper()
-	if _, _, err := e.svc.PutJob(context.Background(), "c", name, []byte(props)); err != nil {
+	if _, _, err := e.svc.PutJob(context.Background(), "c", name, []byte(props), false); err != nil {
 		e.t.Fatalf("put %s: %v", name, err)
 	}
 	d := dispatch.New(dispatch.Config{Store: e.store, JS: e.js, Events: e.nc, Leases: leasetest.HoldAll(e.t, e.store),

@@ -19,7 +19,7 @@ func BenchmarkFireRound(b *testing.B) {
 	ctx := context.Background()
 	rdb := redistest.Start(b).Client(b)
 	s := store.New(rdb, "bench")
-	if _, err := s.PutCollection(ctx, "c", []byte(`{}`), job.CollectionEnabled, 0); err != nil {
+	if _, err := s.PutCollection(ctx, "c", []byte(`{}`), job.CollectionEnabled, 0, false); err != nil {
 		b.Fatal(err)
 	}
 	def := []byte(`{"startTime":"2026-01-01T12:00:00Z","recurrence":{"frequency":"Minute"}}` + "\n" + `{"type":"Http"}`)

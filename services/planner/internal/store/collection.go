@@ -20,12 +20,13 @@ type Collection struct {
 	JobCount    int
 }
 
-// PutCollection stores a collection; it reports whether it was created.
-func (s *Store) PutCollection(ctx context.Context, name string, def []byte, state job.CollectionState, maxJobCount int) (bool, error) {
+// PutCollection stores a collection; it reports whether it was created. With createOnly an
+// existing collection is left alone and ErrExists returned.
+func (s *Store) PutCollection(ctx context.Context, name string, def []byte, state job.CollectionState, maxJobCount int, createOnly bool) (bool, error) {
 	keys := []string{s.k.colls(s.k.partitionOf(name)), s.k.coll(name)}
-	n, err := s.run(ctx, "put_collection", keys, name, def, string(state), maxJobCount).Int()
+	n, err := s.run(ctx, "put_collection", keys, name, def, string(state), maxJobCount, boolArg(createOnly)).Int()
 	if err != nil {
-		return false, fmt.Errorf("put collection %s: %w", name, err)
+		return false, fmt.Errorf("put collection %s: %w", name, scriptError(err))
 	}
 	return n == 1, nil
 }

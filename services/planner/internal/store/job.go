@@ -37,6 +37,7 @@ type PutJob struct {
 	State            job.State
 	Reaccept         bool  // set Accepted and restart the count (a PUT, or a PATCH of the schedule)
 	IfVersion        int64 // non-zero: fail with ErrConflict unless the stored version is this
+	CreateOnly       bool  // fail with ErrExists when the job exists
 }
 
 // PutJob stores a job; the collection must exist and have room for a new job. It returns
@@ -53,7 +54,7 @@ func (s *Store) PutJob(ctx context.Context, p PutJob) (created bool, version int
 	part := s.k.partitionOf(c)
 	keys := []string{s.k.coll(c), s.k.jobs(c), s.k.def(c, j), s.k.state(c, j), s.k.due(part), s.k.seq(part)}
 	res, err := s.run(ctx, "put_job", keys, member(c, j), j, p.Definition, ms(p.Accepted), ms(p.Next),
-		string(p.State), ifVersion, reaccept).Int64Slice()
+		string(p.State), ifVersion, reaccept, boolArg(p.CreateOnly)).Int64Slice()
 	if err != nil {
 		return false, 0, false, fmt.Errorf("put job %s/%s: %w", c, j, scriptError(err))
 	}

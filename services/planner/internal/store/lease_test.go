@@ -92,7 +92,7 @@ func TestCheckLayoutRefusesAnotherPartitionCount(t *testing.T) {
 	}
 	// Data written before the count was recorded used the default.
 	old := store.New(rdb, "y")
-	if _, err := old.PutCollection(ctx, "c", []byte(`{}`), "Enabled", 0); err != nil {
+	if _, err := old.PutCollection(ctx, "c", []byte(`{}`), "Enabled", 0, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := store.New(rdb, "y", store.WithPartitions(256)).CheckLayout(ctx); !errors.Is(err, store.ErrLayout) {

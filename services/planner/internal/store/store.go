@@ -24,6 +24,7 @@ var (
 	ErrNotFound     = errors.New("not found")
 	ErrNoCollection = errors.New("job collection not found")
 	ErrConflict     = errors.New("changed concurrently")
+	ErrExists       = errors.New("already exists")
 	// ErrNotOwner: the partition's lease is not (or no longer) this planner's.
 	ErrNotOwner = errors.New("partition lease not held")
 )
@@ -125,6 +126,8 @@ func scriptError(err error) error {
 		return ErrNoCollection
 	case msg == "NOTOWNER":
 		return ErrNotOwner
+	case msg == "EXISTS":
+		return ErrExists
 	case msg == "CONFLICT" || msg == "RETRY":
 		return ErrConflict
 	case strings.HasPrefix(msg, "QUOTA "):

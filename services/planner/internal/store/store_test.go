@@ -21,7 +21,7 @@ func newStore(t *testing.T) *store.Store {
 
 func putCollection(t *testing.T, s *store.Store, name string, max int) {
 	t.Helper()
-	if _, err := s.PutCollection(context.Background(), name, []byte(`{}`), job.CollectionEnabled, max); err != nil {
+	if _, err := s.PutCollection(context.Background(), name, []byte(`{}`), job.CollectionEnabled, max, false); err != nil {
 		t.Fatal(err)
 	}
 }

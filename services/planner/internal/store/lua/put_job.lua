@@ -4,9 +4,10 @@
 -- KEYS: 1 coll, 2 jobs, 3 def, 4 st, 5 due, 6 seq
 -- ARGV: 1 member, 2 job name, 3 definition blob, 4 accepted (ms), 5 next (ms, or "" for none),
 --       6 state, 7 expected version ("" for any; a number makes it a compare-and-set),
---       8 "1" to re-accept (new anchor: accepted time set, count restarted) or "0" to keep them
+--       8 "1" to re-accept (new anchor: accepted time set, count restarted) or "0" to keep them,
+--       9 "1" to create only (an existing job is left alone)
 -- Returns {created (0|1), version, 1 when the job is due (in the due set) else 0}.
--- Errors: NOCOLLECTION, QUOTA <n>, CONFLICT.
+-- Errors: NOCOLLECTION, QUOTA <n>, CONFLICT, EXISTS.
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return redis.error_reply('NOCOLLECTION')
 end
@@ -14,7 +15,11 @@ if ARGV[7] ~= '' and redis.call('HGET', KEYS[4], 'ver') ~= ARGV[7] then
   return redis.error_reply('CONFLICT')
 end
 local created = 0
-if redis.call('SISMEMBER', KEYS[2], ARGV[2]) == 0 then
+local exists = redis.call('SISMEMBER', KEYS[2], ARGV[2]) == 1
+if exists and ARGV[9] == '1' then
+  return redis.error_reply('EXISTS')
+end
+if not exists then
   local max = tonumber(redis.call('HGET', KEYS[1], 'maxJobCount') or '0') or 0
   if max > 0 and redis.call('SCARD', KEYS[2]) >= max then
     return redis.error_reply('QUOTA ' .. max)
