@@ -151,7 +151,7 @@ func (c *cluster) history(r *report, j chaosJob, occs map[int64]*occurrence) {
 	var entries []job.HistoryEntry
 	for skip := 0; ; {
 		var page struct {
-			Value    []job.HistoryEntry `json:"value"`
+			Value    []job.HistoryEntry  `json:"value"`
 			NextLink *struct{ Skip int } `json:"nextLink"`
 		}
 		if err := c.call("jobs.history."+j.coll+"."+j.name, map[string]int{"top": 1000, "skip": skip}, &page); err != nil {

@@ -73,4 +73,3 @@ func TestRunPassesArguments(t *testing.T) {
 		t.Errorf("command got args %q and stdin %q", gotArgs, gotInput)
 	}
 }
-

@@ -33,10 +33,10 @@ type Config struct {
 	// Live are the conditions without which the process can never work again (a NATS
 	// connection closed for good, credentials refused): one failing makes /healthz answer 503,
 	// so an orchestrator restarts the process.
-	Live  []Check
-	Ready []Check // every one must pass for /readyz to answer 200
-	Timeout  time.Duration       // bound on all the readiness checks together; default 2 s
-	Logger   *slog.Logger
+	Live    []Check
+	Ready   []Check       // every one must pass for /readyz to answer 200
+	Timeout time.Duration // bound on all the readiness checks together; default 2 s
+	Logger  *slog.Logger
 }
 
 // Handler serves /healthz, /readyz and /metrics.
