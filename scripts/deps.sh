@@ -3,7 +3,8 @@
 # `make run` and `make test` work on a fresh machine with nothing done by hand:
 #   redis    redis-server on PATH (through the system's package manager)
 #   emulators  the Node packages of scripts/emulators (Azurite, rhea), from its lockfile
-# Usage: scripts/deps.sh redis [emulators]
+#   shells   zsh and fish, whose completion scripts schedctl's tests run
+# Usage: scripts/deps.sh redis [emulators] [shells]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -63,6 +64,16 @@ emulators() {
 	say "installing the test emulators (npm ci --prefix scripts/emulators)"
 	npm ci --prefix scripts/emulators --no-audit --no-fund >&2
 	cp scripts/emulators/package-lock.json "$stamp"
+}
+
+shells() {
+	local missing=()
+	for sh in zsh fish; do
+		command -v "$sh" >/dev/null || missing+=("$sh")
+	done
+	[ ${#missing[@]} -eq 0 ] && return
+	say "installing ${missing[*]} (schedctl's completion tests run them)"
+	pkg_install "${missing[@]}" || echo "could not install ${missing[*]}: the completion tests of those shells will fail" >&2
 }
 
 for dep in "$@"; do

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/resched/resched/services/internal/bus"
 )
@@ -56,11 +58,16 @@ func dial(server, prefix string, timeout time.Duration) (*client, error) {
 
 func (c *client) close() { c.nc.Close() }
 
-// request sends body to <prefix>.api.<tokens> and returns the reply, or the planner's error
-// as an *apiError, or a *noPlannerError when nobody answers.
-func (c *client) request(body []byte, tokens ...string) (*nats.Msg, error) {
+// request sends body to <prefix>.api.<tokens> with headers and returns the reply, or the
+// planner's error as an *apiError, or a *noPlannerError when nobody answers.
+func (c *client) request(body []byte, headers map[string]string, tokens ...string) (*nats.Msg, error) {
 	subject := c.subjects.API(tokens...)
-	msg, err := c.nc.Request(subject, body, c.timeout)
+	req := nats.NewMsg(subject)
+	req.Data = body
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	msg, err := c.nc.RequestMsg(req, c.timeout)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		return nil, &noPlannerError{subject: subject, server: c.server}
@@ -73,6 +80,23 @@ func (c *client) request(body []byte, tokens ...string) (*nats.Msg, error) {
 		return nil, decodeAPIError(code, msg)
 	}
 	return msg, nil
+}
+
+// publishDurable publishes msg to JetStream and waits for the stream's acknowledgement.
+func (c *client) publishDurable(msg *nats.Msg) error {
+	js, err := jetstream.New(c.nc)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	if _, err := js.PublishMsg(ctx, msg); err != nil {
+		if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
+			return fmt.Errorf("publish on %s: no stream takes it (NATS at %s) — has a planner ever run against this NATS with this prefix?", msg.Subject, c.server)
+		}
+		return fmt.Errorf("publish on %s: %w", msg.Subject, err)
+	}
+	return nil
 }
 
 // apiError is an error the planner answered: {"error": {"code", "message", "details"}} with

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"regexp"
@@ -18,38 +19,139 @@ var collectionGroup = &group{
 	name:    "collection",
 	summary: "Manage job collections through the planner's NATS API.",
 	subs: []subcommand{
-		{"create", "NAME [-f FILE|-] [--max-jobs N] [--max-recurrence 1m|1h|FREQUENCY:INTERVAL]",
-			"create or replace a collection, from a file or from the flags", collectionCreate},
+		{"create", "NAME [-f FILE|-] [--max-jobs N] [--max-recurrence 1m|1h|FREQUENCY:INTERVAL] [--plan PLAN]",
+			"create a collection, from a file or from the flags; an existing one is left alone", collectionCreate},
+		{"update", "NAME [-f FILE|-] [--max-jobs N] [--max-recurrence R] [--plan PLAN]",
+			"change a collection's quota or plan (or replace it with a file)", collectionUpdate},
 		{"get", "NAME", "show a collection", collectionGet},
-		{"list", "[--top N] [--skip N] [--all]", "list the collections", collectionList},
-		{"delete", "NAME", "delete a collection and every job in it", collectionDelete},
+		{"list", "[--filter EXPR]... [--top N] [--skip N] [--all]", "list the collections", collectionList},
+		{"delete", "NAME [--yes]", "delete a collection and every job in it (asks first)", collectionDelete},
 		{"enable", "NAME", "resume the collection's jobs", collectionState("enable")},
 		{"disable", "NAME", "pause every job of the collection", collectionState("disable")},
 	},
 }
 
+// quotaFlags are the flags of a collection's quota and plan.
+type quotaFlags struct {
+	maxJobs       *int
+	maxRecurrence *string
+	plan          *string
+}
+
+func addQuotaFlags(inv *invocation) quotaFlags {
+	return quotaFlags{
+		maxJobs:       inv.fs.Int("max-jobs", 0, "quota: at most `N` jobs (0: no limit)"),
+		maxRecurrence: inv.fs.String("max-recurrence", "", "quota: the shortest `recurrence` a job may use: 1m, 30s, 1h, 1d, 1w, 1mo, 1y or FREQUENCY:INTERVAL"),
+		plan:          inv.fs.String("plan", "", "the `plan`: Free, Standard, P10Premium or P20Premium"),
+	}
+}
+
+func (q quotaFlags) given(inv *invocation) bool {
+	any := false
+	inv.fs.Visit(func(f *flag.Flag) {
+		any = any || f.Name == "max-jobs" || f.Name == "max-recurrence" || f.Name == "plan"
+	})
+	return any
+}
+
+// apply sets what the flags give on a collection.
+func (q quotaFlags) apply(inv *invocation, c *job.Collection) error {
+	set := map[string]bool{}
+	inv.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["max-jobs"] || set["max-recurrence"] {
+		if c.Properties.Quota == nil {
+			c.Properties.Quota = &job.Quota{}
+		}
+	}
+	if set["max-jobs"] {
+		if *q.maxJobs < 0 {
+			return usagef("--max-jobs %d: must be 0 (no limit) or more", *q.maxJobs)
+		}
+		c.Properties.Quota.MaxJobCount = *q.maxJobs
+	}
+	if set["max-recurrence"] {
+		mr, err := parseMaxRecurrence(*q.maxRecurrence)
+		if err != nil {
+			return &usageError{"--max-recurrence: " + err.Error()}
+		}
+		c.Properties.Quota.MaxRecurrence = mr
+	}
+	if set["plan"] {
+		name, err := job.ParseSkuName(*q.plan)
+		if err != nil {
+			return &usageError{"--plan: " + err.Error()}
+		}
+		c.Properties.Sku = &job.Sku{Name: name}
+	}
+	return nil
+}
+
 func collectionCreate(inv *invocation, args []string) error {
 	file := inv.fs.String("f", "", "collection resource `file`, or - for standard input")
-	maxJobs := inv.fs.Int("max-jobs", 0, "quota: at most `N` jobs")
-	maxRec := inv.fs.String("max-recurrence", "", "quota: the shortest `recurrence` a job may use: 1m, 30s, 1h, 1d, 1w, 1mo, 1y or FREQUENCY:INTERVAL")
-	pos, err := inv.parse(args, 1, 1)
+	q := addQuotaFlags(inv)
+	name, err := collectionArg(inv, args)
 	if err != nil {
 		return err
 	}
-	name := pos[0]
-	if err := bus.CheckName("collection", name); err != nil {
-		return &usageError{err.Error()}
-	}
 	var body []byte
 	switch {
-	case *file != "" && (*maxJobs != 0 || *maxRec != ""):
+	case *file != "" && q.given(inv):
 		return usagef("-f and the quota flags exclude each other: put the quota in the file")
 	case *file != "":
 		if body, err = inv.readFile(*file); err != nil {
 			return err
 		}
 	default:
-		if body, err = collectionFromFlags(*maxJobs, *maxRec); err != nil {
+		var c job.Collection
+		if err := q.apply(inv, &c); err != nil {
+			return err
+		}
+		if body, err = json.Marshal(c); err != nil {
+			return err
+		}
+	}
+	msg, err := inv.requestMsg(body, map[string]string{headerIfNoneMatch: "*"}, "collections", "put", name)
+	if err != nil {
+		return err
+	}
+	if !inv.structured() {
+		fmt.Fprintf(inv.stdout, "collection %s created\n", name)
+	}
+	return show(inv, msg.Data, writeCollection)
+}
+
+// collectionUpdate changes a collection's quota or plan, keeping the rest; with -f it replaces
+// the collection with the file.
+func collectionUpdate(inv *invocation, args []string) error {
+	file := inv.fs.String("f", "", "collection resource `file`, or - for standard input: replaces the collection")
+	q := addQuotaFlags(inv)
+	name, err := collectionArg(inv, args)
+	if err != nil {
+		return err
+	}
+	var body []byte
+	switch {
+	case *file != "" && q.given(inv):
+		return usagef("-f and the quota flags exclude each other")
+	case *file != "":
+		if body, err = inv.readFile(*file); err != nil {
+			return err
+		}
+	case !q.given(inv):
+		return usagef("nothing to change: give --max-jobs, --max-recurrence or --plan, or -f FILE")
+	default:
+		msg, err := inv.request(nil, "collections", "get", name)
+		if err != nil {
+			return err
+		}
+		var c job.Collection
+		if err := json.Unmarshal(msg.Data, &c); err != nil {
+			return fmt.Errorf("decode the planner's reply: %w", err)
+		}
+		if err := q.apply(inv, &c); err != nil {
+			return err
+		}
+		if body, err = json.Marshal(c); err != nil {
 			return err
 		}
 	}
@@ -57,29 +159,10 @@ func collectionCreate(inv *invocation, args []string) error {
 	if err != nil {
 		return err
 	}
-	if !inv.asJSON() {
-		fmt.Fprintf(inv.stdout, "collection %s %s\n", name, createdText(msg))
+	if !inv.structured() {
+		fmt.Fprintf(inv.stdout, "collection %s updated\n", name)
 	}
 	return show(inv, msg.Data, writeCollection)
-}
-
-// collectionFromFlags builds the resource `collection create` sends without -f.
-func collectionFromFlags(maxJobs int, maxRec string) ([]byte, error) {
-	if maxJobs < 0 {
-		return nil, usagef("--max-jobs %d: must be 0 (no limit) or more", maxJobs)
-	}
-	var c job.Collection
-	if maxJobs > 0 || maxRec != "" {
-		c.Properties.Quota = &job.Quota{MaxJobCount: maxJobs}
-	}
-	if maxRec != "" {
-		mr, err := parseMaxRecurrence(maxRec)
-		if err != nil {
-			return nil, &usageError{"--max-recurrence: " + err.Error()}
-		}
-		c.Properties.Quota.MaxRecurrence = mr
-	}
-	return json.Marshal(c)
 }
 
 // shortRecurrence is "1m", "30s", "2h", "1d", "1w", "1mo" or "1y".
@@ -127,6 +210,7 @@ func collectionGet(inv *invocation, args []string) error {
 }
 
 func collectionList(inv *invocation, args []string) error {
+	filters := filterFlags(inv.fs)
 	p := pagingFlags(inv.fs)
 	if _, err := inv.parse(args, 0, 0); err != nil {
 		return err
@@ -134,27 +218,50 @@ func collectionList(inv *invocation, args []string) error {
 	if err := p.check(); err != nil {
 		return err
 	}
-	raw, reply, err := inv.list(p, listRequest{}, "collections", "list")
+	match, err := filters.compile([]string{"name", "state", "plan"})
 	if err != nil {
 		return err
 	}
-	return showList(inv, raw, reply, []string{"NAME", "STATE", "MAX JOBS", "MAX RECURRENCE"},
+	_, reply, err := inv.list(p, listRequest{}, "collections", "list")
+	if err != nil {
+		return err
+	}
+	kept := reply.Value[:0]
+	for _, raw := range reply.Value {
+		var c job.Collection
+		if err := json.Unmarshal(raw, &c); err != nil {
+			return fmt.Errorf("decode the planner's reply: %w", err)
+		}
+		if match(map[string]string{"name": c.Name, "state": string(c.Properties.State), "plan": planOf(c)}) {
+			kept = append(kept, raw)
+		}
+	}
+	reply.Value = kept
+	raw, err := json.Marshal(reply)
+	if err != nil {
+		return err
+	}
+	return showList(inv, raw, reply, []string{"NAME", "STATE", "PLAN", "MAX JOBS", "MAX RECURRENCE"},
 		func(c job.Collection) []string {
-			return []string{c.Name, string(c.Properties.State), countText(maxJobs(c)), maxRecurrenceText(c)}
+			return []string{c.Name, string(c.Properties.State), orDash(planOf(c)), countText(maxJobs(c)), maxRecurrenceText(c)}
 		})
 }
 
 func collectionDelete(inv *invocation, args []string) error {
+	yes := yesFlag(inv.fs)
 	name, err := collectionArg(inv, args)
 	if err != nil {
+		return err
+	}
+	if err := inv.confirm(*yes, fmt.Sprintf("Delete collection %s and every job in it, with their history?", name)); err != nil {
 		return err
 	}
 	msg, err := inv.request(nil, "collections", "delete", name)
 	if err != nil {
 		return err
 	}
-	if inv.asJSON() {
-		return printJSON(inv.stdout, msg.Data)
+	if inv.structured() {
+		return inv.print(msg.Data)
 	}
 	fmt.Fprintf(inv.stdout, "collection %s deleted\n", name)
 	return nil
@@ -189,16 +296,19 @@ func collectionArg(inv *invocation, args []string) (string, error) {
 
 // writeCollection prints a collection as a key: value summary.
 func writeCollection(w io.Writer, c job.Collection) {
-	sku := ""
-	if c.Properties.Sku != nil {
-		sku = string(c.Properties.Sku.Name)
-	}
 	field(w, "Name", c.Name)
 	field(w, "State", string(c.Properties.State))
 	field(w, "Location", orDash(c.Location))
-	field(w, "Plan", orDash(sku))
+	field(w, "Plan", orDash(planOf(c)))
 	field(w, "Max jobs", countText(maxJobs(c)))
 	field(w, "Max recurrence", maxRecurrenceText(c))
+}
+
+func planOf(c job.Collection) string {
+	if c.Properties.Sku == nil {
+		return ""
+	}
+	return string(c.Properties.Sku.Name)
 }
 
 func maxJobs(c job.Collection) int {
@@ -224,5 +334,9 @@ func createdText(msg *nats.Msg) string {
 	return "created"
 }
 
-// headerCreated is set on a put's reply: "true" when the put created the resource.
-const headerCreated = "Scheduler-Created"
+// The API's headers: headerCreated is set on a put's reply ("true" when the put created the
+// resource); headerIfNoneMatch "*" on a put makes it create-only.
+const (
+	headerCreated     = "Scheduler-Created"
+	headerIfNoneMatch = "If-None-Match"
+)

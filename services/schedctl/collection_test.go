@@ -12,12 +12,28 @@ import (
 func TestCollectionCommands(t *testing.T) {
 	p := startPlanner(t)
 
-	out := p.mustRun(t, "", "collection", "create", "c1", "--max-jobs", "10", "--max-recurrence", "1m")
-	wantLines(t, out, "collection c1 created", "Name:  +c1", "State:  +Enabled", "Max jobs:  +10", "Max recurrence:  +Minute/1")
+	out := p.mustRun(t, "", "collection", "create", "c1", "--max-jobs", "10", "--max-recurrence", "1m", "--plan", "standard")
+	wantLines(t, out, "collection c1 created", "Name:  +c1", "State:  +Enabled", "Plan:  +Standard", "Max jobs:  +10", "Max recurrence:  +Minute/1")
 
-	file := `{"location": "West Europe", "properties": {"quota": {"maxJobCount": 20, "maxRecurrence": {"frequency": "Hour", "interval": 2}}}}`
-	out = p.mustRun(t, file, "collection", "create", "c1", "-f", "-")
-	wantLines(t, out, "collection c1 replaced", "Location:  +West Europe", "Max jobs:  +20", "Max recurrence:  +Hour/2")
+	t.Run("create leaves an existing collection alone", func(t *testing.T) {
+		p.mustFail(t, "", 1, []string{"schedctl: job collection c1 already exists: update it"}, "collection", "create", "c1", "--max-jobs", "3")
+		var c job.Collection
+		decode(t, p.mustRun(t, "", "collection", "get", "c1", "-o", "json"), &c)
+		if c.Properties.Quota.MaxJobCount != 10 {
+			t.Fatalf("the refused create changed the collection: %+v", c.Properties.Quota)
+		}
+	})
+
+	t.Run("update changes what is given and keeps the rest", func(t *testing.T) {
+		wantLines(t, p.mustRun(t, "", "collection", "update", "c1", "--max-jobs", "20"),
+			"collection c1 updated", "Max jobs:  +20", "Max recurrence:  +Minute/1", "Plan:  +Standard")
+		file := `{"location": "West Europe", "properties": {"quota": {"maxJobCount": 30, "maxRecurrence": {"frequency": "Hour", "interval": 2}}}}`
+		wantLines(t, p.mustRun(t, file, "collection", "update", "c1", "-f", "-"),
+			"Location:  +West Europe", "Max jobs:  +30", "Max recurrence:  +Hour/2", "Plan:  +-")
+		p.mustFail(t, "", 2, []string{"nothing to change"}, "collection", "update", "c1")
+		p.mustFail(t, "", 1, []string{"job collection nowhere not found"}, "collection", "update", "nowhere", "--max-jobs", "1")
+		p.mustFail(t, "", 2, []string{"--plan", "Gold"}, "collection", "update", "c1", "--plan", "Gold")
+	})
 
 	var c job.Collection
 	decode(t, p.mustRun(t, "", "collection", "create", "c2", "-o", "json"), &c)
@@ -26,12 +42,15 @@ func TestCollectionCommands(t *testing.T) {
 	}
 	p.mustRun(t, "", "collection", "create", "c3")
 
-	want := "NAME  STATE    MAX JOBS  MAX RECURRENCE\n" +
-		"c1    Enabled  20        Hour/2\n" +
-		"c2    Enabled  -         -\n" +
-		"c3    Enabled  -         -\n"
+	want := "NAME  STATE    PLAN  MAX JOBS  MAX RECURRENCE\n" +
+		"c1    Enabled  -     30        Hour/2\n" +
+		"c2    Enabled  -     -         -\n" +
+		"c3    Enabled  -     -         -\n"
 	if out := p.mustRun(t, "", "collection", "list"); out != want {
 		t.Fatalf("collection list:\n%s\nwant:\n%s", out, want)
+	}
+	if out := p.mustRun(t, "", "collection", "list", "-o", "yaml"); !strings.Contains(out, "value:\n- id: /jobCollections/c1\n") {
+		t.Fatalf("collection list -o yaml:\n%s", out)
 	}
 
 	t.Run("paging", func(t *testing.T) {
@@ -54,31 +73,46 @@ func TestCollectionCommands(t *testing.T) {
 		}
 	})
 
-	t.Run("disable and enable", func(t *testing.T) {
+	t.Run("disable, enable and filters", func(t *testing.T) {
 		wantLines(t, p.mustRun(t, "", "collection", "disable", "c2"), "State:  +Disabled")
 		decode(t, p.mustRun(t, "", "collection", "get", "c2", "-o", "json"), &c)
 		if c.Properties.State != job.CollectionDisabled {
 			t.Fatalf("get after disable: state %q", c.Properties.State)
 		}
+		if out := p.mustRun(t, "", "collection", "list", "--filter", "state=disabled"); strings.Count(out, "\n") != 2 || !strings.Contains(out, "\nc2 ") {
+			t.Fatalf("list --filter state=disabled:\n%s", out)
+		}
+		if out := p.mustRun(t, "", "collection", "list", "--filter", "name~c[13]", "--filter", "state!=disabled"); strings.Count(out, "\n") != 3 {
+			t.Fatalf("list with two filters:\n%s", out)
+		}
+		p.mustFail(t, "", 2, []string{`no field "colour"`, "name, state, plan"}, "collection", "list", "--filter", "colour=red")
+		p.mustFail(t, "", 2, []string{"FIELD=VALUE"}, "collection", "list", "--filter", "state")
 		wantLines(t, p.mustRun(t, "", "collection", "enable", "c2"), "State:  +Enabled")
 	})
 
-	t.Run("delete, then not found", func(t *testing.T) {
-		if out := p.mustRun(t, "", "collection", "delete", "c3"); out != "collection c3 deleted\n" {
+	t.Run("delete asks first", func(t *testing.T) {
+		p.mustFail(t, "", 1, []string{"Delete collection c3 and every job in it", "add --yes"}, "collection", "delete", "c3")
+		p.mustFail(t, "n\n", 1, []string{"not confirmed: nothing done"}, "collection", "delete", "c3")
+		p.mustRun(t, "", "collection", "get", "c3")
+		if out := p.mustRun(t, "yes\n", "collection", "delete", "c3"); out != "collection c3 deleted\n" {
 			t.Fatalf("delete printed %q", out)
 		}
+		p.mustRun(t, "", "collection", "create", "c3")
+		p.mustRun(t, "", "collection", "delete", "c3", "--yes")
 		code, out, errOut := p.schedctl(t, "", "collection", "get", "c3")
 		if code != 1 || out != "" || errOut != "schedctl: job collection c3 not found\n" {
 			t.Fatalf("get of a deleted collection: exit %d, stdout %q, stderr %q", code, out, errOut)
 		}
 	})
 
-	t.Run("the planner rejects a field", func(t *testing.T) {
-		code, out, errOut := p.schedctl(t, `{"properties": {"quota": {"maxJobCount": "ten"}}}`, "collection", "create", "bad", "-f", "-")
-		if code != 2 || out != "" || !strings.HasPrefix(errOut, "schedctl: ") ||
-			!strings.Contains(errOut, "\n  properties.quota.maxJobCount: ") {
-			t.Fatalf("invalid collection: exit %d, stdout %q, stderr %q", code, out, errOut)
-		}
+	t.Run("mistakes", func(t *testing.T) {
+		p.mustFail(t, `{"properties": {"quota": {"maxJobCount": "ten"}}}`, 2, []string{"\n  properties.quota.maxJobCount: "},
+			"collection", "create", "bad", "-f", "-")
+		p.mustFail(t, `{"properties": {"qouta": {}}}`, 2, []string{"qouta"}, "collection", "create", "bad", "-f", "-")
+		p.mustFail(t, "", 2, []string{`collection name "bad.name"`, "usage: schedctl collection get NAME"}, "collection", "get", "bad.name")
+		p.mustFail(t, "", 2, []string{"--max-jobs -1: must be 0"}, "collection", "create", "bad", "--max-jobs", "-1")
+		p.mustFail(t, "", 2, []string{"-f and the quota flags exclude each other"}, "collection", "create", "bad", "-f", "x.json", "--max-jobs", "1")
+		p.mustFail(t, "", 2, []string{`-o "xml": must be table, json or yaml`}, "collection", "list", "-o", "xml")
 	})
 }
 

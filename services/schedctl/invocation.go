@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"flag"
 	"fmt"
@@ -152,8 +153,8 @@ func newInvocation(name, args string, stdin io.Reader, stdout, stderr io.Writer)
 	inv := &invocation{name: name, args: args, stdin: stdin, stdout: stdout, stderr: stderr}
 	fs := flag.NewFlagSet("schedctl "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&inv.output, "o", "table", "output `format`: table or json")
-	fs.StringVar(&inv.output, "output", "table", "output `format`: table or json")
+	fs.StringVar(&inv.output, "o", "table", "output `format`: table, json or yaml")
+	fs.StringVar(&inv.output, "output", "table", "output `format`: table, json or yaml")
 	// No defaults from the environment here: -h prints defaults, and NATS_URL may hold a password.
 	fs.StringVar(&inv.server, "server", "", "NATS server `URL` (default $"+envServer+", else "+defaultServer+")")
 	fs.StringVar(&inv.prefix, "prefix", "", "subject `prefix` (default $"+envPrefix+", else "+bus.DefaultPrefix+")")
@@ -201,8 +202,8 @@ func (inv *invocation) parse(args []string, least, most int) ([]string, error) {
 	if len(pos) < least || len(pos) > most {
 		return nil, usagef("expected %s", inv.args)
 	}
-	if inv.output != "table" && inv.output != "json" {
-		return nil, usagef("-o %q: must be table or json", inv.output)
+	if inv.output != "table" && inv.output != "json" && inv.output != "yaml" {
+		return nil, usagef("-o %q: must be table, json or yaml", inv.output)
 	}
 	if inv.timeout <= 0 {
 		return nil, usagef("--timeout %s: must be more than 0", inv.timeout)
@@ -226,14 +227,36 @@ func firstOf(values ...string) string {
 
 // request sends body to <prefix>.api.<tokens>, connecting on the first call.
 func (inv *invocation) request(body []byte, tokens ...string) (*nats.Msg, error) {
-	if inv.client == nil {
-		c, err := dial(inv.server, inv.prefix, inv.timeout)
-		if err != nil {
-			return nil, err
-		}
-		inv.client = c
+	return inv.requestMsg(body, nil, tokens...)
+}
+
+// requestMsg is request with headers.
+func (inv *invocation) requestMsg(body []byte, headers map[string]string, tokens ...string) (*nats.Msg, error) {
+	if err := inv.connect(); err != nil {
+		return nil, err
 	}
-	return inv.client.request(body, tokens...)
+	return inv.client.request(body, headers, tokens...)
+}
+
+// publishDurable publishes msg to JetStream (the intake stream) and waits for the stream to
+// have stored it.
+func (inv *invocation) publishDurable(msg *nats.Msg) error {
+	if err := inv.connect(); err != nil {
+		return err
+	}
+	return inv.client.publishDurable(msg)
+}
+
+func (inv *invocation) connect() error {
+	if inv.client != nil {
+		return nil
+	}
+	c, err := dial(inv.server, inv.prefix, inv.timeout)
+	if err != nil {
+		return err
+	}
+	inv.client = c
+	return nil
 }
 
 func (inv *invocation) close() {
@@ -242,8 +265,39 @@ func (inv *invocation) close() {
 	}
 }
 
-// asJSON reports whether -o json was asked for.
-func (inv *invocation) asJSON() bool { return inv.output == "json" }
+// structured reports whether -o json or -o yaml was asked for: the planner's reply is then
+// printed as it is, in that form.
+func (inv *invocation) structured() bool { return inv.output != "table" }
+
+// errDeclined says the user did not confirm.
+var errDeclined = errors.New("not confirmed: nothing done")
+
+// confirm asks a yes/no question on standard error and reads the answer from standard input;
+// yes (--yes) answers it at once. No answer (no input) is a no.
+func (inv *invocation) confirm(yes bool, question string) error {
+	if yes {
+		return nil
+	}
+	fmt.Fprintf(inv.stderr, "%s [y/N] ", question)
+	line, _ := bufio.NewReader(inv.stdin).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return nil
+	case "":
+		if line == "" { // end of input: nobody there to answer
+			fmt.Fprintln(inv.stderr)
+			return errors.New("no answer (standard input is empty): add --yes to confirm without a question")
+		}
+	}
+	return errDeclined
+}
+
+// yesFlag is the --yes of a command that asks before it destroys something.
+func yesFlag(fs *flag.FlagSet) *bool {
+	y := fs.Bool("yes", false, "do not ask for confirmation")
+	fs.BoolVar(y, "y", false, "short for --yes")
+	return y
+}
 
 // exit prints err and returns the exit status.
 func (inv *invocation) exit(err error) int {

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/shared/job"
 )
@@ -15,17 +17,63 @@ var jobGroup = &group{
 	name:    "job",
 	summary: "Manage jobs through the planner's NATS API. A job is named COLLECTION/JOB (or COLLECTION JOB).",
 	subs: []subcommand{
-		{"put", "COLLECTION/JOB -f FILE|-", "create or replace a job from its definition", jobPut},
+		{"create", "COLLECTION/JOB (-f FILE|- | --every 15m --http-get URL ...)",
+			"create a job from its definition or from flags; an existing job is left alone", jobCreate},
+		{"put", "COLLECTION/JOB -f FILE|-", "create or replace a job from its definition (a replaced job's schedule starts again)", jobPut},
+		{"update", "COLLECTION/JOB (--every 1h --hours 9 ... | -f PATCH|-)", "change part of a job: what the flags set, or a JSON merge patch", jobUpdate},
+		{"patch", "COLLECTION/JOB -f PATCH|-", "apply a JSON merge patch to a job (null removes a member)", jobPatch},
 		{"get", "COLLECTION/JOB", "show a job and its status", jobGet},
-		{"list", "COLLECTION [--state Enabled|Disabled|Completed|Faulted] [--top N] [--skip N] [--all]",
-			"list the jobs of a collection", jobList},
-		{"delete", "COLLECTION/JOB", "delete a job and its history", jobDelete},
+		{"describe", "COLLECTION/JOB [-n N]", "show a job, its next N runs (5) and its last N results", jobDescribe},
+		{"list", "[COLLECTION] [--state STATE] [--filter EXPR]... [--top N] [--skip N] [--all]",
+			"list the jobs of a collection, or of every collection", jobList},
+		{"delete", "COLLECTION/JOB [--yes]", "delete a job and its history (asks first)", jobDelete},
 		{"enable", "COLLECTION/JOB", "resume a disabled job", jobState(job.StateEnabled)},
 		{"disable", "COLLECTION/JOB", "pause a job", jobState(job.StateDisabled)},
 		{"run", "COLLECTION/JOB", "run one occurrence now, outside the schedule", jobRun},
 		{"history", "COLLECTION/JOB [--status Completed|Failed|Postponed|Skipped] [--top N] [--skip N] [--all]",
 			"list a job's attempts, newest first", jobHistory},
+		{"publish", "COLLECTION/JOB (-f FILE|- | --delete)",
+			"put (or delete) a job through the durable intake stream: applied even while no planner runs", jobPublish},
 	},
+}
+
+// jobCreate creates a job from a file or from flags, and refuses to replace one.
+func jobCreate(inv *invocation, args []string) error {
+	file := inv.fs.String("f", "", "job definition `file`, or - for standard input")
+	flags := addJobFlags(inv.fs)
+	c, j, err := jobArgs(inv, args)
+	if err != nil {
+		return err
+	}
+	body, err := definitionFrom(inv, *file, flags)
+	if err != nil {
+		return err
+	}
+	msg, err := inv.requestMsg(body, map[string]string{headerIfNoneMatch: "*"}, "jobs", "put", c, j)
+	if err != nil {
+		return err
+	}
+	if !inv.structured() {
+		fmt.Fprintf(inv.stdout, "job %s/%s created\n", c, j)
+	}
+	return inv.showJob(msg.Data)
+}
+
+// definitionFrom reads a definition from -f, or builds it from the job flags; not both.
+func definitionFrom(inv *invocation, file string, flags *jobFlags) ([]byte, error) {
+	switch {
+	case file != "" && flags.given():
+		return nil, usagef("-f and the job flags exclude each other: put everything in the file, or give flags only")
+	case file != "":
+		return inv.readFile(file)
+	case !flags.given():
+		return nil, usagef("give the job: -f FILE, or flags such as --every 15m --http-get URL")
+	}
+	def, err := flags.definition(true, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(def)
 }
 
 func jobPut(inv *invocation, args []string) error {
@@ -45,10 +93,70 @@ func jobPut(inv *invocation, args []string) error {
 	if err != nil {
 		return err
 	}
-	if !inv.asJSON() {
+	if !inv.structured() {
 		fmt.Fprintf(inv.stdout, "job %s/%s %s\n", c, j, createdText(msg))
 	}
-	return show(inv, msg.Data, writeJob)
+	if msg.Header.Get(headerCreated) == "false" {
+		fmt.Fprintln(inv.stderr, "note: a put replaces the whole job: its schedule starts again now, and without a state it is Enabled; `schedctl job update` changes a part")
+	}
+	return inv.showJob(msg.Data)
+}
+
+// jobUpdate changes a part of a job: what its flags set, or a merge patch from -f.
+func jobUpdate(inv *invocation, args []string) error {
+	file := inv.fs.String("f", "", "JSON merge patch `file`, or - for standard input")
+	flags := addJobFlags(inv.fs)
+	c, j, err := jobArgs(inv, args)
+	if err != nil {
+		return err
+	}
+	var body []byte
+	switch {
+	case *file != "" && flags.given():
+		return usagef("-f and the job flags exclude each other")
+	case *file != "":
+		if body, err = inv.readFile(*file); err != nil {
+			return err
+		}
+	case !flags.given():
+		return usagef("nothing to change: give flags such as --every 1h or --hours 9, or -f PATCH")
+	default:
+		patch, err := flags.patchOf()
+		if err != nil {
+			return err
+		}
+		if body, err = json.Marshal(patch); err != nil {
+			return err
+		}
+	}
+	return inv.patchJob(c, j, body)
+}
+
+func jobPatch(inv *invocation, args []string) error {
+	file := inv.fs.String("f", "", "JSON merge patch `file`, or - for standard input (required)")
+	c, j, err := jobArgs(inv, args)
+	if err != nil {
+		return err
+	}
+	if *file == "" {
+		return usagef("-f is required")
+	}
+	body, err := inv.readFile(*file)
+	if err != nil {
+		return err
+	}
+	return inv.patchJob(c, j, body)
+}
+
+func (inv *invocation) patchJob(c, j string, body []byte) error {
+	msg, err := inv.request(body, "jobs", "patch", c, j)
+	if err != nil {
+		return err
+	}
+	if !inv.structured() {
+		fmt.Fprintf(inv.stdout, "job %s/%s updated\n", c, j)
+	}
+	return inv.showJob(msg.Data)
 }
 
 func jobGet(inv *invocation, args []string) error {
@@ -60,43 +168,218 @@ func jobGet(inv *invocation, args []string) error {
 	if err != nil {
 		return err
 	}
-	return show(inv, msg.Data, writeJob)
+	return inv.showJob(msg.Data)
+}
+
+// showJob prints a job's reply: as the planner sent it (-o json, yaml) or as a summary with its
+// effective state, which needs its collection's state.
+func (inv *invocation) showJob(data []byte) error {
+	if inv.structured() {
+		return inv.print(data)
+	}
+	var d job.Definition
+	if err := json.Unmarshal(data, &d); err != nil {
+		return fmt.Errorf("decode the planner's reply: %w", err)
+	}
+	c, _, _ := strings.Cut(d.Name, "/")
+	disabled, err := inv.collectionDisabled(c)
+	if err != nil {
+		return err
+	}
+	tw := newTable(inv.stdout)
+	writeJob(tw, d, disabled)
+	return tw.Flush()
+}
+
+// collectionDisabled asks whether a collection is disabled (its jobs are then paused).
+func (inv *invocation) collectionDisabled(c string) (bool, error) {
+	msg, err := inv.request(nil, "collections", "get", c)
+	if err != nil {
+		return false, err
+	}
+	var coll job.Collection
+	if err := json.Unmarshal(msg.Data, &coll); err != nil {
+		return false, fmt.Errorf("decode the planner's reply: %w", err)
+	}
+	return coll.Properties.State == job.CollectionDisabled, nil
+}
+
+func jobDescribe(inv *invocation, args []string) error {
+	n := inv.fs.Int("n", 5, "show the next `N` runs and the last N results")
+	c, j, err := jobArgs(inv, args)
+	if err != nil {
+		return err
+	}
+	if *n < 1 {
+		return usagef("-n %d: must be 1 or more", *n)
+	}
+	got, err := inv.request(nil, "jobs", "get", c, j)
+	if err != nil {
+		return err
+	}
+	runsBody, _ := json.Marshal(map[string]int{"count": *n})
+	runs, err := inv.request(runsBody, "jobs", "runs", c, j)
+	if err != nil {
+		return err
+	}
+	histBody, _ := json.Marshal(map[string]int{"top": *n})
+	hist, err := inv.request(histBody, "jobs", "history", c, j)
+	if err != nil {
+		return err
+	}
+	if inv.structured() {
+		return inv.print([]byte(fmt.Sprintf(`{"job":%s,"nextRuns":%s,"history":%s}`, got.Data, runs.Data, hist.Data)))
+	}
+	if err := inv.showJob(got.Data); err != nil {
+		return err
+	}
+	var next struct {
+		Value  []time.Time `json:"value"`
+		Reason string      `json:"reason"`
+	}
+	if err := json.Unmarshal(runs.Data, &next); err != nil {
+		return fmt.Errorf("decode the planner's reply: %w", err)
+	}
+	fmt.Fprintln(inv.stdout, "\nNext runs:")
+	for _, t := range next.Value {
+		fmt.Fprintf(inv.stdout, "  %s\n", timeText(&t))
+	}
+	if next.Reason != "" {
+		fmt.Fprintf(inv.stdout, "  (no more: %s)\n", next.Reason)
+	}
+	var last listReply
+	if err := json.Unmarshal(hist.Data, &last); err != nil {
+		return fmt.Errorf("decode the planner's reply: %w", err)
+	}
+	fmt.Fprintln(inv.stdout, "\nLast results:")
+	if len(last.Value) == 0 {
+		fmt.Fprintln(inv.stdout, "  (none yet)")
+		return nil
+	}
+	tw := newTable(inv.stdout)
+	for _, raw := range last.Value {
+		var e job.HistoryEntry
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return fmt.Errorf("decode the planner's reply: %w", err)
+		}
+		cells := historyCells(e)
+		cells[0] = "  " + cells[0]
+		row(tw, cells...)
+	}
+	return tw.Flush()
 }
 
 func jobList(inv *invocation, args []string) error {
-	state := inv.fs.String("state", "", "only jobs in this `state`")
+	state := inv.fs.String("state", "", "only jobs in this `state` (Enabled, Disabled, Completed, Faulted)")
+	filters := filterFlags(inv.fs)
 	p := pagingFlags(inv.fs)
-	c, err := collectionArg(inv, args)
+	pos, err := inv.parse(args, 0, 1)
 	if err != nil {
 		return err
 	}
 	if err := p.check(); err != nil {
 		return err
 	}
-	raw, reply, err := inv.list(p, listRequest{State: *state}, "jobs", "list", c)
+	match, err := filters.compile(jobFields)
 	if err != nil {
 		return err
 	}
-	return showList(inv, raw, reply, []string{"NAME", "STATE", "RECURRENCE", "NEXT", "LAST", "EXECUTIONS", "FAILURES"},
+	var colls []job.Collection
+	if len(pos) == 1 {
+		if err := bus.CheckName("collection", pos[0]); err != nil {
+			return &usageError{err.Error()}
+		}
+		msg, err := inv.request(nil, "collections", "get", pos[0])
+		if err != nil {
+			return err
+		}
+		var c job.Collection
+		if err := json.Unmarshal(msg.Data, &c); err != nil {
+			return fmt.Errorf("decode the planner's reply: %w", err)
+		}
+		colls = append(colls, c)
+	} else {
+		// Every collection, every page: a listing across collections has no paging of its own.
+		_, reply, err := inv.list(&paging{all: true}, listRequest{}, "collections", "list")
+		if err != nil {
+			return err
+		}
+		for _, raw := range reply.Value {
+			var c job.Collection
+			if err := json.Unmarshal(raw, &c); err != nil {
+				return fmt.Errorf("decode the planner's reply: %w", err)
+			}
+			colls = append(colls, c)
+		}
+		p.all = true
+	}
+	var out listReply
+	paused := map[string]bool{}
+	for _, c := range colls {
+		paused[c.Name] = c.Properties.State == job.CollectionDisabled
+		_, reply, err := inv.list(p, listRequest{State: *state}, "jobs", "list", c.Name)
+		if err != nil {
+			return err
+		}
+		for _, raw := range reply.Value {
+			var d job.Definition
+			if err := json.Unmarshal(raw, &d); err != nil {
+				return fmt.Errorf("decode the planner's reply: %w", err)
+			}
+			if match(jobValues(d, paused[c.Name])) {
+				out.Value = append(out.Value, raw)
+			}
+		}
+		out.NextLink = reply.NextLink
+	}
+	if out.Value == nil {
+		out.Value = []json.RawMessage{}
+	}
+	raw, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	return showList(inv, raw, out, []string{"NAME", "STATE", "SCHEDULE", "ACTION", "NEXT", "LAST", "EXECUTIONS", "FAILURES"},
 		func(d job.Definition) []string {
-			s := status(d)
-			return []string{d.Name, string(d.Properties.State), recurrenceText(d.Properties.Recurrence),
-				timeText(s.NextExecutionTime), timeText(s.LastExecutionTime),
-				fmt.Sprint(s.ExecutionCount), fmt.Sprint(s.FailureCount)}
+			c, _, _ := strings.Cut(d.Name, "/")
+			s := d.Properties.Status
+			action := "-"
+			if d.Properties.Action != nil {
+				action = string(d.Properties.Action.Type)
+			}
+			return []string{d.Name, effectiveState(d, paused[c]), recurrenceWords(d.Properties.Recurrence), action,
+				nextText(d, paused[c]), timeText(statusTime(s, false)), countOf(s, func(s *job.Status) int { return s.ExecutionCount }),
+				countOf(s, func(s *job.Status) int { return s.FailureCount })}
 		})
 }
 
+// jobFields are the fields a job listing filters on.
+var jobFields = []string{"name", "collection", "state", "type"}
+
+func jobValues(d job.Definition, paused bool) map[string]string {
+	c, name, _ := strings.Cut(d.Name, "/")
+	v := map[string]string{"name": name, "collection": c, "state": effectiveState(d, paused), "type": ""}
+	if d.Properties.Action != nil {
+		v["type"] = string(d.Properties.Action.Type)
+	}
+	return v
+}
+
 func jobDelete(inv *invocation, args []string) error {
+	yes := yesFlag(inv.fs)
 	c, j, err := jobArgs(inv, args)
 	if err != nil {
+		return err
+	}
+	if err := inv.confirm(*yes, fmt.Sprintf("Delete job %s/%s and its history?", c, j)); err != nil {
 		return err
 	}
 	msg, err := inv.request(nil, "jobs", "delete", c, j)
 	if err != nil {
 		return err
 	}
-	if inv.asJSON() {
-		return printJSON(inv.stdout, msg.Data)
+	if inv.structured() {
+		return inv.print(msg.Data)
 	}
 	fmt.Fprintf(inv.stdout, "job %s/%s deleted\n", c, j)
 	return nil
@@ -117,7 +400,7 @@ func jobState(state job.State) func(inv *invocation, args []string) error {
 		if err != nil {
 			return err
 		}
-		return show(inv, msg.Data, writeJob)
+		return inv.showJob(msg.Data)
 	}
 }
 
@@ -130,15 +413,12 @@ func jobRun(inv *invocation, args []string) error {
 	if err != nil {
 		return err
 	}
-	if inv.asJSON() {
-		return printJSON(inv.stdout, msg.Data)
+	if inv.structured() {
+		return inv.print(msg.Data)
 	}
 	fmt.Fprintf(inv.stdout, "job %s/%s: an occurrence is due now (see schedctl job history %s/%s)\n", c, j, c, j)
 	return nil
 }
-
-// historyMessageWidth is where a history table cuts messages; -o json has them whole.
-const historyMessageWidth = 60
 
 func jobHistory(inv *invocation, args []string) error {
 	st := inv.fs.String("status", "", "only attempts with this `status`")
@@ -154,11 +434,47 @@ func jobHistory(inv *invocation, args []string) error {
 	if err != nil {
 		return err
 	}
-	return showList(inv, raw, reply, []string{"EXPECTED", "ACTION", "ATTEMPT", "STATUS", "MESSAGE"},
-		func(e job.HistoryEntry) []string {
-			return []string{timeText(&e.ExpectedExecutionTime), string(e.ActionName), fmt.Sprint(e.RetryCount + 1),
-				string(e.Status), orDash(truncate(e.Message, historyMessageWidth))}
-		})
+	return showList(inv, raw, reply, []string{"EXPECTED", "ACTION", "ATTEMPT", "STATUS", "STARTED", "MESSAGE"}, historyCells)
+}
+
+// historyMessageWidth is where a history table cuts messages; -o json has them whole.
+const historyMessageWidth = 60
+
+func historyCells(e job.HistoryEntry) []string {
+	return []string{timeText(&e.ExpectedExecutionTime), string(e.ActionName), fmt.Sprint(e.RetryCount + 1),
+		string(e.Status), timeText(&e.StartTime), orDash(truncate(e.Message, historyMessageWidth))}
+}
+
+// jobPublish publishes a definition (or a delete) on the intake subject: JetStream keeps it
+// until a planner applies it, so it works while no planner runs. Refusals come as events.
+func jobPublish(inv *invocation, args []string) error {
+	file := inv.fs.String("f", "", "job definition `file`, or - for standard input")
+	del := inv.fs.Bool("delete", false, "publish a delete of the job")
+	c, j, err := jobArgs(inv, args)
+	if err != nil {
+		return err
+	}
+	msg := nats.NewMsg(bus.NewSubjects(inv.prefix).Job(c, j))
+	switch {
+	case *del == (*file != ""):
+		return usagef("give -f FILE, or --delete")
+	case *del:
+		msg.Header.Set(bus.HeaderOperation, "delete")
+	default:
+		if msg.Data, err = inv.readFile(*file); err != nil {
+			return err
+		}
+	}
+	if err := inv.publishDurable(msg); err != nil {
+		return err
+	}
+	what := "definition"
+	if *del {
+		what = "delete"
+	}
+	fmt.Fprintf(inv.stdout, "job %s/%s: %s published on %s; refusals come on %s\n", c, j, what, msg.Subject,
+		bus.NewSubjects(inv.prefix).Event(c, j, bus.EventRejected))
+	return nil
 }
 
 // jobArgs parses the arguments of a subcommand that takes a job: COLLECTION/JOB, or
@@ -184,65 +500,66 @@ func jobArgs(inv *invocation, args []string) (string, string, error) {
 }
 
 // writeJob prints a job as a key: value summary.
-func writeJob(w io.Writer, d job.Definition) {
-	p, s := d.Properties, status(d)
+func writeJob(w io.Writer, d job.Definition, collectionDisabled bool) {
+	p, s := d.Properties, d.Properties.Status
 	field(w, "Name", d.Name)
-	field(w, "State", string(p.State))
+	field(w, "State", effectiveState(d, collectionDisabled))
 	if p.Action != nil {
 		field(w, "Action", actionText(&p.Action.ActionSpec))
 		if p.Action.ErrorAction != nil {
 			field(w, "Error action", actionText(&p.Action.ErrorAction.ActionSpec))
 		}
 	}
-	start := "-"
+	start := "at once (when accepted)"
 	if p.StartTime != nil {
 		start = p.StartTime.String()
 	}
 	field(w, "Start", start)
-	field(w, "Recurrence", recurrenceDetail(p.Recurrence))
-	field(w, "Next", timeText(s.NextExecutionTime))
-	field(w, "Last", timeText(s.LastExecutionTime))
-	field(w, "Executions", fmt.Sprint(s.ExecutionCount))
-	field(w, "Failures", fmt.Sprint(s.FailureCount))
-	field(w, "Faulted", fmt.Sprint(s.FaultedCount))
+	field(w, "Schedule", recurrenceWords(p.Recurrence))
+	field(w, "Next", nextText(d, collectionDisabled))
+	field(w, "Last", timeText(statusTime(s, false)))
+	field(w, "Executions", countOf(s, func(s *job.Status) int { return s.ExecutionCount }))
+	field(w, "Failures", countOf(s, func(s *job.Status) int { return s.FailureCount }))
+	field(w, "Faulted", countOf(s, func(s *job.Status) int { return s.FaultedCount }))
 }
 
-func status(d job.Definition) job.Status {
-	if d.Properties.Status == nil {
-		return job.Status{}
+// effectiveState is the state a job is in for a user: Enabled jobs of a disabled collection
+// are paused, whatever their own state says.
+func effectiveState(d job.Definition, collectionDisabled bool) string {
+	if d.Properties.State == job.StateEnabled && collectionDisabled {
+		return "Paused (collection disabled)"
 	}
-	return *d.Properties.Status
+	return string(d.Properties.State)
 }
 
-// recurrenceText is the short form of a recurrence: "Hour/1", or "once".
-func recurrenceText(r *job.Recurrence) string {
-	if r == nil {
-		return "once"
+// nextText is the next run, or why there is none.
+func nextText(d job.Definition, collectionDisabled bool) string {
+	switch {
+	case d.Properties.State == job.StateEnabled && collectionDisabled:
+		return "- (paused)"
+	case d.Properties.State == job.StateDisabled:
+		return "- (disabled)"
 	}
-	return fmt.Sprintf("%s/%d", r.Frequency, r.IntervalOrDefault())
+	return timeText(statusTime(d.Properties.Status, true))
 }
 
-// recurrenceDetail is the long form: "every 1 Hour, 5 times, until …, time zone …, schedule {…}".
-func recurrenceDetail(r *job.Recurrence) string {
-	if r == nil {
-		return "once"
+func statusTime(s *job.Status, next bool) *time.Time {
+	switch {
+	case s == nil:
+		return nil
+	case next:
+		return s.NextExecutionTime
 	}
-	parts := []string{fmt.Sprintf("every %d %s", r.IntervalOrDefault(), r.Frequency)}
-	if r.Count > 0 {
-		parts = append(parts, fmt.Sprintf("%d times", r.Count))
+	return s.LastExecutionTime
+}
+
+// countOf is a status counter, "unknown" when the planner sent no status (it sends none for a
+// disabled job, as the original service did).
+func countOf(s *job.Status, count func(*job.Status) int) string {
+	if s == nil {
+		return "unknown"
 	}
-	if r.EndTime != nil {
-		parts = append(parts, "until "+r.EndTime.String())
-	}
-	if r.TimeZone != "" {
-		parts = append(parts, "time zone "+r.TimeZone)
-	}
-	if r.Schedule != nil {
-		if b, err := json.Marshal(r.Schedule); err == nil {
-			parts = append(parts, "schedule "+string(b))
-		}
-	}
-	return strings.Join(parts, ", ")
+	return fmt.Sprint(count(s))
 }
 
 // actionText names an action's type and target; the secrets never reach the client.
@@ -260,7 +577,19 @@ func actionText(a *job.ActionSpec) string {
 	}
 	retry := "no retries"
 	if n := a.RetryPolicy.Count(); n > 0 {
-		retry = fmt.Sprintf("%d retries %s apart", n, a.RetryPolicy.Interval())
+		retry = fmt.Sprintf("%d retries %s apart", n, shortDuration(a.RetryPolicy.Interval()))
 	}
 	return strings.TrimSpace(string(a.Type)+" "+target) + " (" + retry + ")"
+}
+
+// shortDuration writes 1m rather than 1m0s, 2h rather than 2h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

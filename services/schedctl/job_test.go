@@ -33,62 +33,165 @@ func TestJobCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	out := p.mustRun(t, "", "job", "put", "c/j1", "-f", file)
+	out := p.mustRun(t, "", "job", "create", "c/j1", "-f", file)
 	want := "job c/j1 created\n" +
 		"Name:        c/j1\n" +
 		"State:       Enabled\n" +
 		"Action:      Https POST https://example.com/hook (4 retries 30s apart)\n" +
 		"Start:       2099-01-01T00:00:00Z\n" +
-		"Recurrence:  every 1 Hour\n" +
-		"Next:        2099-01-01T00:00:00Z\n" +
+		"Schedule:    every hour\n" +
+		"Next:        2099-01-01T00:00:00.000Z\n" +
 		"Last:        -\n" +
 		"Executions:  0\n" +
 		"Failures:    0\n" +
 		"Faulted:     0\n"
 	if out != want {
-		t.Fatalf("job put:\n%s\nwant:\n%s", out, want)
+		t.Fatalf("job create:\n%s\nwant:\n%s", out, want)
 	}
+	p.mustFail(t, "", 1, []string{"job c/j1 already exists: update it, or put it to replace it"}, "job", "create", "c/j1", "-f", file)
+
 	var d job.Definition
-	out = p.mustRun(t, hourlyJob, "job", "put", "c", "j1", "-f", "-", "-o", "json")
+	code, out, errOut := p.schedctl(t, hourlyJob, "job", "put", "c", "j1", "-f", "-", "-o", "json")
 	decode(t, out, &d)
-	if d.Name != "c/j1" || d.Properties.Recurrence.Frequency != job.Hour || strings.Contains(out, "s3cret-pass") {
-		t.Fatalf("job put c j1 -o json answered %s", out)
+	if code != 0 || d.Name != "c/j1" || d.Properties.Recurrence.Frequency != job.Hour || strings.Contains(out, "s3cret-pass") ||
+		!strings.Contains(errOut, "note: a put replaces the whole job: its schedule starts again now") {
+		t.Fatalf("job put of an existing job: exit %d, %s, stderr %q", code, out, errOut)
 	}
 	wantLines(t, p.mustRun(t, onceJob, "job", "put", "c/j2", "-f", "-"), "job c/j2 created",
-		"State:  +Disabled", "Recurrence:  +once", "Action:  +Http GET http://example.com/ (no retries)")
+		"State:  +Disabled", "Schedule:  +once", "Action:  +Http GET http://example.com/ (no retries)",
+		"Executions:  +unknown", "Next:  +- (disabled)")
 	if out := p.mustRun(t, "", "job", "get", "c/j1"); out != strings.TrimPrefix(want, "job c/j1 created\n") {
 		t.Fatalf("job get:\n%s", out)
 	}
+	if out := p.mustRun(t, "", "job", "get", "c/j1", "-o", "yaml"); !strings.Contains(out, "name: c/j1\n") || !strings.Contains(out, "  recurrence:\n    frequency: Hour\n") {
+		t.Fatalf("job get -o yaml:\n%s", out)
+	}
 
-	t.Run("list", func(t *testing.T) {
-		out := p.mustRun(t, "", "job", "list", "c")
-		wantLines(t, out, "NAME  STATE     RECURRENCE  NEXT                  LAST  EXECUTIONS  FAILURES",
-			"c/j1  Enabled   Hour/1      2099-01-01T00:00:00Z  -     0           0")
-		if !strings.Contains(out, "\nc/j2  Disabled  once ") || strings.Count(out, "\n") != 3 {
-			t.Fatalf("job list:\n%s", out)
+	t.Run("create from flags", func(t *testing.T) {
+		out := p.mustRun(t, "", "job", "create", "c/weekly", "--weekdays", "Mon,fri", "--hours", "9", "--minutes", "30",
+			"--tz", "Europe/Paris", "--http-post", "https://example.com/report", "--body", `{"r":1}`,
+			"--header", "Content-Type: application/json", "--header", "X-Team: ops", "--retry", "3@1m", "--count", "10",
+			"--until", "2099-01-01T00:00:00Z", "--catch-up", "all")
+		wantLines(t, out, "job c/weekly created", "State:  +Enabled",
+			"Action:  +Https POST https://example.com/report (3 retries 1m apart)",
+			"Schedule:  +every Monday and Friday at 09:30 (Europe/Paris), 10 times, until 2099-01-01T00:00:00Z, catch-up All")
+		decode(t, p.mustRun(t, "", "job", "get", "c/weekly", "-o", "json"), &d)
+		req := d.Properties.Action.Request
+		s := d.Properties.Recurrence.Schedule
+		if req.Body != `{"r":1}` || req.Headers["Content-Type"] != "application/json" || req.Headers["X-Team"] != "ops" ||
+			d.Properties.StartTime == nil || d.Properties.StartTime.Second != 0 || s.Minutes[0] != 30 ||
+			d.Properties.Action.RetryPolicy.Interval() != time.Minute {
+			t.Fatalf("the job created from flags: %+v, request %+v", d.Properties, req)
 		}
-		out = p.mustRun(t, "", "job", "list", "c", "--state", "disabled")
-		if strings.Count(out, "\n") != 2 || !strings.Contains(out, "\nc/j2 ") {
-			t.Fatalf("job list --state disabled:\n%s", out)
+		if next := d.Properties.Status.NextExecutionTime; next == nil || !next.After(time.Now()) || next.Weekday() != time.Monday && next.Weekday() != time.Friday {
+			t.Fatalf("next run %v: want the first Monday or Friday 09:30 after now, not an immediate run", next)
 		}
-		var page struct{ Value []job.Definition }
-		decode(t, p.mustRun(t, "", "job", "list", "c", "--state", "Enabled", "-o", "json"), &page)
-		if len(page.Value) != 1 || page.Value[0].Name != "c/j1" {
-			t.Fatalf("job list --state Enabled -o json: %+v", page)
-		}
-		code, _, errOut := p.schedctl(t, "", "job", "list", "c", "--state", "Sleeping")
-		if code != 2 || !strings.Contains(errOut, "\n  state: ") {
-			t.Fatalf("an unknown state: exit %d, stderr %q", code, errOut)
+		for _, c := range []struct {
+			args []string
+			line string
+		}{
+			{[]string{"--every", "15m", "--http-get", "http://x/a"}, "Schedule:  +every 15 minutes"},
+			{[]string{"--monthly", "last-Fri,first-monday", "--hours", "17", "--http-delete", "http://x/b"}, "Schedule:  +every month on the last Friday and the 1st Monday at 17:00"},
+			{[]string{"--month-days", "1,-1", "--hours", "6", "--minutes", "0", "--http-put", "http://x/c", "--disabled"}, "State:  +Disabled"},
+			{[]string{"--months", "1,7", "--month-days", "15", "--hours", "8", "--http-patch", "http://x/d", "--retry", "none"}, "Action:  +Http PATCH http://x/d (no retries)"},
+			{[]string{"--every", "2d", "--at", "2099-03-01T06:00", "--tz", "Pacific Standard Time", "--http-get", "http://x/e"}, "Start:  +2099-03-01T06:00:00"},
+		} {
+			name := "f" + string(rune('a'+len(c.line)%26)) + time.Now().Format("150405.000000000")[7:]
+			wantLines(t, p.mustRun(t, "", append([]string{"job", "create", "c/" + strings.ReplaceAll(name, ".", "")}, c.args...)...), c.line)
 		}
 	})
 
+	t.Run("create from flags: mistakes", func(t *testing.T) {
+		for _, c := range []struct {
+			code int
+			args []string
+			want string
+		}{
+			{2, []string{"--every", "15m"}, "the job needs an action"},
+			{2, []string{"--http-get", "http://x/", "--count", "3"}, "need a frequency"},
+			{2, []string{"--every", "15minutes", "--http-get", "http://x/"}, `--every: "15minutes"`},
+			{2, []string{"--weekdays", "Mon,Funday", "--http-get", "http://x/"}, `"Funday" is not a day of the week`},
+			{2, []string{"--hours", "9,x", "--http-get", "http://x/"}, `--hours: "x" is not a whole number`},
+			{2, []string{"--every", "1h", "--http-get", "http://x/", "--http-post", "http://y/"}, "give one of --http-get"},
+			{2, []string{"--every", "1h", "--http-get", "http://x/", "--header", "no colon"}, "write it as Name: value"},
+			{2, []string{"--every", "1h", "--http-get", "http://x/", "--retry", "often"}, "--retry"},
+			{2, []string{"--every", "1h", "--http-get", "http://x/", "-f", file}, "-f and the job flags exclude each other"},
+			{2, []string{}, "give the job: -f FILE, or flags"},
+			// The planner names the field.
+			{2, []string{"--hours", "25", "--http-get", "http://x/"}, "recurrence.schedule.hours[0]"},
+			{2, []string{"--every", "1d", "--tz", "Mars/Base", "--http-get", "http://x/"}, "recurrence.timeZone"},
+			{2, []string{"--every", "1d", "--http-get", "ftp://x/"}, "action.request.uri"},
+		} {
+			p.mustFail(t, "", c.code, []string{c.want}, append([]string{"job", "create", "c/bad"}, c.args...)...)
+		}
+	})
+
+	t.Run("update and patch change a part", func(t *testing.T) {
+		out := p.mustRun(t, "", "job", "update", "c/weekly", "--hours", "10,17", "--body", "new")
+		wantLines(t, out, "job c/weekly updated", "Schedule:  +every Monday and Friday at 10:30 and 17:30 (Europe/Paris), 10 times, until 2099-01-01T00:00:00Z, catch-up All")
+		decode(t, p.mustRun(t, "", "job", "get", "c/weekly", "-o", "json"), &d)
+		if d.Properties.Action.Request.Body != "new" || d.Properties.Action.Request.Headers["X-Team"] != "ops" {
+			t.Fatalf("update changed more than it was told: %+v", d.Properties.Action.Request)
+		}
+		wantLines(t, p.mustRun(t, `{"recurrence": {"count": null}}`, "job", "patch", "c/weekly", "-f", "-"),
+			"Schedule:  +every Monday and Friday at 10:30 and 17:30 (Europe/Paris), until 2099-01-01T00:00:00Z, catch-up All")
+		wantLines(t, p.mustRun(t, `{"properties": {"recurrence": {"catchUpPolicy": null}}}`, "job", "update", "c/weekly", "-f", "-"),
+			"Schedule:  +every Monday and Friday at 10:30 and 17:30 (Europe/Paris), until 2099-01-01T00:00:00Z")
+		p.mustFail(t, "", 2, []string{"nothing to change"}, "job", "update", "c/weekly")
+		p.mustFail(t, `{"recurrence": {"interval": 0}}`, 2, []string{"recurrence.interval"}, "job", "patch", "c/weekly", "-f", "-")
+		p.mustFail(t, "", 1, []string{"job c/missing not found"}, "job", "update", "c/missing", "--hours", "3")
+		p.mustFail(t, "", 2, []string{"-f is required"}, "job", "patch", "c/weekly")
+	})
+
+	t.Run("describe shows the next runs and the last results", func(t *testing.T) {
+		out := p.mustRun(t, "", "job", "describe", "c/j1", "-n", "3")
+		wantLines(t, out, "Next runs:", "  2099-01-01T00:00:00.000Z", "  2099-01-01T01:00:00.000Z", "  2099-01-01T02:00:00.000Z",
+			"Last results:", "  (none yet)")
+		var all struct {
+			Job      job.Definition  `json:"job"`
+			NextRuns json.RawMessage `json:"nextRuns"`
+		}
+		decode(t, p.mustRun(t, "", "job", "describe", "c/j1", "-o", "json"), &all)
+		if all.Job.Name != "c/j1" || !strings.Contains(string(all.NextRuns), "2099-01-01T04:00:00Z") {
+			t.Fatalf("describe -o json: %+v", all)
+		}
+		wantLines(t, p.mustRun(t, "", "job", "describe", "c/j2"), "Next runs:", "  (no more: the job is Disabled)")
+	})
+
+	t.Run("list: effective states, across collections, filters", func(t *testing.T) {
+		out := p.mustRun(t, "", "job", "list", "c", "--filter", "name~j*")
+		wantLines(t, out, "NAME  STATE     SCHEDULE    ACTION  NEXT                      LAST  EXECUTIONS  FAILURES",
+			"c/j1  Enabled   every hour  Https   2099-01-01T00:00:00.000Z  -     0           0",
+			"c/j2  Disabled  once        Http    - (disabled)              -     unknown     unknown")
+		p.mustRun(t, "", "collection", "create", "other")
+		p.mustRun(t, "", "job", "create", "other/o1", "--every", "1h", "--at", "2099-01-01T00:00:00Z", "--http-get", "http://x/")
+		p.mustRun(t, "", "collection", "disable", "other")
+		out = p.mustRun(t, "", "job", "list", "--filter", "name~?1")
+		wantLines(t, out, "c/j1      Enabled                       every hour  Https   2099-01-01T00:00:00.000Z  -     0           0",
+			"other/o1  Paused (collection disabled)  every hour  Http    - (paused)                -     0           0")
+		if out := p.mustRun(t, "", "job", "list", "--filter", "state=paused", "--filter", "type=http"); strings.Count(out, "\n") != 2 || !strings.Contains(out, "other/o1") {
+			t.Fatalf("list --filter state=paused --filter type=http:\n%s", out)
+		}
+		if out := p.mustRun(t, "", "job", "list", "--filter", "collection=c", "--filter", "name~j*", "--state", "disabled"); strings.Count(out, "\n") != 2 || !strings.Contains(out, "c/j2") {
+			t.Fatalf("list --filter collection=c --state disabled:\n%s", out)
+		}
+		var page struct{ Value []job.Definition }
+		decode(t, p.mustRun(t, "", "job", "list", "c", "--state", "Enabled", "--filter", "name=j1", "-o", "json"), &page)
+		if len(page.Value) != 1 || page.Value[0].Name != "c/j1" {
+			t.Fatalf("job list -o json: %+v", page)
+		}
+		p.mustFail(t, "", 2, []string{"\n  state: "}, "job", "list", "c", "--state", "Sleeping")
+		p.mustFail(t, "", 1, []string{"job collection nowhere not found"}, "job", "list", "nowhere")
+		p.mustRun(t, "", "collection", "enable", "other")
+	})
+
 	t.Run("disable, enable, run", func(t *testing.T) {
-		wantLines(t, p.mustRun(t, "", "job", "disable", "c/j1"), "State:  +Disabled")
+		wantLines(t, p.mustRun(t, "", "job", "disable", "c/j1"), "State:  +Disabled", "Executions:  +unknown")
 		decode(t, p.mustRun(t, "", "job", "get", "c/j1", "-o", "json"), &d)
 		if d.Properties.State != job.StateDisabled {
 			t.Fatalf("get after disable: %q", d.Properties.State)
 		}
-		wantLines(t, p.mustRun(t, "", "job", "enable", "c/j1"), "State:  +Enabled", "Next:  +2099-01-01T00:00:00Z")
+		wantLines(t, p.mustRun(t, "", "job", "enable", "c/j1"), "State:  +Enabled", "Next:  +2099-01-01T00:00:00.000Z")
 		if out := p.mustRun(t, "", "job", "run", "c/j1"); !strings.HasPrefix(out, "job c/j1: an occurrence is due now") {
 			t.Fatalf("job run printed %q", out)
 		}
@@ -97,7 +200,7 @@ func TestJobCommands(t *testing.T) {
 		}
 	})
 
-	t.Run("history", func(t *testing.T) {
+	t.Run("history, to the millisecond", func(t *testing.T) {
 		long := "HTTP 500 Internal Server Error: " + strings.Repeat("x", 100)
 		at := time.Now().UTC().Truncate(time.Hour).Add(-time.Hour)
 		publishResults(t, p, resultOf("j1", at, 0, job.ExecutionFailed, long), resultOf("j1", at, 1, job.ExecutionCompleted, "HTTP 200 OK"))
@@ -106,10 +209,13 @@ func TestJobCommands(t *testing.T) {
 			decode(t, p.mustRun(t, "", "job", "history", "c/j1", "-o", "json"), &page)
 			return len(page.Value) == 2
 		})
-		expected := at.Format(time.RFC3339)
-		want := "EXPECTED              ACTION      ATTEMPT  STATUS     MESSAGE\n" +
-			expected + "  MainAction  2        Completed  HTTP 200 OK\n" +
-			expected + "  MainAction  1        Failed     " + truncate(long, historyMessageWidth) + "\n"
+		expected := at.Format("2006-01-02T15:04:05.000Z07:00")
+		started := func(attempt int) string {
+			return at.Add(time.Duration(attempt)*time.Minute + 250*time.Millisecond).Format("2006-01-02T15:04:05.000Z07:00")
+		}
+		want := "EXPECTED                  ACTION      ATTEMPT  STATUS     STARTED                   MESSAGE\n" +
+			expected + "  MainAction  2        Completed  " + started(1) + "  HTTP 200 OK\n" +
+			expected + "  MainAction  1        Failed     " + started(0) + "  " + truncate(long, historyMessageWidth) + "\n"
 		if out := p.mustRun(t, "", "job", "history", "c/j1"); out != want {
 			t.Fatalf("job history:\n%s\nwant:\n%s", out, want)
 		}
@@ -121,20 +227,36 @@ func TestJobCommands(t *testing.T) {
 		if len(page.Value) != 1 || page.NextLink == nil {
 			t.Fatalf("job history --top 1 -o json: %+v", page)
 		}
+		wantLines(t, p.mustRun(t, "", "job", "describe", "c/j1", "-n", "1"), "Last results:",
+			"  "+expected+"  MainAction  2  Completed  "+started(1)+"  HTTP 200 OK")
 	})
 
-	t.Run("delete, then not found", func(t *testing.T) {
-		if out := p.mustRun(t, "", "job", "delete", "c/j2"); out != "job c/j2 deleted\n" {
+	t.Run("publish through the intake", func(t *testing.T) {
+		out := p.mustRun(t, onceJob, "job", "publish", "c/published", "-f", "-")
+		if !strings.Contains(out, "published on scheduler.jobs.c.published; refusals come on scheduler.events.c.published.rejected") {
+			t.Fatalf("job publish printed %q", out)
+		}
+		testenv.Eventually(t, 10*time.Second, "the published job", func() bool {
+			code, _, _ := p.schedctl(t, "", "job", "get", "c/published")
+			return code == 0
+		})
+		p.mustRun(t, "", "job", "publish", "c/published", "--delete")
+		testenv.Eventually(t, 10*time.Second, "the published delete", func() bool {
+			code, _, _ := p.schedctl(t, "", "job", "get", "c/published")
+			return code == 1
+		})
+		p.mustFail(t, "", 2, []string{"give -f FILE, or --delete"}, "job", "publish", "c/x")
+	})
+
+	t.Run("delete asks first, then not found", func(t *testing.T) {
+		p.mustFail(t, "", 1, []string{"Delete job c/j2 and its history? [y/N]", "add --yes"}, "job", "delete", "c/j2")
+		p.mustFail(t, "no\n", 1, []string{"not confirmed: nothing done"}, "job", "delete", "c/j2")
+		if out := p.mustRun(t, "y\n", "job", "delete", "c/j2"); out != "job c/j2 deleted\n" {
 			t.Fatalf("job delete printed %q", out)
 		}
-		code, out, errOut := p.schedctl(t, "", "job", "get", "c/j2")
-		if code != 1 || out != "" || !strings.HasPrefix(errOut, "schedctl: ") || !strings.Contains(errOut, "not found") {
-			t.Fatalf("get of a deleted job: exit %d, stdout %q, stderr %q", code, out, errOut)
-		}
-		code, _, errOut = p.schedctl(t, hourlyJob, "job", "put", "nowhere/j", "-f", "-")
-		if code != 1 || !strings.Contains(errOut, "nowhere") {
-			t.Fatalf("put into a missing collection: exit %d, stderr %q", code, errOut)
-		}
+		p.mustFail(t, "", 1, []string{"schedctl: ", "not found"}, "job", "get", "c/j2")
+		p.mustFail(t, "", 1, []string{"not found"}, "job", "delete", "c/j2", "--yes")
+		p.mustFail(t, hourlyJob, 1, []string{"nowhere"}, "job", "put", "nowhere/j", "-f", "-")
 	})
 
 	t.Run("the planner rejects fields", func(t *testing.T) {
@@ -144,6 +266,10 @@ func TestJobCommands(t *testing.T) {
 			!strings.Contains(errOut, "\n  recurrence.interval: ") {
 			t.Fatalf("invalid job: exit %d, stdout %q, stderr %q", code, out, errOut)
 		}
+		typo := strings.Replace(hourlyJob, `"recurrence"`, `"recurence"`, 1)
+		p.mustFail(t, typo, 2, []string{"recurence"}, "job", "create", "c/typo", "-f", "-")
+		p.mustFail(t, "", 2, []string{`job name "bad.name"`}, "job", "get", "c/bad.name")
+		p.mustFail(t, "", 2, []string{`"c": name the job as COLLECTION/JOB`}, "job", "get", "c")
 	})
 
 	t.Run("global flags anywhere", func(t *testing.T) {
@@ -165,10 +291,10 @@ func TestJobCommands(t *testing.T) {
 // resultOf is a worker's report of an attempt at c/<j>'s occurrence at. The planner keeps 60
 // days of history by its own clock, so at must be recent.
 func resultOf(j string, at time.Time, attempt int, status job.ExecutionStatus, message string) bus.Result {
+	start := at.Add(time.Duration(attempt)*time.Minute + 250*time.Millisecond)
 	return bus.Result{Collection: "c", Job: j, Scheduled: at, ExecutionTag: bus.ExecutionTag("c", j, at),
-		Occurrence: 1, ActionName: job.ActionNameMain, Attempt: attempt,
-		StartTime: at.Add(time.Duration(attempt) * time.Minute), EndTime: at.Add(time.Duration(attempt)*time.Minute + time.Second),
-		Status: status, Message: message, Final: status == job.ExecutionCompleted}
+		Occurrence: 1, ActionName: job.ActionNameMain, Attempt: attempt, StartTime: start, EndTime: start.Add(time.Second),
+		Status: status, Message: message, MainDone: status == job.ExecutionCompleted, Final: status == job.ExecutionCompleted}
 }
 
 // publishResults reports attempts as a worker does, into the planner's results stream.

@@ -19,12 +19,18 @@ import (
 // command runs one subcommand with the arguments after its name and returns the exit status.
 type command = func(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 
-// commands is the read-only table of subcommands.
-var commands = map[string]command{
-	"version":    runVersion,
-	"preview":    previewCommand(time.Now),
-	"collection": collectionGroup.command(),
-	"job":        jobGroup.command(),
+// commands is the read-only table of subcommands. It is filled by init: completion walks the
+// table, so the table cannot refer to it in its own initialiser.
+var commands map[string]command
+
+func init() {
+	commands = map[string]command{
+		"version":    runVersion,
+		"completion": runCompletion,
+		"preview":    previewCommand(time.Now),
+		"collection": collectionGroup.command(),
+		"job":        jobGroup.command(),
+	}
 }
 
 func main() {
@@ -43,6 +49,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return 0
+	case "--version", "-version":
+		return runVersion(rest, stdin, stdout, stderr)
 	}
 	cmd, ok := commands[name]
 	if !ok {
@@ -63,7 +71,8 @@ func usage(w io.Writer) {
 	fmt.Fprintf(w, "usage: schedctl <command> [flags]\n\ncommands:\n  %s\n\n", strings.Join(names, "\n  "))
 	fmt.Fprintln(w, "collection and job talk to the planner's NATS API (--server or NATS_URL,")
 	fmt.Fprintln(w, "default nats://127.0.0.1:4222); -o json prints the planner's JSON reply.")
-	fmt.Fprintln(w, "preview runs locally, without a planner.")
+	fmt.Fprintln(w, "preview runs locally, without a planner. --version prints the version;")
+	fmt.Fprintln(w, "completion bash|zsh|fish prints a shell completion script.")
 	fmt.Fprintln(w, "Exit status: 0 success, 1 failure, 2 bad usage or input the planner rejected.")
 	fmt.Fprintln(w, "Run 'schedctl <command> -h' for a command's flags.")
 }

@@ -8,13 +8,15 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"sigs.k8s.io/yaml"
 )
 
-// show prints a reply: with -o json as the planner sent it (indented), else through table,
-// which gets the reply decoded.
+// show prints a reply: with -o json or yaml as the planner sent it, else through table, which
+// gets the reply decoded.
 func show[T any](inv *invocation, data []byte, table func(w io.Writer, v T)) error {
-	if inv.asJSON() {
-		return printJSON(inv.stdout, data)
+	if inv.structured() {
+		return inv.print(data)
 	}
 	var v T
 	if err := json.Unmarshal(data, &v); err != nil {
@@ -23,6 +25,19 @@ func show[T any](inv *invocation, data []byte, table func(w io.Writer, v T)) err
 	tw := newTable(inv.stdout)
 	table(tw, v)
 	return tw.Flush()
+}
+
+// print writes JSON data as -o asks: indented JSON, or YAML.
+func (inv *invocation) print(data []byte) error {
+	if inv.output == "yaml" {
+		y, err := yaml.JSONToYAML(data)
+		if err != nil {
+			return fmt.Errorf("the planner's reply is not JSON: %w", err)
+		}
+		_, err = inv.stdout.Write(y)
+		return err
+	}
+	return printJSON(inv.stdout, data)
 }
 
 // printJSON writes JSON indented, with a final newline.
@@ -65,12 +80,13 @@ func truncate(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// timeText formats an instant as RFC 3339 UTC, "-" when absent.
+// timeText formats an instant as RFC 3339 UTC to the millisecond (a run-now and the scheduled
+// run of the same second are told apart), "-" when absent.
 func timeText(t *time.Time) string {
 	if t == nil || t.IsZero() {
 		return "-"
 	}
-	return t.UTC().Format(time.RFC3339)
+	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }
 
 // countText formats a quota, "-" when unset.

@@ -87,8 +87,8 @@ func (inv *invocation) list(p *paging, req listRequest, tokens ...string) (raw [
 // showList prints a listing: as JSON, or as a table of one row per value under header,
 // with a hint on stderr when more pages follow.
 func showList[T any](inv *invocation, raw []byte, reply listReply, header []string, cells func(T) []string) error {
-	if inv.asJSON() {
-		return printJSON(inv.stdout, raw)
+	if inv.structured() {
+		return inv.print(raw)
 	}
 	tw := newTable(inv.stdout)
 	row(tw, header...)

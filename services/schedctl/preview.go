@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,18 +21,20 @@ func previewCommand(clock func() time.Time) func(args []string, stdin io.Reader,
 	return func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fs := flag.NewFlagSet("preview", flag.ContinueOnError)
 		fs.SetOutput(stderr)
-		file := fs.String("f", "", "job definition `file`, or - for standard input (required)")
+		file := fs.String("f", "", "job definition `file`, or - for standard input")
 		nowText := fs.String("now", "", "accept the job at this `time` (RFC 3339; no offset means UTC; default: now)")
 		n := fs.Int("n", 10, "print at most `N` executions")
+		flags := addJobFlags(fs)
 		fs.Usage = func() {
-			fmt.Fprintln(stderr, "usage: schedctl preview -f FILE|- [--now TIME] [-n N]")
-			fmt.Fprintln(stderr, "Prints the first N executions the planner would make for a job, one RFC 3339 UTC time per line.")
+			fmt.Fprintln(stderr, "usage: schedctl preview (-f FILE|- | --every 15m --weekdays Mon ...) [--now TIME] [-n N]")
+			fmt.Fprintln(stderr, "Prints the first N executions the planner would make for a job, one RFC 3339 UTC time per line,")
+			fmt.Fprintln(stderr, "and on standard error why there are fewer, when the series ends.")
 			fs.PrintDefaults()
 		}
 		if err := fs.Parse(args); err != nil {
 			return 2
 		}
-		if *file == "" || fs.NArg() > 0 || *n < 0 {
+		if (*file == "") == !flags.given() || fs.NArg() > 0 || *n < 0 {
 			fs.Usage()
 			return 2
 		}
@@ -44,7 +47,18 @@ func previewCommand(clock func() time.Time) func(args []string, stdin io.Reader,
 			}
 			now = t
 		}
-		times, err := preview(*file, stdin, now, *n)
+		var raw []byte
+		var err error
+		if *file != "" {
+			raw, err = readInput(*file, stdin)
+		} else {
+			raw, err = previewFromFlags(flags, now)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "schedctl preview: %v\n", err)
+			return 2
+		}
+		times, reason, err := preview(raw, now, *n)
 		if err != nil {
 			fmt.Fprintf(stderr, "schedctl preview: %v\n", err)
 			return 2
@@ -52,16 +66,29 @@ func previewCommand(clock func() time.Time) func(args []string, stdin io.Reader,
 		for _, t := range times {
 			fmt.Fprintln(stdout, t.Format(time.RFC3339))
 		}
+		if reason != recurrence.NotDone {
+			fmt.Fprintf(stderr, "(no more executions: %s)\n", reason)
+		}
 		return 0
 	}
 }
 
-// preview validates the definition as the planner's intake does and lists its executions.
-func preview(file string, stdin io.Reader, now time.Time, n int) ([]time.Time, error) {
-	raw, err := readInput(file, stdin)
+// previewFromFlags is the job the flags describe, with a placeholder action when none is given:
+// only the schedule matters to a preview.
+func previewFromFlags(flags *jobFlags, now time.Time) ([]byte, error) {
+	def, err := flags.definition(false, now)
 	if err != nil {
 		return nil, err
 	}
+	if def["action"] == nil {
+		def["action"] = map[string]any{"type": "Http", "request": map[string]any{"method": "GET", "uri": "http://preview.invalid/"}}
+	}
+	return json.Marshal(def)
+}
+
+// preview validates the definition as the planner's intake does and lists its executions, and
+// why there are fewer than n.
+func preview(raw []byte, now time.Time, n int) ([]time.Time, recurrence.Reason, error) {
 	def, err := jobschema.Decode(raw)
 	if err != nil {
 		var verr *jobschema.ValidationError
@@ -70,16 +97,17 @@ func preview(file string, stdin io.Reader, now time.Time, n int) ([]time.Time, e
 			for _, p := range verr.Problems {
 				lines.WriteString("\n  " + p.String())
 			}
-			return nil, fmt.Errorf("invalid job definition:%s", lines.String())
+			return nil, 0, fmt.Errorf("invalid job definition:%s", lines.String())
 		}
-		return nil, err
+		return nil, 0, err
 	}
 	p := def.Properties
 	s, err := recurrence.Compile(p.StartTime, p.Recurrence, now)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return s.Preview(n), nil
+	times, reason := s.Upcoming(n)
+	return times, reason, nil
 }
 
 func readInput(file string, stdin io.Reader) ([]byte, error) {

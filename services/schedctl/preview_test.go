@@ -117,3 +117,29 @@ func TestPreviewRejects(t *testing.T) {
 		})
 	}
 }
+
+// A preview from flags, as `job create` would make the job, and the reason a series ends.
+func TestPreviewFromFlagsAndWhyItEnds(t *testing.T) {
+	now := time.Date(2026, 1, 1, 10, 17, 42, 0, time.UTC) // a Thursday
+	for _, c := range []struct {
+		args      []string
+		out, errs string
+	}{
+		{[]string{"--every", "15m", "-n", "2"}, "2026-01-01T10:32:00Z\n2026-01-01T10:47:00Z\n", ""},
+		{[]string{"--weekdays", "Mon,Fri", "--hours", "9", "--minutes", "30", "--tz", "Europe/Paris", "-n", "2"},
+			"2026-01-02T08:30:00Z\n2026-01-05T08:30:00Z\n", ""},
+		{[]string{"--hours", "7", "-n", "1"}, "2026-01-02T07:00:00Z\n", ""},
+		{[]string{"--monthly", "last-Fri", "--hours", "17", "--tz", "W. Europe Standard Time", "-n", "2"},
+			"2026-01-30T16:00:00Z\n2026-02-27T16:00:00Z\n", ""},
+		{[]string{"--every", "1d", "--count", "2", "-n", "5"}, "2026-01-02T10:17:00Z\n2026-01-03T10:17:00Z\n", "(no more executions: recurrence.count reached)"},
+		{[]string{"--every", "1d", "--until", "2025-01-01T00:00:00Z"}, "", "(no more executions: recurrence.endTime reached)"},
+	} {
+		code, out, errOut := runPreviewWith(t, now, "", c.args...)
+		if code != 0 || out != c.out || !strings.Contains(errOut, c.errs) {
+			t.Errorf("preview %v: exit %d\n%s%s\nwant\n%s%s", c.args, code, out, errOut, c.out, c.errs)
+		}
+	}
+	if code, _, errOut := runPreviewWith(t, now, "", "--every", "1d", "-f", "x.json"); code != 2 || !strings.Contains(errOut, "usage") {
+		t.Errorf("preview with -f and flags: exit %d, %q", code, errOut)
+	}
+}
