@@ -1,0 +1,266 @@
+package e2e
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/resched/resched/services/internal/testenv"
+)
+
+// The first hour of a new user: `make run` on a fresh clone of the repository, with no
+// override, exactly as the README says; the README's tour run against it; Ctrl-C.
+//
+// These tests use the default ports of `make run` (4222, 6390, 8080–8082), so they run one
+// after the other, never in parallel.
+
+// delivery is what the example target prints for each request: "... job=demo/<name> ...".
+var deliveryLine = regexp.MustCompile(` job=[A-Za-z0-9_-]+/[A-Za-z0-9_-]+`)
+
+func TestFreshCloneMakeRunAndTheReadmeTour(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts make run on a fresh clone")
+	}
+	clone := freshClone(t)
+	run := startMakeRun(t, clone, nil)
+	run.waitFor(t, 60*time.Second, "a delivery printed", deliveryLine.MatchString)
+	// The README's tour starts once make run says so.
+	run.waitFor(t, 10*time.Second, "make run to say it runs", func(l string) bool { return strings.Contains(l, readyLine) })
+
+	tour := readmeTour(t, filepath.Join(clone, "README.md"))
+	cmd := exec.Command("bash", "-c", "set -euo pipefail; set -x\n"+tour)
+	cmd.Dir = clone
+	cmd.Env = cleanEnv()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the README's tour failed: %v\n%s", err, out)
+	}
+	for _, want := range []string{"job reports/weekly created", "every Monday and Friday at 09:30 and 17:30 (Europe/Paris)",
+		"Next runs:", "published on scheduler.jobs.reports.nightly", "collection reports deleted"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the tour's output lacks %q:\n%s", want, out)
+		}
+	}
+	run.interrupt(t)
+}
+
+// A default port that is busy is named with its holder, and make run moves to the next one
+// and says which NATS_URL to use; a port the user set must be free.
+func TestMakeRunWithABusyDefaultPort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts make run on a fresh clone")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:4222")
+	if err != nil {
+		t.Fatalf("hold the default NATS port: %v", err)
+	}
+	defer l.Close()
+	clone := freshClone(t)
+
+	busy := startMakeRun(t, clone, []string{"NATS_ADDR=127.0.0.1:4222"})
+	busy.waitExit(t, 60*time.Second)
+	if code := busy.cmd.ProcessState.ExitCode(); code == 0 || !strings.Contains(busy.output(), "the NATS port 4222 (NATS_ADDR=127.0.0.1:4222) is in use by ") ||
+		!strings.Contains(busy.output(), "set NATS_ADDR to a free port") {
+		t.Fatalf("make run with a busy NATS_ADDR: exit %d\n%s", code, busy.output())
+	}
+
+	run := startMakeRun(t, clone, nil)
+	run.waitFor(t, 60*time.Second, "a delivery printed", deliveryLine.MatchString)
+	run.waitFor(t, 10*time.Second, "the NATS_URL to use", func(l string) bool { return strings.Contains(l, "export NATS_URL=") })
+	out := run.output()
+	for _, want := range []string{"the NATS port 4222 is in use by ", "using the next free port (set NATS_ADDR to choose one)",
+		"export NATS_URL=nats://127.0.0.1:4223"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("make run's output lacks %q:\n%s", want, out)
+		}
+	}
+	run.interrupt(t)
+}
+
+// freshClone clones the repository at HEAD into a temporary directory, as a new user would.
+func freshClone(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "resched")
+	cmd := exec.Command("git", "clone", "--quiet", testenv.RepoRoot(t), dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git clone: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// cleanEnv is the environment without any of make run's overrides, as a new user has it.
+func cleanEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		switch {
+		case strings.HasPrefix(name, "RESCHED_"), name == "NATS_URL", name == "NATS_ADDR", name == "REDIS_PORT",
+			name == "TARGET_ADDR", name == "PLANNER_HTTP", name == "WORKER_HTTP", name == "BIN", name == "JOBS", name == "COLLECTION":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, extra...)
+}
+
+// makeRun is `make run` running in a clone, in a process group of its own as from a terminal.
+type makeRun struct {
+	cmd    *exec.Cmd
+	dir    string
+	exited chan struct{}
+	mu     sync.Mutex
+	out    strings.Builder
+	lines  chan struct{}
+}
+
+func startMakeRun(t *testing.T, dir string, env []string) *makeRun {
+	t.Helper()
+	m := &makeRun{dir: dir, exited: make(chan struct{}), lines: make(chan struct{}, 1)}
+	m.cmd = exec.Command("make", "run")
+	m.cmd.Dir = dir
+	m.cmd.Env = cleanEnv(env...)
+	m.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// An os.Pipe, not an io.Pipe: Wait then returns when make exits, not when the last child
+	// that inherited the output closes it.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.cmd.Stdout, m.cmd.Stderr = w, w
+	if err := m.cmd.Start(); err != nil {
+		t.Fatalf("make run: %v", err)
+	}
+	_ = w.Close()
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			m.mu.Lock()
+			m.out.WriteString(sc.Text() + "\n")
+			m.mu.Unlock()
+			select {
+			case m.lines <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	go func() { _ = m.cmd.Wait(); close(m.exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-m.exited:
+		default:
+			_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
+			<-m.exited
+		}
+		for _, pid := range processesIn(dir) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if t.Failed() {
+			t.Logf("make run's output:\n%s", m.output())
+		}
+	})
+	return m
+}
+
+func (m *makeRun) output() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.out.String()
+}
+
+// waitFor waits until a line of the output matches.
+func (m *makeRun) waitFor(t *testing.T, within time.Duration, what string, match func(string) bool) {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		for _, l := range strings.Split(m.output(), "\n") {
+			if match(l) {
+				return
+			}
+		}
+		select {
+		case <-m.lines:
+		case <-m.exited:
+			t.Fatalf("make run exited before %s:\n%s", what, m.output())
+		case <-deadline:
+			t.Fatalf("no %s within %v:\n%s", what, within, m.output())
+		}
+	}
+}
+
+func (m *makeRun) waitExit(t *testing.T, within time.Duration) {
+	t.Helper()
+	select {
+	case <-m.exited:
+	case <-time.After(within):
+		t.Fatalf("make run did not exit within %v:\n%s", within, m.output())
+	}
+}
+
+// interrupt sends SIGINT to the process group, as Ctrl-C in a terminal does, and checks that
+// make exits and that no process it started is left.
+func (m *makeRun) interrupt(t *testing.T) {
+	t.Helper()
+	if err := syscall.Kill(-m.cmd.Process.Pid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	m.waitExit(t, 30*time.Second)
+	testenv.Eventually(t, 5*time.Second, "every process make run started to be gone", func() bool {
+		return len(processesIn(m.dir)) == 0
+	}, func() string { return fmt.Sprint("left: ", processesIn(m.dir)) })
+}
+
+// processesIn lists the processes whose working directory is inside dir.
+func processesIn(dir string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		var pid int
+		if _, err := fmt.Sscan(e.Name(), &pid); err != nil || pid == os.Getpid() {
+			continue
+		}
+		cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+		if err == nil && (cwd == dir || strings.HasPrefix(cwd, dir+string(filepath.Separator))) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// readmeTour returns the sh code blocks of the README's tour section, in order.
+func readmeTour(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	start := strings.Index(text, "## A five-minute tour")
+	if start < 0 {
+		t.Fatal("the README has no tour section")
+	}
+	text = text[start:]
+	if end := strings.Index(text[3:], "\n## "); end >= 0 {
+		text = text[:end+3]
+	}
+	var blocks []string
+	for _, part := range strings.Split(text, "```sh\n")[1:] {
+		code, _, ok := strings.Cut(part, "```")
+		if !ok {
+			t.Fatal("an unclosed code block in the README's tour")
+		}
+		blocks = append(blocks, code)
+	}
+	if len(blocks) < 3 {
+		t.Fatalf("the README's tour has %d sh blocks", len(blocks))
+	}
+	return strings.Join(blocks, "\n")
+}
