@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/template"
@@ -37,6 +38,26 @@ var composeChecks = map[string]composeCheck{
 	"service URLs":      checkServiceURLs,
 	"listen ports":      checkListenPorts,
 	"services present":  checkServicesPresent,
+	"example jobs":      checkExampleJobs,
+	"grace periods":     checkGracePeriods,
+}
+
+// gracePeriods are the shortest stops compose must allow (docs/operations.md): the planner its
+// 30 s shutdown timeout, a worker its 30 s for the deliveries in flight and 10 s to drain NATS.
+var gracePeriods = map[string]time.Duration{"planner": 35 * time.Second, "worker": 40 * time.Second}
+
+func checkGracePeriods(p *types.Project) []string {
+	var problems []string
+	for name, least := range gracePeriods {
+		s, ok := p.Services[name]
+		if !ok {
+			continue
+		}
+		if s.StopGracePeriod == nil || time.Duration(*s.StopGracePeriod) < least {
+			problems = append(problems, fmt.Sprintf("%s: stop_grace_period %v, want at least %v", name, s.StopGracePeriod, least))
+		}
+	}
+	return problems
 }
 
 // loadCompose loads a compose file the way `docker compose` would, with the repository root as
@@ -100,7 +121,7 @@ func TestComposeVariablesHaveDefaults(t *testing.T) {
 
 func checkServicesPresent(p *types.Project) []string {
 	var problems []string
-	for _, name := range []string{"nats", "redis", "azurite", "planner", "worker", "target"} {
+	for _, name := range []string{"nats", "redis", "azurite", "planner", "worker", "target", "jobs"} {
 		if _, ok := p.Services[name]; !ok {
 			problems = append(problems, "no service "+name)
 		}
@@ -132,6 +153,51 @@ func checkBuildFiles(p *types.Project) []string {
 				problems = append(problems, fmt.Sprintf("%s: build arg SERVICE does not name a main package under services/", name))
 			}
 		}
+	}
+	return problems
+}
+
+// exampleJobRE finds the example jobs the loader puts: "for j in a b c; do".
+var exampleJobRE = regexp.MustCompile(`for j in ([a-z0-9 -]+); do`)
+
+// checkExampleJobs: the one-shot "jobs" service loads example jobs that exist, from the
+// examples directory it mounts, with their localhost URLs pointed at the target service and
+// its port, and its NATS URL reaches the NATS service.
+func checkExampleJobs(p *types.Project) []string {
+	s, ok := p.Services["jobs"]
+	if !ok {
+		return nil // checkServicesPresent says so
+	}
+	var problems []string
+	script := strings.Join(s.Command, " ")
+	m := exampleJobRE.FindStringSubmatch(script)
+	if m == nil {
+		return []string{"jobs: no `for j in ...; do` list of example jobs in its command"}
+	}
+	mounted := false
+	for _, v := range s.Volumes {
+		if v.Target == "/examples" && filepath.Clean(v.Source) == filepath.Join(p.WorkingDir, "schemas", "examples") {
+			mounted = true
+		}
+	}
+	if !mounted {
+		problems = append(problems, "jobs: schemas/examples is not mounted at /examples")
+	}
+	for _, name := range strings.Fields(m[1]) {
+		raw, err := os.ReadFile(filepath.Join(repoRoot, "schemas", "examples", name+".json"))
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("jobs: example %s: %v", name, err))
+			continue
+		}
+		if !strings.Contains(string(raw), "http://localhost:8080") {
+			problems = append(problems, fmt.Sprintf("jobs: example %s has no http://localhost:8080 URL to point at the target", name))
+		}
+	}
+	if !strings.Contains(script, "#http://target:8080#") || !slices.Contains(containerPorts(p.Services["target"]), 8080) {
+		problems = append(problems, "jobs: the example URLs are not pointed at the target service's port 8080")
+	}
+	if v := s.Environment["NATS_URL"]; v == nil || checkServiceURL(p, *v, []string{"nats"}) != nil {
+		problems = append(problems, "jobs: NATS_URL does not reach the nats service")
 	}
 	return problems
 }

@@ -25,7 +25,7 @@ const (
 	envPrefix      = "RESCHED_SUBJECT_PREFIX"
 )
 
-// client sends requests to the planner's NATS API (spec/system.md, "The NATS interface").
+// client sends requests to the planner's NATS API (docs/nats-api.md).
 type client struct {
 	nc       *nats.Conn
 	subjects bus.Subjects

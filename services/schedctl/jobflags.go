@@ -81,7 +81,7 @@ var jobFlagNames = map[string]bool{"every": true, "at": true, "until": true, "co
 // definition is a whole job built from the flags, for create and preview. Without --at it
 // starts at the current minute: the first run is the first time of the schedule after now, as
 // a user who types --every 15m or --weekdays Mon --hours 9 means it, not the immediate run a
-// definition without startTime makes (recurrence.md §7); and on a whole minute, since every
+// definition without startTime makes (docs/recurrence.md §7); and on a whole minute, since every
 // run takes the start's second (§6), and 09:30 should not run at 09:30:40.
 func (f *jobFlags) definition(needAction bool, now time.Time) (map[string]any, error) {
 	p, err := f.patchOf()

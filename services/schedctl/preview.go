@@ -15,7 +15,7 @@ import (
 	"github.com/resched/resched/shared/recurrence"
 )
 
-// previewCommand returns `schedctl preview` (recurrence.md §10) reading the current time from
+// previewCommand returns `schedctl preview` (docs/recurrence.md §10) reading the current time from
 // clock, so tests can fix it.
 func previewCommand(clock func() time.Time) func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -125,7 +125,7 @@ func readInput(file string, stdin io.Reader) ([]byte, error) {
 	return b, nil
 }
 
-// parseInstant reads a time text of recurrence.md §2 as an instant; no offset means UTC.
+// parseInstant reads a time text of docs/recurrence.md §2 as an instant; no offset means UTC.
 func parseInstant(s string) (time.Time, error) {
 	d, err := job.ParseDateTime(s)
 	if err != nil {

@@ -26,7 +26,7 @@ func TestPreviewPrintsExecutions(t *testing.T) {
 		want      string
 	}{
 		{
-			name: "weekly with zone and --now (recurrence.md §9)",
+			name: "weekly with zone and --now (docs/recurrence.md §9)",
 			job: `{"properties":{"startTime":"2020-09-18T08:00",` + action + `,"recurrence":{"frequency":"Week","timeZone":"Pacific Standard Time",` +
 				`"schedule":{"weekDays":["Monday"],"hours":[10,12,14],"minutes":[30]}}}}`,
 			args: []string{"--now", "2020-09-04T17:00:00Z", "-n", "4"},

@@ -12,7 +12,7 @@ import (
 //
 // It is not a time.Time because a startTime without an offset means wall time in the job's
 // time zone, which may not exist (spring forward) or may occur twice (fall back); only the
-// recurrence engine, which knows the zone and the rules of recurrence.md §2, may turn it into
+// recurrence engine, which knows the zone and the rules of docs/recurrence.md §2, may turn it into
 // an instant.
 type DateTime struct {
 	Year                 int
@@ -28,7 +28,7 @@ type DateTime struct {
 	Offset     int  // seconds east of UTC, when HasOffset
 }
 
-// ParseDateTime reads the time texts of recurrence.md §2: a date (2012-08-04), optionally
+// ParseDateTime reads the time texts of docs/recurrence.md §2: a date (2012-08-04), optionally
 // followed by T and hh:mm or hh:mm:ss, an optional fraction of any length (kept to the
 // nanosecond), then Z, ±hh:mm or nothing. T and Z may be lower case.
 func ParseDateTime(s string) (DateTime, error) {

@@ -40,7 +40,7 @@ const (
 	ExecutionFailed    ExecutionStatus = "Failed"
 	ExecutionPostponed ExecutionStatus = "Postponed"
 	// ExecutionSkipped (an extension) records occurrences that no planner ran in time and that
-	// were skipped rather than replayed (recurrence.md §7, the catch-up window).
+	// were skipped rather than replayed (docs/recurrence.md §7, the catch-up window).
 	ExecutionSkipped ExecutionStatus = "Skipped"
 )
 

@@ -10,7 +10,7 @@ import (
 // Frequency is the unit of a recurrence. The zero value means "not set".
 type Frequency int
 
-// The frequencies of recurrence.md §3. Second and Year are extensions (Logic Apps, the docs).
+// The frequencies of docs/recurrence.md §3. Second and Year are extensions (Logic Apps, the docs).
 const (
 	Second Frequency = iota + 1
 	Minute
@@ -108,7 +108,7 @@ func (l *IntList) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Recurrence says how a job repeats (recurrence.md). Absent on a one-time job.
+// Recurrence says how a job repeats (docs/recurrence.md). Absent on a one-time job.
 type Recurrence struct {
 	Frequency Frequency `json:"frequency"`
 	Interval  int       `json:"interval,omitempty"` // 0 means the default, 1
@@ -151,7 +151,7 @@ func (r *Recurrence) IntervalOrDefault() int {
 	return r.Interval
 }
 
-// Schedule narrows or widens the times inside each period (recurrence.md §6).
+// Schedule narrows or widens the times inside each period (docs/recurrence.md §6).
 type Schedule struct {
 	Minutes            IntList             `json:"minutes,omitempty"`
 	Hours              IntList             `json:"hours,omitempty"`

@@ -27,7 +27,7 @@ func TestDecodeRejects(t *testing.T) {
 	tests := []struct {
 		name, in, path, fragment string
 	}{
-		// recurrence.md section 8, in its order.
+		// docs/recurrence.md section 8, in its order.
 		{"missing frequency", withRecurrence(`{"interval":1}`), "recurrence.frequency", "is required"},
 		{"unknown frequency", withRecurrence(`{"frequency":"Fortnight"}`), "recurrence.frequency", "must be one of Second, Minute"},
 		{"frequency as number", withRecurrence(`{"frequency":3}`), "recurrence.frequency", "must be one of"},

@@ -1,6 +1,6 @@
 // Package jobschema is the intake path for untrusted job and collection definitions: it
 // decodes them, checks them against the embedded JSON Schemas and the rules of
-// recurrence.md section 8 and the limits of the original service, and returns either the
+// docs/recurrence.md section 8 and the limits of the original service, and returns either the
 // model (package job) or every problem at once.
 //
 // The pipeline: a 16 KiB size limit; JSON parsing with exact numbers; for a job, unwrapping

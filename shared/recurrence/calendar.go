@@ -47,7 +47,7 @@ func newCalendar(freq job.Frequency, interval int64, sch *job.Schedule, anchorWa
 }
 
 // timesOfDay is hours × minutes at A's second. Minutes default to A's minute; hours default to
-// A's hour, or to every hour when minutes are given (recurrence.md §6).
+// A's hour, or to every hour when minutes are given (docs/recurrence.md §6).
 func timesOfDay(sch *job.Schedule, aHour, aMinute int, aSecond int64) []int64 {
 	minutes, hours := []int(sch.Minutes), []int(sch.Hours)
 	if len(minutes) == 0 {

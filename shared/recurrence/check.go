@@ -6,7 +6,7 @@ import (
 	"github.com/resched/resched/shared/job"
 )
 
-// intervalMax is the largest interval of each frequency (recurrence.md §3).
+// intervalMax is the largest interval of each frequency (docs/recurrence.md §3).
 var intervalMax = [...]int{
 	job.Second: 9_999_999, job.Minute: 1000, job.Hour: 1000,
 	job.Day: 548, job.Week: 78, job.Month: 18, job.Year: 1,

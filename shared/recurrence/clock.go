@@ -17,7 +17,7 @@ type clock struct {
 	second  int64   // Hour: A's second, the second of every time
 	minutes []int64 // Hour: sorted minutes (in seconds) that run inside each period
 	// wallMinutes: Hour with explicit minutes matches each instant's wall minute; without them
-	// the series adds fixed hours to A (recurrence.md §5), even across a 30-minute DST shift.
+	// the series adds fixed hours to A (docs/recurrence.md §5), even across a 30-minute DST shift.
 	wallMinutes bool
 	hourSet     uint32 // bit h: wall hour h may run (all set when hours are not given)
 	minSet      uint64 // Second, Minute: bit m: wall minute m may run (all set when not given)

@@ -1,4 +1,4 @@
-// Package recurrence decides when a job runs: the rules of spec/recurrence.md, compiled once
+// Package recurrence decides when a job runs: the rules of docs/recurrence.md, compiled once
 // per definition into a Schedule whose Next answers in time that does not grow with the age of
 // the schedule. It is pure: no I/O, no clock of its own (the caller passes "now").
 //

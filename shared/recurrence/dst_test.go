@@ -11,7 +11,7 @@ import (
 	"github.com/resched/resched/shared/recurrence"
 )
 
-// rule is a case worked out by hand from recurrence.md: the executions in order and, when the
+// rule is a case worked out by hand from docs/recurrence.md: the executions in order and, when the
 // list is complete, why the series ends.
 type rule struct {
 	name, now, start, rec string
@@ -83,7 +83,7 @@ func runRules(t *testing.T, rules []rule) {
 	}
 }
 
-// TestDSTRules is recurrence.md §2: gaps, overlaps, two wall times on one instant, and clock
+// TestDSTRules is docs/recurrence.md §2: gaps, overlaps, two wall times on one instant, and clock
 // frequencies through a repeated and a skipped hour.
 func TestDSTRules(t *testing.T) {
 	const chicago, london, lordHowe = `"timeZone":"America/Chicago"`, `"timeZone":"Europe/London"`, `"timeZone":"Australia/Lord_Howe"`

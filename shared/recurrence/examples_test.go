@@ -71,7 +71,7 @@ func (e example) run(t *testing.T) {
 	}
 }
 
-// TestWorkedExamples is recurrence.md §9, row by row.
+// TestWorkedExamples is docs/recurrence.md §9, row by row.
 func TestWorkedExamples(t *testing.T) {
 	const mins = `[0,10,20,30,40,50]`
 	for _, e := range []example{

@@ -12,7 +12,7 @@ import (
 var fuzzZones = []string{"", "UTC", "America/Chicago", "Europe/London", "Australia/Lord_Howe",
 	"Asia/Kolkata", "Pacific/Apia", "America/Santiago", "Pacific Standard Time"}
 
-// intervalMax is recurrence.md §3; the fuzzer also tries one past each end.
+// intervalMax is docs/recurrence.md §3; the fuzzer also tries one past each end.
 var intervalMax = map[job.Frequency]uint32{job.Second: 9_999_999, job.Minute: 1000, job.Hour: 1000,
 	job.Day: 548, job.Week: 78, job.Month: 18, job.Year: 1}
 

@@ -1,6 +1,6 @@
 package recurrence_test
 
-// The oracle is a brute-force reference for recurrence.md, written from the spec text and not
+// The oracle is a brute-force reference for docs/recurrence.md, written from the spec text and not
 // from the engine. It answers one question, "is this instant an execution?", and finds the
 // executions by trying every instant of a bounded window at the schedule's second (every second
 // for Second frequency). It is slow on purpose: each rule is a direct transcription of the spec.
@@ -82,7 +82,7 @@ func offsetIn(loc *time.Location, t int64) int64 {
 	return int64(off)
 }
 
-// resolveWall turns a wall time into its execution instant by recurrence.md §2: the earliest
+// resolveWall turns a wall time into its execution instant by docs/recurrence.md §2: the earliest
 // instant that has that wall clock; in a gap, the wall time read with the offset in force
 // before the change.
 func resolveWall(loc *time.Location, w int64) int64 {
@@ -104,7 +104,7 @@ func resolveWall(loc *time.Location, w int64) int64 {
 	panic(fmt.Sprintf("oracle: wall time %v neither exists nor falls in a gap", civilOf(w)))
 }
 
-// oracle holds a definition as recurrence.md states it, nothing precomputed beyond the anchor.
+// oracle holds a definition as docs/recurrence.md states it, nothing precomputed beyond the anchor.
 type oracle struct {
 	loc      *time.Location
 	rec      bool

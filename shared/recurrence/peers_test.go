@@ -199,7 +199,7 @@ func comparePeers(t *testing.T, r peerRule, p peers, q time.Time) {
 
 // TestPeersDSTGap pins how each library runs "daily at 02:30 America/Chicago" on 2025-03-09,
 // when 02:00–03:00 does not exist, because the benchmarks and docs/benchmarks.md rely on it:
-//   - resched, per recurrence.md §2: the wall time with the offset before the change, 08:30Z
+//   - resched, per docs/recurrence.md §2: the wall time with the offset before the change, 08:30Z
 //     (03:30 CDT);
 //   - rrule-go: Go's time.Date normalisation, which takes the offset after the change, 07:30Z
 //     (01:30 CST, an hour before the change);

@@ -9,7 +9,7 @@ import (
 )
 
 // Horizon is how far past the later of now, startTime and the previous execution a search for
-// the next execution looks before it declares the series over (recurrence.md §7).
+// the next execution looks before it declares the series over (docs/recurrence.md §7).
 const Horizon = 50 * 31556952 * time.Second // 50 mean Gregorian years
 
 // Reason says why a series has no further execution.
@@ -68,7 +68,7 @@ type Schedule struct {
 	end       int64     // never: no endTime
 	// anchor is A's instant when a startTime with an explicit offset names the second instance
 	// of a repeated wall-clock hour: the engine resolves A's wall time to the first instance,
-	// but A itself is the first execution (recurrence.md §4). 0 when that does not apply.
+	// but A itself is the first execution (docs/recurrence.md §4). 0 when that does not apply.
 	anchor int64
 
 	freq     job.Frequency
@@ -93,7 +93,7 @@ func Compile(start *job.DateTime, rec *job.Recurrence, now time.Time) (*Schedule
 	s.zone = newZone(loc)
 	c := s.zone.cursor(s.now)
 
-	// The anchor A: its instant and its wall time (recurrence.md §4).
+	// The anchor A: its instant and its wall time (docs/recurrence.md §4).
 	var anchorWall, anchorInstant int64
 	switch {
 	case start == nil:

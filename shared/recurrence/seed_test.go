@@ -7,9 +7,9 @@ import (
 )
 
 // TestSeedScheduleTable runs every row of the schedule example table of the Azure Scheduler
-// documents (seeds/001, "Examples: Recurrence Schedules"; the same table is in
-// reference/azure-scheduler.md §6.2) with one fixed start: Monday 2024-01-01 12:25:00Z, accepted
-// the day before. Rows that leave hours or minutes out take them from the start (12:25).
+// documentation ("Build complex schedules and advanced recurrence with Azure Scheduler",
+// section "Examples: Recurrence Schedules"; the rows are the cases below) with one fixed start:
+// Monday 2024-01-01 12:25:00Z, accepted the day before. Rows that leave hours or minutes out take them from the start (12:25).
 func TestSeedScheduleTable(t *testing.T) {
 	const (
 		now      = "2023-12-31T00:00:00Z"

@@ -6,7 +6,7 @@ import (
 )
 
 // zone answers "what offset is in force at this instant" and turns wall-clock times into
-// instants by the rules of recurrence.md §2. UTC and fixed offsets skip the tz database.
+// instants by the rules of docs/recurrence.md §2. UTC and fixed offsets skip the tz database.
 type zone struct {
 	loc   *time.Location // nil for a fixed offset
 	fixed int64          // the offset in seconds, when loc is nil

@@ -2,7 +2,7 @@
 //
 // A name is either an IANA tz database name, exactly as the database spells it ("Europe/Paris",
 // "UTC"), or a Windows time zone name ("Pacific Standard Time", any letter case), which maps to
-// the IANA zone the CLDR windowsZones table gives for territory 001 (recurrence.md §2).
+// the IANA zone the CLDR windowsZones table gives for territory 001 (docs/recurrence.md §2).
 //
 // The tz database is embedded (time/tzdata), so zones resolve the same on hosts and in
 // containers that have no /usr/share/zoneinfo.

@@ -1,6 +1,6 @@
 // Package bus is the NATS contract of the system as code: subject names, stream and consumer
 // names, header keys, the message id of a due occurrence, and the messages that flow between
-// the planner and the workers (spec/system.md, "The NATS interface"). Subjects are a public
+// the planner and the workers (docs/nats-api.md). Subjects are a public
 // contract; change them only with a migration note.
 package bus
 
@@ -24,7 +24,7 @@ const (
 	HeaderMsgID = "Nats-Msg-Id"
 )
 
-// nameRE is the rule for collection and job names (system.md): they are subject tokens, so
+// nameRE is the rule for collection and job names (docs/nats-api.md): they are subject tokens, so
 // they must not hold dots, wildcards or spaces.
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 

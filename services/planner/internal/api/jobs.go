@@ -55,7 +55,7 @@ func (a *handlers) history(ctx context.Context, r request) (any, micro.Headers, 
 }
 
 // previewReply lists the executions as RFC 3339 UTC times with whole seconds, the format of
-// `schedctl preview` (recurrence.md §10).
+// `schedctl preview` (docs/recurrence.md §10).
 type previewReply struct {
 	Value  []string `json:"value"`
 	Reason string   `json:"reason,omitempty"` // why fewer than asked for: the series ends

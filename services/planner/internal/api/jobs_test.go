@@ -220,11 +220,11 @@ func TestPreview(t *testing.T) {
 		name, body string
 		want       []string
 	}{
-		{"count from acceptance (recurrence.md §9)",
+		{"count from acceptance (docs/recurrence.md §9)",
 			`{"now": "2024-01-01T11:00:00Z", "count": 10, "job": {"startTime": "2020-01-01T10:00:00Z", ` + action +
 				`, "recurrence": {"frequency": "Day", "count": 3}}}`,
 			[]string{"2024-01-02T10:00:00Z", "2024-01-03T10:00:00Z", "2024-01-04T10:00:00Z"}},
-		{"weekly, future start, zone (recurrence.md §9)",
+		{"weekly, future start, zone (docs/recurrence.md §9)",
 			`{"now": "2020-09-04T17:00:00Z", "count": 4, "job": {"properties": {"startTime": "2020-09-18T08:00:00", ` + action +
 				`, "recurrence": {"frequency": "Week", "timeZone": "Pacific Standard Time",
 				  "schedule": {"weekDays": ["Monday"], "hours": [10, 12, 14], "minutes": [30]}}}}}`,

@@ -1,4 +1,4 @@
-// Package api is the planner's synchronous NATS API (spec/system.md, "The NATS interface"): a
+// Package api is the planner's synchronous NATS API (docs/nats-api.md): a
 // NATS micro service named "scheduler", discoverable with `nats micro ls`, whose endpoints are
 // the request/reply subjects <prefix>.api.collections.* and <prefix>.api.jobs.* and
 // <prefix>.api.preview. Every planner registers the same endpoints in one queue group, so any

@@ -13,7 +13,7 @@ import (
 )
 
 // The service answers `nats micro ls` / `nats micro info scheduler` with the subjects of
-// spec/system.md, exactly.
+// docs/nats-api.md, exactly.
 func TestDiscoverable(t *testing.T) {
 	e := newEnv(t)
 

@@ -1,5 +1,5 @@
 // Package intake applies the job definitions clients publish on <prefix>.jobs.<collection>.<job>
-// (spec/system.md): the intake stream keeps them while no planner runs, and every planner
+// (docs/nats-api.md): the intake stream keeps them while no planner runs, and every planner
 // shares one durable consumer of it that hands out one message at a time, so a put and a later
 // delete of the same job apply in the order they were published.
 //

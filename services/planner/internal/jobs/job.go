@@ -12,7 +12,7 @@ import (
 )
 
 // PutJob creates or replaces a job (only creates it when createOnly is set: an existing job is
-// a Conflict). Its schedule is (re)accepted now (recurrence.md §7): a new anchor when it has no
+// a Conflict). Its schedule is (re)accepted now (docs/recurrence.md §7): a new anchor when it has no
 // startTime, and the count starts again; status counters stay.
 func (s *Service) PutJob(ctx context.Context, c, j string, raw []byte, createOnly bool) (*job.Definition, bool, error) {
 	if err := checkNames(c, j); err != nil {

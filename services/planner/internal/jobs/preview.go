@@ -16,7 +16,7 @@ type PreviewRequest struct {
 	Count int             `json:"count,omitempty"` // default 10, at most 1,000
 }
 
-// Preview lists the executions the planner would make for a job (recurrence.md §10), and why
+// Preview lists the executions the planner would make for a job (docs/recurrence.md §10), and why
 // there are fewer than asked for ("" when there are as many).
 func (s *Service) Preview(r PreviewRequest) ([]time.Time, string, error) {
 	def, err := s.validator.Decode(r.Job)

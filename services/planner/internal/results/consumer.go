@@ -1,5 +1,5 @@
 // Package results applies the attempt results the workers publish on
-// <prefix>.results.<collection>.<job> (spec/system.md): each becomes a history entry and moves
+// <prefix>.results.<collection>.<job> (docs/nats-api.md): each becomes a history entry and moves
 // the job's status counters, and the final attempt of a job's last occurrence ends the job
 // Completed or Faulted, which is announced on <prefix>.events.<collection>.<job>.<kind>.
 //

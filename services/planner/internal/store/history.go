@@ -11,7 +11,7 @@ import (
 	"github.com/resched/resched/shared/job"
 )
 
-// History retention (system.md): 60 days or the last 1,000 entries per job.
+// History retention (docs/architecture.md): 60 days or the last 1,000 entries per job.
 const (
 	HistoryMaxEntries = 1000
 	HistoryMaxAge     = 60 * 24 * time.Hour

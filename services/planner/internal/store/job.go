@@ -17,7 +17,7 @@ type Job struct {
 	Collection, Name string
 	Definition       []byte // the properties JSON (startTime, action, recurrence), secrets included
 	Version          int64
-	Accepted         time.Time // the "now" of recurrence.md: when the schedule was (re)accepted
+	Accepted         time.Time // the "now" of docs/recurrence.md: when the schedule was (re)accepted
 	Next             time.Time // the next fire time; zero when there is none
 	Fired            int       // executions made since acceptance, for recurrence.count
 	Occurrence       int       // occurrences published over the job's life (history repeatCount)

@@ -11,7 +11,7 @@ import (
 	"github.com/resched/resched/shared/job"
 )
 
-// Meta is what identifies an attempt to the target (system.md, "What a target receives").
+// Meta is what identifies an attempt to the target (docs/nats-api.md, "What a target receives").
 type Meta struct {
 	Collection      string
 	Job             string

@@ -1,6 +1,6 @@
 // Package httpaction delivers Http and Https actions: the configured method, URI, headers and
 // body, with Basic, ClientCertificate or ActiveDirectoryOAuth authentication, and the
-// scheduler's identity headers (spec/system.md, "What a target receives"). A 2xx answer is a
+// scheduler's identity headers (docs/nats-api.md, "What a target receives"). A 2xx answer is a
 // success; any other answer, a transport error or the time-out is a retryable failure; an
 // action that can never be sent (no request, a bad URI or method, an unreadable certificate)
 // fails permanently. The history message summarises the answer in the original service's

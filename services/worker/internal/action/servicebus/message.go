@@ -10,7 +10,7 @@ import (
 )
 
 // The application properties carrying the attempt's identity: the names of the HTTP headers
-// (spec/system.md, "What a target receives").
+// (docs/nats-api.md, "What a target receives").
 const (
 	PropertyJobID             = "x-ms-scheduler-jobid"
 	PropertyJobCollectionID   = "x-ms-scheduler-jobcollectionid"
