@@ -8,8 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/resched/resched/services/internal/config"
+	"github.com/resched/resched/services/internal/natsconn"
+	"github.com/resched/resched/services/internal/redisconn"
 	"github.com/resched/resched/services/planner/internal/store"
 	"github.com/resched/resched/shared/job"
 )
@@ -21,8 +22,8 @@ const envPrefix = "RESCHED_PLANNER_"
 // Config is everything the planner reads at start. It is read once; changing it means a restart.
 type Config struct {
 	LogLevel      slog.Level
-	NATSURL       string // one server or a comma-separated list
-	RedisURL      string
+	NATS          natsconn.Options
+	Redis         redisconn.Options
 	SubjectPrefix string // first token of every NATS subject, "scheduler" by default
 	HTTPAddr      string // /healthz, /readyz and /metrics
 
@@ -52,8 +53,8 @@ type Config struct {
 func defaultConfig() Config {
 	return Config{
 		LogLevel:         slog.LevelInfo,
-		NATSURL:          "nats://127.0.0.1:4222",
-		RedisURL:         "redis://127.0.0.1:6379/0",
+		NATS:             natsconn.Options{URL: "nats://127.0.0.1:4222"},
+		Redis:            redisconn.Options{URL: "redis://127.0.0.1:6379/0"},
 		SubjectPrefix:    "scheduler",
 		HTTPAddr:         ":8081",
 		RedisKeyPrefix:   "resched",
@@ -78,10 +79,12 @@ func defaultConfig() Config {
 // settings binds every setting to its field of c.
 func (c *Config) settings() []config.Setting {
 	p := envPrefix
-	return []config.Setting{
+	settings := []config.Setting{
 		config.Define("log level", "log-level", p+"LOG_LEVEL", "log level: debug, info, warn or error", config.Level(&c.LogLevel)),
-		config.Define("NATS URL", "nats-url", "NATS_URL", "NATS server URL, or a comma-separated list", config.Text(&c.NATSURL, config.NATSURLs)),
-		config.Define("Redis URL", "redis-url", "REDIS_URL", "Redis URL, redis:// or rediss://", config.Text(&c.RedisURL, checkRedisURL)),
+	}
+	settings = append(settings, c.NATS.Settings()...)
+	settings = append(settings, c.Redis.Settings()...)
+	return append(settings,
 		config.Define("subject prefix", "subject-prefix", p+"SUBJECT_PREFIX", "first token of every NATS subject", config.Text(&c.SubjectPrefix, config.SubjectPrefix)),
 		config.Define("HTTP address", "http-addr", p+"HTTP_ADDR", "listen address of /healthz, /readyz and /metrics", config.Text(&c.HTTPAddr, config.ListenAddr)),
 		config.Define("Redis key prefix", "redis-key-prefix", p+"REDIS_KEY_PREFIX", "first part of every Redis key", config.Text(&c.RedisKeyPrefix, checkKeyPrefix)),
@@ -100,7 +103,7 @@ func (c *Config) settings() []config.Setting {
 		config.Define("shutdown timeout", "shutdown-timeout", p+"SHUTDOWN_TIMEOUT", "how long a stop may take", config.Duration(&c.ShutdownTimeout, time.Second)),
 		config.Define("embedded NATS address", "embedded-nats", p+"EMBEDDED_NATS", "run a NATS server with JetStream inside the planner, listening here (e.g. 127.0.0.1:4222); NATS_URL is then ignored", config.OptionalText(&c.EmbeddedNATS, config.ListenAddr)),
 		config.Define("embedded NATS directory", "embedded-nats-dir", p+"EMBEDDED_NATS_DIR", "where the embedded NATS server keeps its JetStream data", config.Text(&c.EmbeddedNATSDir, func(string) error { return nil })),
-	}
+	)
 }
 
 // parseConfig builds the configuration from defaults, then the environment (through getenv, so
@@ -121,6 +124,7 @@ func parseConfig(args []string, getenv func(string) string, output io.Writer) (C
 	}
 	if len(errs) == 0 {
 		cfg.CatchUpPolicy, _ = job.ParseCatchUpPolicy(cfg.policyText)
+		errs = append(append(errs, cfg.NATS.Check()...), cfg.Redis.Check()...)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("invalid configuration:\n%w", err)
@@ -133,9 +137,9 @@ func parseConfig(args []string, getenv func(string) string, output io.Writer) (C
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("log_level", c.LogLevel.String()),
-		slog.String("nats_url", config.RedactURLs(c.NATSURL)),
+		slog.Attr{Key: "nats", Value: c.NATS.LogValue()},
 		slog.String("embedded_nats", c.EmbeddedNATS),
-		slog.String("redis_url", config.RedactURLs(c.RedisURL)),
+		slog.Attr{Key: "redis", Value: c.Redis.LogValue()},
 		slog.String("subject_prefix", c.SubjectPrefix),
 		slog.String("http_addr", c.HTTPAddr),
 		slog.String("redis_key_prefix", c.RedisKeyPrefix),
@@ -153,20 +157,6 @@ func (c Config) LogValue() slog.Value {
 		slog.String("min_retry_interval", config.FormatDuration(c.MinRetryInterval)),
 		slog.String("shutdown_timeout", config.FormatDuration(c.ShutdownTimeout)),
 	)
-}
-
-func checkRedisURL(v string) error {
-	if err := config.ServerURLs(v, "redis", "rediss"); err != nil {
-		return err
-	}
-	if strings.Contains(v, ",") {
-		return errors.New("one URL only")
-	}
-	if _, err := redis.ParseURL(v); err != nil {
-		// The URL parsed above, so the error is about the path or options, not the password.
-		return fmt.Errorf("%q: %w", config.RedactURLs(v), err)
-	}
-	return nil
 }
 
 func checkPolicy(v string) error {

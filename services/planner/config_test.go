@@ -34,8 +34,8 @@ func TestParseConfig(t *testing.T) {
 			},
 			want: with(def, func(c *Config) {
 				c.LogLevel = slog.LevelDebug
-				c.NATSURL = "nats://n1:4222,nats://n2:4222"
-				c.RedisURL = "rediss://:pw@redis.example:6380/2"
+				c.NATS.URL = "nats://n1:4222,nats://n2:4222"
+				c.Redis.URL = "rediss://:pw@redis.example:6380/2"
 				c.SubjectPrefix = "acme.scheduler"
 			}),
 		},
@@ -99,7 +99,7 @@ func TestParseConfig(t *testing.T) {
 				"RESCHED_PLANNER_SUBJECT_PREFIX": "env",
 			},
 			want: with(def, func(c *Config) {
-				c.LogLevel, c.NATSURL, c.RedisURL, c.SubjectPrefix = slog.LevelWarn, "tls://flag:4222", "redis://flag:6379", "flag"
+				c.LogLevel, c.NATS.URL, c.Redis.URL, c.SubjectPrefix = slog.LevelWarn, "tls://flag:4222", "redis://flag:6379", "flag"
 			}),
 		},
 		{
@@ -137,7 +137,11 @@ func TestParseConfigRejects(t *testing.T) {
 		{name: "NATS scheme", args: []string{"-nats-url", "http://x:4222"}, want: []string{"NATS_URL", "-nats-url", "scheme"}},
 		{name: "NATS host", env: map[string]string{"NATS_URL": "nats://a:4222,nats://"}, want: []string{"NATS_URL", "no host"}},
 		{name: "Redis scheme", env: map[string]string{"REDIS_URL": "localhost:6379"}, want: []string{"REDIS_URL", "-redis-url"}},
-		{name: "Redis list", env: map[string]string{"REDIS_URL": "redis://a,redis://b"}, want: []string{"REDIS_URL", "one URL"}},
+		{name: "Redis list", env: map[string]string{"REDIS_URL": "redis://a,redis://b"}, want: []string{"REDIS_URL", "one server only", "redis+cluster://"}},
+		{name: "Redis TLS files without rediss", env: map[string]string{"REDIS_CA": "config_test.go"}, want: []string{"-redis-ca", "rediss"}},
+		{name: "NATS user without password", env: map[string]string{"NATS_USER": "alice"}, want: []string{"NATS_USER", "needs a password"}},
+		{name: "NATS creds and nkey", env: map[string]string{"NATS_CREDS": "config_test.go", "NATS_NKEY": "config_test.go"}, want: []string{"NATS_CREDS", "exclude each other"}},
+		{name: "NATS CA missing", env: map[string]string{"NATS_CA": "/nowhere/ca.pem"}, want: []string{"NATS_CA", "cannot read /nowhere/ca.pem"}},
 		{name: "subject wildcard", args: []string{"-subject-prefix", "a.*"}, want: []string{"RESCHED_PLANNER_SUBJECT_PREFIX", "wildcards"}},
 		{name: "subject empty token", args: []string{"-subject-prefix", "a."}, want: []string{"-subject-prefix", "empty token"}},
 		{name: "Redis database", env: map[string]string{"REDIS_URL": "redis://:hunter2@h:6379/x"}, want: []string{"REDIS_URL", "database", "xxxxx"}},
@@ -231,8 +235,8 @@ func with(c Config, f func(*Config)) Config {
 
 func TestConfigLogValueHidesSecrets(t *testing.T) {
 	cfg := defaultConfig()
-	cfg.NATSURL = "nats://s3cr3tt0ken@n1:4222,nats://user:pa55@n2:4222"
-	cfg.RedisURL = "redis://default:hunter2@redis:6379/0"
+	cfg.NATS.URL = "nats://s3cr3tt0ken@n1:4222,nats://user:pa55@n2:4222"
+	cfg.Redis.URL = "redis://default:hunter2@redis:6379/0"
 	got := cfg.LogValue().String()
 	for _, secret := range []string{"s3cr3tt0ken", "pa55", "hunter2"} {
 		if strings.Contains(got, secret) {

@@ -7,31 +7,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/redis/go-redis/v9"
-	"github.com/resched/resched/services/internal/config"
-	"github.com/resched/resched/services/internal/natsconn"
 	"github.com/resched/resched/services/planner/internal/store"
 )
-
-// connectNATS connects as this service; see natsconn.Connect.
-func connectNATS(cfg Config, logger *slog.Logger) (*nats.Conn, <-chan struct{}, error) {
-	return natsconn.Connect(cfg.NATSURL, "resched-planner", logger)
-}
-
-// natsReady is the readiness check of the NATS connection.
-func natsReady(nc *nats.Conn) func(context.Context) error { return natsconn.Ready(nc) }
-
-// connectRedis builds the client; it connects on first use, so a Redis that is not up yet
-// shows in readiness rather than failing the start.
-func connectRedis(cfg Config) (*redis.Client, error) {
-	opts, err := redis.ParseURL(cfg.RedisURL)
-	if err != nil {
-		return nil, fmt.Errorf("Redis URL %s: %w", config.RedactURLs(cfg.RedisURL), err)
-	}
-	opts.ClientName = "resched-planner"
-	return redis.NewClient(opts), nil
-}
 
 // redisLogger routes go-redis's own messages (connection pool trouble) into the JSON log.
 type redisLogger struct{ log *slog.Logger }

@@ -131,7 +131,7 @@ func started(t *testing.T, cfg Config) (base string, logs *logBuffer, stop func(
 // testConfig points the planner at test servers, on a free HTTP port.
 func testConfig(natsURL, redisURL string) Config {
 	cfg := defaultConfig()
-	cfg.NATSURL, cfg.RedisURL, cfg.HTTPAddr = natsURL, redisURL, "127.0.0.1:0"
+	cfg.NATS.URL, cfg.Redis.URL, cfg.HTTPAddr = natsURL, redisURL, "127.0.0.1:0"
 	cfg.LogLevel = slog.LevelDebug
 	cfg.ShutdownTimeout = 10 * time.Second
 	return cfg

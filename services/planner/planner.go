@@ -23,6 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/internal/health"
+	"github.com/resched/resched/services/internal/natsconn"
 	"github.com/resched/resched/services/internal/version"
 	"github.com/resched/resched/services/planner/internal/api"
 	"github.com/resched/resched/services/planner/internal/dispatch"
@@ -44,10 +45,10 @@ type planner struct {
 	log      *slog.Logger
 	subjects bus.Subjects
 
-	nc       *nats.Conn
-	ncClosed <-chan struct{}
+	conn     *natsconn.Conn
+	nc       *nats.Conn // conn's client
 	js       jetstream.JetStream
-	rdb      *redis.Client
+	rdb      redis.UniversalClient
 	store    *store.Store
 	metrics  *metrics.Planner
 	http     *health.Server
@@ -71,7 +72,7 @@ func newPlanner(cfg Config, logger *slog.Logger) (*planner, error) {
 	if p.metrics, err = metrics.New(reg); err != nil {
 		return nil, err
 	}
-	if p.rdb, err = connectRedis(cfg); err != nil {
+	if p.rdb, err = cfg.Redis.Client("resched-planner"); err != nil {
 		return nil, err
 	}
 	p.store = store.New(p.rdb, cfg.RedisKeyPrefix, store.WithPartitions(cfg.Partitions), store.WithResultMemory(cfg.DuplicateWindow))
@@ -80,22 +81,24 @@ func newPlanner(cfg Config, logger *slog.Logger) (*planner, error) {
 			_ = p.rdb.Close()
 			return nil, err
 		}
-		cfg.NATSURL = p.embedded.ClientURL()
+		cfg.NATS.URL = p.embedded.ClientURL()
 	}
-	if p.nc, p.ncClosed, err = connectNATS(cfg, logger); err != nil {
+	if p.conn, err = natsconn.Connect(cfg.NATS, "resched-planner", logger); err != nil {
 		p.close()
 		return nil, err
 	}
+	p.nc = p.conn.Conn
 	if p.js, err = jetstream.New(p.nc, dispatch.JetStreamOptions(cfg.Concurrency, cfg.Batch)...); err != nil {
 		p.close()
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	p.http, err = health.Listen(cfg.HTTPAddr, health.Handler(health.Config{Gatherer: reg, Logger: logger, Version: version.String(), Ready: []health.Check{
-		{Name: "startup", Func: p.startedCheck},
-		{Name: "leases", Func: p.leasesCheck},
-		{Name: "nats", Func: natsReady(p.nc)},
-		{Name: "redis", Func: p.store.Ping},
-	}}))
+	p.http, err = health.Listen(cfg.HTTPAddr, health.Handler(health.Config{Gatherer: reg, Logger: logger, Version: version.String(),
+		Live: []health.Check{{Name: "nats", Func: p.conn.Live}}, Ready: []health.Check{
+			{Name: "startup", Func: p.startedCheck},
+			{Name: "leases", Func: p.leasesCheck},
+			{Name: "nats", Func: p.conn.Ready},
+			{Name: "redis", Func: p.store.Ping},
+		}}))
 	if err != nil {
 		p.close()
 		return nil, err
@@ -128,8 +131,8 @@ func plannerID() string {
 
 // close releases the connections at once, for a start that failed half way.
 func (p *planner) close() {
-	if p.nc != nil {
-		p.nc.Close()
+	if p.conn != nil {
+		p.conn.Close()
 	}
 	_ = p.rdb.Close()
 	p.stopEmbedded()
@@ -164,6 +167,10 @@ func (p *planner) run(ctx context.Context) error {
 	case <-runCtx.Done():
 	case err := <-httpDone:
 		fail(fmt.Errorf("http server stopped: %w", err))
+	case <-p.conn.Closed():
+		// Closed for good (credentials refused): the planner can do nothing more; it exits so
+		// that whatever runs it starts it again, with its credentials as they are now.
+		fail(fmt.Errorf("the NATS connection is closed for good: %w", p.conn.Err()))
 	}
 	p.started.Store(false)
 	p.log.Info("planner stopping", "reason", context.Cause(runCtx).Error())
@@ -266,14 +273,14 @@ func (p *planner) stop(apiSrv micro.Service, parts *sync.WaitGroup) error {
 		errs = append(errs, errors.New("shutdown timed out waiting for the dispatcher, intake and results to finish"))
 	}
 	// Drain closes a connection that is not connected at once, and says so; that is no error here.
-	if err := p.nc.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) && !errors.Is(err, nats.ErrConnectionReconnecting) {
+	if err := p.conn.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) && !errors.Is(err, nats.ErrConnectionReconnecting) {
 		errs = append(errs, fmt.Errorf("drain nats: %w", err))
 	}
 	select {
-	case <-p.ncClosed:
+	case <-p.conn.Closed():
 	case <-ctx.Done():
 		errs = append(errs, errors.New("shutdown timed out draining nats"))
-		p.nc.Close()
+		p.conn.Close()
 	}
 	if err := p.http.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("stop http: %w", err))

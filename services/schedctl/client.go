@@ -8,12 +8,14 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/internal/natsconn"
 )
 
 // The connection settings' defaults and the environment variables that override them; the
@@ -31,29 +33,70 @@ type client struct {
 	subjects bus.Subjects
 	timeout  time.Duration
 	server   string // the server URL without credentials, for messages
+	identity string // who the client is, for messages
+
+	mu     sync.Mutex
+	denied []error // permission violations the server reported
 }
 
-// dial connects to the NATS server at server.
-func dial(server, prefix string, timeout time.Duration) (*client, error) {
-	shown := redactURL(server)
-	for _, part := range strings.Split(server, ",") {
+// dial connects to NATS as the options say.
+func dial(o natsconn.Options, prefix string, timeout time.Duration) (*client, error) {
+	shown := redactURL(o.URL)
+	for _, part := range strings.Split(o.URL, ",") {
 		if _, err := url.Parse(strings.TrimSpace(part)); err != nil && strings.Contains(part, "@") {
 			// The parse error would quote the credentials, or part of them.
 			return nil, errors.New("connect to NATS: a server URL with credentials does not parse (check NATS_URL or --server)")
 		}
 	}
-	nc, err := nats.Connect(server, nats.Name("schedctl"), nats.Timeout(timeout), nats.NoReconnect())
+	c := &client{subjects: bus.NewSubjects(prefix), timeout: timeout, server: shown, identity: o.Identity()}
+	nc, err := natsconn.Dial(o, "schedctl", timeout, c.noteError)
 	if err != nil {
 		// The error may quote the URL (a parse error does): never show its credentials.
 		text := err.Error()
-		for _, part := range strings.Split(server, ",") {
+		for _, part := range strings.Split(o.URL, ",") {
 			if part = strings.TrimSpace(part); part != "" {
 				text = strings.ReplaceAll(text, part, redactURL(part))
 			}
 		}
+		if natsconn.IsAuthError(err) {
+			return nil, fmt.Errorf("connect to NATS at %s: the server refused the credentials of %s (%s): check --user/--password, --creds, --nkey or the URL", shown, c.identity, text)
+		}
 		return nil, fmt.Errorf("connect to NATS at %s: %s (is NATS_URL or --server right?)", shown, text)
 	}
-	return &client{nc: nc, subjects: bus.NewSubjects(prefix), timeout: timeout, server: shown}, nil
+	c.nc = nc
+	return c, nil
+}
+
+// noteError keeps the permission violations the server reports: a request it refuses to pass
+// on, or a reply it refuses to deliver, otherwise looks like no planner answering.
+func (c *client) noteError(err error) {
+	if errors.Is(err, nats.ErrPermissionViolation) || strings.Contains(strings.ToLower(err.Error()), "permissions violation") {
+		c.mu.Lock()
+		c.denied = append(c.denied, err)
+		c.mu.Unlock()
+	}
+}
+
+// permissionError says why a request failed when the server refused it for permissions.
+func (c *client) permissionError(subject string) error {
+	_ = c.nc.FlushTimeout(time.Second) // the server's -ERR comes after the publish
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.denied) == 0 {
+		return nil
+	}
+	return &permissionError{subject: subject, identity: c.identity, server: c.server, cause: c.denied[0]}
+}
+
+// permissionError is a request the server's permissions stopped.
+type permissionError struct {
+	subject, identity, server string
+	cause                     error
+}
+
+func (e *permissionError) Error() string {
+	return fmt.Sprintf("permission denied: NATS at %s does not let %s do this (%s): %v; a tenant may only use its own collections' subjects, and must use the --inbox-prefix its permissions allow for replies",
+		e.server, e.identity, e.subject, e.cause)
 }
 
 func (c *client) close() { c.nc.Close() }
@@ -68,6 +111,11 @@ func (c *client) request(body []byte, headers map[string]string, tokens ...strin
 		req.Header.Set(k, v)
 	}
 	msg, err := c.nc.RequestMsg(req, c.timeout)
+	if err != nil {
+		if perr := c.permissionError(subject); perr != nil {
+			return nil, perr
+		}
+	}
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		return nil, &noPlannerError{subject: subject, server: c.server}
@@ -91,6 +139,9 @@ func (c *client) publishDurable(msg *nats.Msg) error {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	if _, err := js.PublishMsg(ctx, msg); err != nil {
+		if perr := c.permissionError(msg.Subject); perr != nil {
+			return perr
+		}
 		if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
 			return fmt.Errorf("publish on %s: no stream takes it (NATS at %s) — has a planner ever run against this NATS with this prefix?", msg.Subject, c.server)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/internal/natsconn"
 )
 
 // Exit statuses of the API commands. A request the planner refused as invalid (status 400)
@@ -25,7 +26,8 @@ const (
 
 // globalFlags are accepted by every API subcommand, before or after the subcommand's name.
 // Each takes a value.
-var globalFlags = []string{"o", "output", "server", "prefix", "timeout"}
+var globalFlags = []string{"o", "output", "server", "prefix", "timeout", "user", "password", "creds", "nkey",
+	"tlsca", "tlscert", "tlskey", "inbox-prefix"}
 
 // group is a command whose first argument names a subcommand, such as `schedctl job get`.
 type group struct {
@@ -145,6 +147,7 @@ type invocation struct {
 
 	output, server, prefix string
 	timeout                time.Duration
+	nats                   natsconn.Options // server and credentials; Options.URL is server
 
 	client *client
 }
@@ -158,6 +161,15 @@ func newInvocation(name, args string, stdin io.Reader, stdout, stderr io.Writer)
 	// No defaults from the environment here: -h prints defaults, and NATS_URL may hold a password.
 	fs.StringVar(&inv.server, "server", "", "NATS server `URL` (default $"+envServer+", else "+defaultServer+")")
 	fs.StringVar(&inv.prefix, "prefix", "", "subject `prefix` (default $"+envPrefix+", else "+bus.DefaultPrefix+")")
+	// The nats CLI's names; each defaults to the variable the NATS tooling reads.
+	fs.StringVar(&inv.nats.User, "user", "", "NATS user `name` (default $NATS_USER)")
+	fs.StringVar(&inv.nats.Password, "password", "", "NATS `password` (default $NATS_PASSWORD)")
+	fs.StringVar(&inv.nats.Creds, "creds", "", "NATS .creds `file` (default $NATS_CREDS)")
+	fs.StringVar(&inv.nats.NKey, "nkey", "", "NATS nkey seed `file` (default $NATS_NKEY)")
+	fs.StringVar(&inv.nats.CA, "tlsca", "", "PEM `file` of the CAs of the NATS servers (default $NATS_CA)")
+	fs.StringVar(&inv.nats.Cert, "tlscert", "", "PEM `file` of a client certificate (default $NATS_CERT)")
+	fs.StringVar(&inv.nats.Key, "tlskey", "", "PEM `file` of the client certificate's key (default $NATS_KEY)")
+	fs.StringVar(&inv.nats.InboxPrefix, "inbox-prefix", "", "reply subjects' `prefix`, as a user's permissions allow (default $NATS_INBOX_PREFIX, else _INBOX)")
 	fs.DurationVar(&inv.timeout, "timeout", defaultTimeout, "how long to wait for the planner")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: schedctl %s %s\n", name, args)
@@ -209,6 +221,18 @@ func (inv *invocation) parse(args []string, least, most int) ([]string, error) {
 		return nil, usagef("--timeout %s: must be more than 0", inv.timeout)
 	}
 	inv.server = firstOf(inv.server, os.Getenv(envServer), defaultServer)
+	for _, o := range []struct {
+		v   *string
+		env string
+	}{{&inv.nats.User, "NATS_USER"}, {&inv.nats.Password, "NATS_PASSWORD"}, {&inv.nats.Token, "NATS_TOKEN"},
+		{&inv.nats.Creds, "NATS_CREDS"}, {&inv.nats.NKey, "NATS_NKEY"}, {&inv.nats.CA, "NATS_CA"},
+		{&inv.nats.Cert, "NATS_CERT"}, {&inv.nats.Key, "NATS_KEY"}, {&inv.nats.InboxPrefix, "NATS_INBOX_PREFIX"}} {
+		*o.v = firstOf(*o.v, os.Getenv(o.env))
+	}
+	inv.nats.URL = inv.server
+	if err := errors.Join(inv.nats.Check()...); err != nil {
+		return nil, &usageError{strings.ReplaceAll(strings.ReplaceAll(err.Error(), "(-nats-", "(--"), "\n", "; ")}
+	}
 	inv.prefix = firstOf(inv.prefix, os.Getenv(envPrefix), bus.DefaultPrefix)
 	if err := checkPrefix(inv.prefix); err != nil {
 		return nil, &usageError{err.Error()}
@@ -251,7 +275,7 @@ func (inv *invocation) connect() error {
 	if inv.client != nil {
 		return nil
 	}
-	c, err := dial(inv.server, inv.prefix, inv.timeout)
+	c, err := dial(inv.nats, inv.prefix, inv.timeout)
 	if err != nil {
 		return err
 	}

@@ -137,7 +137,7 @@ func BenchmarkWorkerInProcess(b *testing.B) {
 		e := newBenchEnv(b, n)
 		e.preload(b, n)
 		cfg := defaultConfig()
-		cfg.NATSURL, cfg.HTTPAddr, cfg.Concurrency = e.srv.ClientURL(), "127.0.0.1:0", benchConcurrency()
+		cfg.NATS.URL, cfg.HTTPAddr, cfg.Concurrency = e.srv.ClientURL(), "127.0.0.1:0", benchConcurrency()
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- serve(ctx, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil))) }()

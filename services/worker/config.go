@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/resched/resched/services/internal/config"
+	"github.com/resched/resched/services/internal/natsconn"
 )
 
 // envPrefix starts the name of every worker-only environment variable. NATS_URL is unprefixed:
@@ -22,7 +23,7 @@ const maxConcurrency = 1024
 // Config is everything the worker reads at start. It is read once; changing it means a restart.
 type Config struct {
 	LogLevel      slog.Level
-	NATSURL       string // one server or a comma-separated list
+	NATS          natsconn.Options
 	SubjectPrefix string // first token of every NATS subject, "scheduler" by default
 	HTTPAddr      string // /healthz, /readyz and /metrics
 	Region        string // told to targets (the Storage Queue envelope's Region)
@@ -45,7 +46,7 @@ type Config struct {
 func defaultConfig() Config {
 	return Config{
 		LogLevel:             slog.LevelInfo,
-		NATSURL:              "nats://127.0.0.1:4222",
+		NATS:                 natsconn.Options{URL: "nats://127.0.0.1:4222"},
 		SubjectPrefix:        "scheduler",
 		HTTPAddr:             ":8082",
 		Region:               "local",
@@ -65,9 +66,11 @@ func defaultConfig() Config {
 // settings binds every setting to its field of c.
 func (c *Config) settings() []config.Setting {
 	p := envPrefix
-	return []config.Setting{
+	settings := []config.Setting{
 		config.Define("log level", "log-level", p+"LOG_LEVEL", "log level: debug, info, warn or error", config.Level(&c.LogLevel)),
-		config.Define("NATS URL", "nats-url", "NATS_URL", "NATS server URL, or a comma-separated list", config.Text(&c.NATSURL, config.NATSURLs)),
+	}
+	settings = append(settings, c.NATS.Settings()...)
+	return append(settings,
 		config.Define("subject prefix", "subject-prefix", p+"SUBJECT_PREFIX", "first token of every NATS subject", config.Text(&c.SubjectPrefix, config.SubjectPrefix)),
 		config.Define("HTTP address", "http-addr", p+"HTTP_ADDR", "listen address of /healthz, /readyz and /metrics", config.Text(&c.HTTPAddr, config.ListenAddr)),
 		config.Define("region", "region", p+"REGION", "region name told to targets (the Storage Queue envelope)", config.Text(&c.Region, checkOneLine)),
@@ -83,7 +86,7 @@ func (c *Config) settings() []config.Setting {
 		config.Define("Storage Queue base64", "storage-queue-base64", p+"STORAGE_QUEUE_BASE64", "base64-encode the Storage Queue envelope, for consumers that expect it", config.Bool(&c.StorageQueueBase64)),
 		config.Define("Service Bus endpoint", "servicebus-endpoint", p+"SERVICEBUS_ENDPOINT", "Service Bus endpoint, {namespace} standing for the job's namespace (emulator: sb://127.0.0.1:5672)", config.Text(&c.ServiceBusEndpoint, checkTemplate("{namespace}", "sb"))),
 		config.Define("Service Bus emulator", "servicebus-emulator", p+"SERVICEBUS_EMULATOR", "speak plain AMQP to the Service Bus emulator, never for Azure", config.Bool(&c.ServiceBusEmulator)),
-	}
+	)
 }
 
 // parseConfig builds the configuration from defaults, then the environment (through getenv, so
@@ -96,6 +99,9 @@ func parseConfig(args []string, getenv func(string) string, output io.Writer) (C
 	if err != nil {
 		return Config{}, err
 	}
+	if len(errs) == 0 {
+		errs = cfg.NATS.Check()
+	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("invalid configuration:\n%w", err)
 	}
@@ -107,7 +113,7 @@ func parseConfig(args []string, getenv func(string) string, output io.Writer) (C
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("log_level", c.LogLevel.String()),
-		slog.String("nats_url", config.RedactURLs(c.NATSURL)),
+		slog.Attr{Key: "nats", Value: c.NATS.LogValue()},
 		slog.String("subject_prefix", c.SubjectPrefix),
 		slog.String("http_addr", c.HTTPAddr),
 		slog.String("region", c.Region),

@@ -52,7 +52,7 @@ func TestParseConfig(t *testing.T) {
 			},
 			want: with(def, func(c *Config) {
 				c.LogLevel = slog.LevelError
-				c.NATSURL = "nats://n1:4222, nats://n2:4222"
+				c.NATS.URL = "nats://n1:4222, nats://n2:4222"
 				c.SubjectPrefix = "acme.scheduler"
 				c.HTTPAddr = "127.0.0.1:9090"
 				c.Region = "West Europe"
@@ -83,7 +83,7 @@ func TestParseConfig(t *testing.T) {
 			},
 			want: with(def, func(c *Config) {
 				c.LogLevel = slog.LevelDebug
-				c.NATSURL = "wss://flag:443"
+				c.NATS.URL = "wss://flag:443"
 				c.SubjectPrefix = "flag"
 				c.Concurrency = 1
 				c.AckWait = 4 * time.Second
@@ -170,7 +170,7 @@ func TestParseConfigHelp(t *testing.T) {
 
 func TestConfigLogValueHidesSecrets(t *testing.T) {
 	cfg := defaultConfig()
-	cfg.NATSURL = "nats://s3cr3tt0ken@n1:4222,tls://user:pa55@n2:4222"
+	cfg.NATS.URL = "nats://s3cr3tt0ken@n1:4222,tls://user:pa55@n2:4222"
 	cfg.ServiceBusEndpoint = "sb://u:sbpa55@{namespace}.example"
 	got := cfg.LogValue().String()
 	for _, secret := range []string{"s3cr3tt0ken", "pa55"} {

@@ -45,7 +45,7 @@ func TestServeStopsWhenContextIsCanceled(t *testing.T) {
 	var out syncBuffer
 	logger := slog.New(slog.NewJSONHandler(&out, nil))
 	cfg := defaultConfig()
-	cfg.NATSURL, cfg.HTTPAddr = unreachableNATS, "127.0.0.1:0"
+	cfg.NATS.URL, cfg.HTTPAddr = unreachableNATS, "127.0.0.1:0"
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- serve(ctx, cfg, logger) }()
@@ -63,7 +63,8 @@ func TestServeStopsWhenContextIsCanceled(t *testing.T) {
 		t.Errorf("log messages %q: want worker started, …, worker stopping, …, worker stopped", got)
 	}
 	c, ok := recs[0]["config"].(map[string]any)
-	if !ok || c["nats_url"] != unreachableNATS || c["concurrency"] != 16.0 || c["log_level"] != "INFO" {
+	nats, _ := c["nats"].(map[string]any)
+	if !ok || nats["url"] != unreachableNATS || c["concurrency"] != 16.0 || c["log_level"] != "INFO" || recs[0]["version"] == nil {
 		t.Errorf("start record does not carry the config: %v", recs[0])
 	}
 }

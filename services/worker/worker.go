@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/internal/health"
+	"github.com/resched/resched/services/internal/natsconn"
 	"github.com/resched/resched/services/internal/version"
 	"github.com/resched/resched/services/worker/internal/consumer"
 	"github.com/resched/resched/services/worker/internal/executor"
@@ -26,8 +27,7 @@ const drainTimeout = 10 * time.Second
 type worker struct {
 	cfg      Config
 	log      *slog.Logger
-	nc       *nats.Conn
-	ncClosed <-chan struct{}
+	conn     *natsconn.Conn
 	consumer *consumer.Consumer
 	closeDel func(context.Context) // releases the deliverers' connections
 	http     *health.Server
@@ -51,11 +51,11 @@ func newWorker(cfg Config, logger *slog.Logger) (*worker, error) {
 		return nil, err
 	}
 	w := &worker{cfg: cfg, log: logger, closeDel: closeDel}
-	if w.nc, w.ncClosed, err = connectNATS(cfg, logger); err != nil {
+	if w.conn, err = natsconn.Connect(cfg.NATS, "resched-worker", logger); err != nil {
 		w.closeDel(context.Background())
 		return nil, err
 	}
-	js, err := jetstream.New(w.nc)
+	js, err := jetstream.New(w.conn.Conn)
 	if err != nil {
 		w.close()
 		return nil, fmt.Errorf("jetstream: %w", err)
@@ -68,10 +68,11 @@ func newWorker(cfg Config, logger *slog.Logger) (*worker, error) {
 		Concurrency: cfg.Concurrency, AckWait: cfg.AckWait, MaxAckPending: cfg.MaxAckPending,
 		Streams: bus.StreamOptions{Replicas: cfg.StreamReplicas}, StopTimeout: cfg.ShutdownTimeout,
 	})
-	w.http, err = health.Listen(cfg.HTTPAddr, health.Handler(health.Config{Gatherer: reg, Logger: logger, Version: version.String(), Ready: []health.Check{
-		{Name: "nats", Func: natsReady(w.nc)},
-		{Name: "consumer", Func: w.consumerReady},
-	}}))
+	w.http, err = health.Listen(cfg.HTTPAddr, health.Handler(health.Config{Gatherer: reg, Logger: logger, Version: version.String(),
+		Live: []health.Check{{Name: "nats", Func: w.conn.Live}}, Ready: []health.Check{
+			{Name: "nats", Func: w.conn.Ready},
+			{Name: "consumer", Func: w.consumerReady},
+		}}))
 	if err != nil {
 		w.close()
 		return nil, err
@@ -88,7 +89,7 @@ func (w *worker) consumerReady(context.Context) error {
 
 // close releases everything at once, for a start that failed half way.
 func (w *worker) close() {
-	w.nc.Close()
+	w.conn.Close()
 	w.closeDel(context.Background())
 }
 
@@ -105,6 +106,15 @@ func (w *worker) run(ctx context.Context) error {
 	}()
 	w.log.Info("http listening", "addr", w.http.Addr().String())
 
+	go func() {
+		select {
+		case <-w.conn.Closed():
+			// Closed for good (credentials refused): exit, so that whatever runs the worker
+			// starts it again with its credentials as they are now.
+			fail(fmt.Errorf("the NATS connection is closed for good: %w", w.conn.Err()))
+		case <-runCtx.Done():
+		}
+	}()
 	consErr := w.consumer.Run(runCtx)
 	if consErr != nil {
 		fail(consErr)
@@ -124,14 +134,14 @@ func (w *worker) stop() error {
 	defer cancel()
 	var errs []error
 	// Drain closes a connection that is not connected at once, and says so; that is no error here.
-	if err := w.nc.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) && !errors.Is(err, nats.ErrConnectionReconnecting) {
+	if err := w.conn.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) && !errors.Is(err, nats.ErrConnectionReconnecting) {
 		errs = append(errs, fmt.Errorf("drain nats: %w", err))
 	}
 	select {
-	case <-w.ncClosed:
+	case <-w.conn.Closed():
 	case <-ctx.Done():
 		errs = append(errs, errors.New("shutdown timed out draining nats"))
-		w.nc.Close()
+		w.conn.Close()
 	}
 	if err := w.http.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("stop http: %w", err))

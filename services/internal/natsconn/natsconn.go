@@ -1,61 +1,341 @@
-// Package natsconn opens the NATS connection the services share: it never gives up
-// reconnecting and logs each change of state.
+// Package natsconn opens resched's NATS connections: a service's (planner, worker), which never
+// gives up reconnecting and tells its health, and schedctl's, which connects once. One Options
+// holds every way a production NATS asks a client to prove who it is: user and password or a
+// token (in the URL or apart), a .creds file (operator mode), an nkey seed, TLS with a private
+// CA, a client certificate; and a custom inbox prefix for a user whose permissions allow only
+// its own replies.
 package natsconn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 	"github.com/resched/resched/services/internal/config"
 )
 
+// Options say how to reach NATS and who to be there.
+type Options struct {
+	URL         string // one server or a comma-separated list
+	User        string // with Password, instead of credentials in the URL
+	Password    string
+	Token       string
+	Creds       string // a .creds file: a user JWT and its nkey seed (operator mode)
+	NKey        string // a file holding an nkey seed
+	CA          string // PEM file of the CAs that sign the servers' certificates
+	Cert, Key   string // PEM files of a client certificate and its key (mutual TLS)
+	InboxPrefix string // replies come on <InboxPrefix>.…; default _INBOX
+}
+
+// Settings are the options as settings of a service: the flags -nats-url, -nats-user,
+// -nats-password, -nats-token, -nats-creds, -nats-nkey, -nats-ca, -nats-cert, -nats-key and
+// the variables the NATS tooling reads (NATS_URL, NATS_USER, NATS_PASSWORD, NATS_TOKEN,
+// NATS_CREDS, NATS_NKEY, NATS_CA, NATS_CERT, NATS_KEY).
+func (o *Options) Settings() []config.Setting {
+	none := func(string) error { return nil }
+	return []config.Setting{
+		config.Define("NATS URL", "nats-url", "NATS_URL", "NATS server URL, or a comma-separated list", config.Text(&o.URL, config.NATSURLs)),
+		config.Define("NATS user", "nats-user", "NATS_USER", "user name, with -nats-password (or in the URL)", config.OptionalText(&o.User, none)),
+		config.Define("NATS password", "nats-password", "NATS_PASSWORD", "password of -nats-user", config.OptionalText(&o.Password, none)),
+		config.Define("NATS token", "nats-token", "NATS_TOKEN", "authentication token", config.OptionalText(&o.Token, none)),
+		config.Define("NATS credentials", "nats-creds", "NATS_CREDS", "a .creds file (user JWT and seed, operator mode); read again at each reconnect, so a rotated file is picked up", config.OptionalText(&o.Creds, readable)),
+		config.Define("NATS nkey", "nats-nkey", "NATS_NKEY", "a file holding an nkey seed", config.OptionalText(&o.NKey, readable)),
+		config.Define("NATS CA", "nats-ca", "NATS_CA", "PEM file of the CAs that sign the NATS servers' certificates", config.OptionalText(&o.CA, readable)),
+		config.Define("NATS client certificate", "nats-cert", "NATS_CERT", "PEM file of a client certificate (mutual TLS), with -nats-key", config.OptionalText(&o.Cert, readable)),
+		config.Define("NATS client key", "nats-key", "NATS_KEY", "PEM file of the client certificate's key", config.OptionalText(&o.Key, readable)),
+	}
+}
+
+func readable(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("cannot read %s: %w", path, errors.Unwrap(err))
+	}
+	return f.Close()
+}
+
+// Check reports the options that do not go together; each names its flags and variables.
+func (o Options) Check() []error {
+	var errs []error
+	both := func(ok bool, msg string) {
+		if ok {
+			errs = append(errs, errors.New(msg))
+		}
+	}
+	both(o.Creds != "" && o.NKey != "", "NATS credentials (-nats-creds, NATS_CREDS) and an nkey (-nats-nkey, NATS_NKEY) exclude each other")
+	both((o.User == "") != (o.Password == ""), "a NATS user (-nats-user, NATS_USER) needs a password (-nats-password, NATS_PASSWORD), and a password a user")
+	both(o.Token != "" && o.User != "", "a NATS token (-nats-token, NATS_TOKEN) and a user (-nats-user, NATS_USER) exclude each other")
+	both((o.Cert == "") != (o.Key == ""), "a NATS client certificate (-nats-cert, NATS_CERT) needs its key (-nats-key, NATS_KEY), and a key its certificate")
+	return errs
+}
+
+// Identity is who the options make the client, for logs and messages; never a secret.
+func (o Options) Identity() string {
+	switch {
+	case o.Creds != "":
+		if claims, err := credsUser(o.Creds); err == nil {
+			return fmt.Sprintf("user %q (%s) from %s", claims.Name, claims.Subject, o.Creds)
+		}
+		return "the user of " + o.Creds
+	case o.NKey != "":
+		if seed, err := os.ReadFile(o.NKey); err == nil {
+			if kp, err := nkeys.FromSeed(bytesTrim(seed)); err == nil {
+				if pub, err := kp.PublicKey(); err == nil {
+					return "nkey " + pub
+				}
+			}
+		}
+		return "the nkey of " + o.NKey
+	case o.User != "":
+		return fmt.Sprintf("user %q", o.User)
+	case o.Token != "":
+		return "a token"
+	}
+	for _, raw := range strings.Split(o.URL, ",") {
+		if u, err := url.Parse(strings.TrimSpace(raw)); err == nil && u.User != nil {
+			if _, hasPassword := u.User.Password(); hasPassword {
+				return fmt.Sprintf("user %q (from the URL)", u.User.Username())
+			}
+			return "a token (from the URL)"
+		}
+	}
+	return "no credentials"
+}
+
+func bytesTrim(b []byte) []byte { return []byte(strings.TrimSpace(string(b))) }
+
+// credsUser reads the user JWT of a .creds file.
+func credsUser(path string) (*jwt.UserClaims, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	token, err := jwt.ParseDecoratedJWT(b)
+	if err != nil {
+		return nil, err
+	}
+	return jwt.DecodeUserClaims(token)
+}
+
+// LogValue is what may be logged of the options: the URLs without their secrets, and the
+// files and names, never a password, token or seed.
+func (o Options) LogValue() slog.Value {
+	attrs := []slog.Attr{slog.String("url", config.RedactURLs(o.URL)), slog.String("identity", o.Identity())}
+	for k, v := range map[string]string{"ca": o.CA, "cert": o.Cert, "inbox_prefix": o.InboxPrefix} {
+		if v != "" {
+			attrs = append(attrs, slog.String(k, v))
+		}
+	}
+	return slog.GroupValue(attrs...)
+}
+
+// clientOptions are the nats.go options of the identity, TLS and inbox.
+func (o Options) clientOptions() ([]nats.Option, error) {
+	var opts []nats.Option
+	switch {
+	case o.Creds != "":
+		opts = append(opts, nats.UserCredentials(o.Creds)) // read again at every connect
+	case o.NKey != "":
+		opt, err := nats.NkeyOptionFromSeed(o.NKey)
+		if err != nil {
+			return nil, fmt.Errorf("NATS nkey %s: %w", o.NKey, err)
+		}
+		opts = append(opts, opt)
+	}
+	if o.User != "" {
+		opts = append(opts, nats.UserInfo(o.User, o.Password))
+	}
+	if o.Token != "" {
+		opts = append(opts, nats.Token(o.Token))
+	}
+	if o.CA != "" {
+		opts = append(opts, nats.RootCAs(o.CA))
+	}
+	if o.Cert != "" {
+		opts = append(opts, nats.ClientCert(o.Cert, o.Key))
+	}
+	if o.CA != "" || o.Cert != "" {
+		opts = append(opts, nats.Secure())
+	}
+	if o.InboxPrefix != "" {
+		opts = append(opts, nats.CustomInboxPrefix(o.InboxPrefix))
+	}
+	return opts, nil
+}
+
+// authGrace is how long a service keeps trying credentials the server refuses before its
+// liveness fails, so that an orchestrator restarts it: long enough for a rotated .creds file
+// to reach the pod (a mounted Secret is refreshed within about a minute) and be picked up.
+const authGrace = 2 * time.Minute
+
+// Conn is a service's connection. It never gives up reconnecting while its credentials may
+// still work; it closes for good when the server refuses credentials that cannot change
+// (a password, a token, an nkey) twice in a row, and says so.
+type Conn struct {
+	*nats.Conn
+	closed    chan struct{}
+	identity  string
+	draining  atomic.Bool
+	authSince atomic.Int64 // when the server began refusing the credentials (unix ns); 0: it does not
+
+	mu      sync.Mutex
+	lastErr error
+}
+
 // Connect connects without waiting for a server: a service may start before NATS (a compose
-// file, a Kubernetes rollout) and keeps reconnecting for as long as it runs. closed is closed
-// once the connection is closed for good (after Drain or Close).
-func Connect(url, name string, logger *slog.Logger) (nc *nats.Conn, closed <-chan struct{}, err error) {
-	done := make(chan struct{})
-	nc, err = nats.Connect(url,
+// file, a Kubernetes rollout) and keeps reconnecting for as long as it runs.
+func Connect(o Options, name string, logger *slog.Logger) (*Conn, error) {
+	c := &Conn{closed: make(chan struct{}), identity: o.Identity()}
+	opts, err := o.clientOptions()
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts,
 		nats.Name(name),
 		nats.RetryOnFailedConnect(true),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(time.Second),
-		nats.ConnectHandler(func(c *nats.Conn) {
-			logger.Info("nats connected", "server", config.RedactURLs(c.ConnectedUrl()))
+		nats.ConnectHandler(func(nc *nats.Conn) {
+			c.authSince.Store(0)
+			logger.Info("nats connected", "server", config.RedactURLs(nc.ConnectedUrl()), "as", c.identity)
 		}),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				c.note(logger, err)
+			}
 			logger.Warn("nats disconnected", "error", err)
 		}),
-		nats.ReconnectHandler(func(c *nats.Conn) {
-			logger.Info("nats reconnected", "server", config.RedactURLs(c.ConnectedUrl()))
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			c.authSince.Store(0)
+			logger.Info("nats reconnected", "server", config.RedactURLs(nc.ConnectedUrl()))
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
 			subject := ""
 			if sub != nil {
 				subject = sub.Subject
 			}
-			logger.Error("nats error", "subject", subject, "error", err)
+			if !c.note(logger, err) {
+				logger.Error("nats error", "subject", subject, "error", err)
+			}
 		}),
-		nats.ClosedHandler(func(*nats.Conn) { close(done) }),
+		nats.ClosedHandler(func(nc *nats.Conn) {
+			if err := nc.LastError(); err != nil {
+				c.setErr(err)
+			}
+			close(c.closed)
+		}),
 	)
-	if err != nil {
-		return nil, nil, fmt.Errorf("connect to NATS at %s: %w", config.RedactURLs(url), err)
+	if o.Creds != "" {
+		// The file is read again at each attempt: a rotated one is picked up, so refusals are
+		// worth retrying (liveness fails after authGrace).
+		opts = append(opts, nats.IgnoreAuthErrorAbort())
 	}
+	nc, err := nats.Connect(o.URL, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS at %s as %s: %w", config.RedactURLs(o.URL), c.identity, err)
+	}
+	c.Conn = nc
 	if nc.IsConnected() {
 		// A connection made inside Connect does not call the ConnectHandler.
-		logger.Info("nats connected", "server", config.RedactURLs(nc.ConnectedUrl()))
+		logger.Info("nats connected", "server", config.RedactURLs(nc.ConnectedUrl()), "as", c.identity)
 	}
-	return nc, done, nil
+	return c, nil
 }
 
-// Ready is the readiness check of the connection.
-func Ready(nc *nats.Conn) func(context.Context) error {
-	return func(context.Context) error {
-		if s := nc.Status(); s != nats.CONNECTED {
-			return fmt.Errorf("not connected (%s)", s)
-		}
-		return nil
+// note records an error; an authorization failure is logged as such, with who was refused. It
+// reports whether it logged.
+func (c *Conn) note(logger *slog.Logger, err error) bool {
+	c.setErr(err)
+	if !IsAuthError(err) {
+		return false
 	}
+	c.authSince.CompareAndSwap(0, time.Now().UnixNano())
+	logger.Error("nats authorization violation: the server refused this service's credentials", "as", c.identity, "error", err)
+	return true
+}
+
+func (c *Conn) setErr(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lastErr = err
+}
+
+// Err is the last error the connection met.
+func (c *Conn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lastErr
+}
+
+// Closed is closed once the connection is closed for good: after Drain, or because the
+// server refused credentials that cannot change.
+func (c *Conn) Closed() <-chan struct{} { return c.closed }
+
+// Drain drains the connection at a stop; a close that follows is not a failure.
+func (c *Conn) Drain() error {
+	c.draining.Store(true)
+	return c.Conn.Drain()
+}
+
+// Live is the liveness of the connection: it fails when the connection is closed for good
+// and not by a stop, or when the server has refused the credentials for longer than authGrace.
+func (c *Conn) Live(context.Context) error {
+	select {
+	case <-c.closed:
+		if !c.draining.Load() {
+			return fmt.Errorf("the NATS connection is closed for good (%v)", c.Err())
+		}
+	default:
+	}
+	if since := c.authSince.Load(); since != 0 && time.Since(time.Unix(0, since)) > authGrace {
+		return fmt.Errorf("NATS has refused the credentials of %s for %v: %v", c.identity, authGrace, c.Err())
+	}
+	return nil
+}
+
+// Ready is the readiness of the connection.
+func (c *Conn) Ready(context.Context) error {
+	if s := c.Status(); s != nats.CONNECTED {
+		return fmt.Errorf("not connected (%s)", s)
+	}
+	return nil
+}
+
+// IsAuthError reports whether err says the server refused the client's credentials.
+func IsAuthError(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) || errors.Is(err, nats.ErrAuthRevoked) ||
+		errors.Is(err, nats.ErrAccountAuthExpired) {
+		return true
+	}
+	s := strings.ToLower(err.Error())
+	return strings.Contains(s, "authorization violation") || strings.Contains(s, "authentication")
+}
+
+// Dial connects once, for a command: no reconnection, a time-out. errs receives the errors the
+// server reports later (a permissions violation), so a command can say why a request failed.
+func Dial(o Options, name string, timeout time.Duration, errs func(error)) (*nats.Conn, error) {
+	opts, err := o.clientOptions()
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, nats.Name(name), nats.Timeout(timeout), nats.NoReconnect(),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			if errs != nil {
+				errs(err)
+			}
+		}))
+	return nats.Connect(o.URL, opts...)
 }

@@ -1,0 +1,273 @@
+// Package redisconn builds the planner's Redis client from one URL and its TLS files, for the
+// topologies users run, in the URL forms other Go and Python projects use:
+//
+//	redis://[user:password@]host:port/db              one server (rediss:// with TLS)
+//	redis+cluster://[user:password@]host:port,host:port/   Redis Cluster (rediss+cluster://)
+//	redis+sentinel://[user:password@]host:port,host:port/master[/db]   Sentinel (rediss+sentinel://)
+//
+// A user and password are an ACL user (or the default user's password); with Sentinel they are
+// the data nodes', and the sentinels are asked with the same ones unless the query sets
+// sentinel_user and sentinel_password. go-redis's own query options (pool_size, dial_timeout…)
+// are accepted on the one-server form.
+package redisconn
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/resched/resched/services/internal/config"
+)
+
+// Options say how to reach Redis.
+type Options struct {
+	URL       string
+	CA        string // PEM file of the CAs that sign the servers' certificates
+	Cert, Key string // PEM files of a client certificate and its key
+}
+
+// Settings are the options as a service's settings: -redis-url, -redis-ca, -redis-cert,
+// -redis-key; REDIS_URL, REDIS_CA, REDIS_CERT, REDIS_KEY.
+func (o *Options) Settings() []config.Setting {
+	return []config.Setting{
+		config.Define("Redis URL", "redis-url", "REDIS_URL",
+			"redis:// or rediss:// (one server), redis+cluster://h:p,h:p/ (Cluster), redis+sentinel://h:p,h:p/master/db (Sentinel)",
+			config.Text(&o.URL, checkURL)),
+		config.Define("Redis CA", "redis-ca", "REDIS_CA", "PEM file of the CAs that sign the Redis servers' certificates (rediss)", config.OptionalText(&o.CA, readable)),
+		config.Define("Redis client certificate", "redis-cert", "REDIS_CERT", "PEM file of a client certificate, with -redis-key", config.OptionalText(&o.Cert, readable)),
+		config.Define("Redis client key", "redis-key", "REDIS_KEY", "PEM file of the client certificate's key", config.OptionalText(&o.Key, readable)),
+	}
+}
+
+func readable(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("cannot read %s: %w", path, errors.Unwrap(err))
+	}
+	return f.Close()
+}
+
+// Check reports the options that do not go together.
+func (o Options) Check() []error {
+	var errs []error
+	if (o.Cert == "") != (o.Key == "") {
+		errs = append(errs, errors.New("a Redis client certificate (-redis-cert, REDIS_CERT) needs its key (-redis-key, REDIS_KEY), and a key its certificate"))
+	}
+	if t, err := parse(o.URL); err == nil && !t.tls && (o.CA != "" || o.Cert != "") {
+		errs = append(errs, errors.New("the Redis TLS files (-redis-ca, -redis-cert) need a rediss URL (REDIS_URL=rediss://…)"))
+	}
+	return errs
+}
+
+// LogValue is what may be logged: the URL without its password, the topology, the files.
+func (o Options) LogValue() slog.Value {
+	attrs := []slog.Attr{slog.String("url", Redact(o.URL))}
+	if t, err := parse(o.URL); err == nil {
+		attrs = append(attrs, slog.String("topology", t.kind))
+	}
+	if o.CA != "" {
+		attrs = append(attrs, slog.String("ca", o.CA))
+	}
+	if o.Cert != "" {
+		attrs = append(attrs, slog.String("cert", o.Cert))
+	}
+	return slog.GroupValue(attrs...)
+}
+
+// Redact masks the password of a Redis URL of any of the forms (config.RedactURLs would split
+// the hosts of a cluster or sentinel URL at their commas).
+func Redact(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return config.RedactURLs(raw)
+	}
+	authority, path, hasPath := strings.Cut(rest, "/")
+	at := strings.LastIndex(authority, "@")
+	if at < 0 {
+		return raw
+	}
+	user, _, hasPassword := strings.Cut(authority[:at], ":")
+	switch {
+	case hasPassword:
+		authority = user + ":xxxxx" + authority[at:]
+	default:
+		authority = "xxxxx" + authority[at:]
+	}
+	out := scheme + "://" + authority
+	if hasPath {
+		out += "/" + path
+	}
+	return out
+}
+
+// topology is a parsed URL.
+type topology struct {
+	kind               string // "server", "cluster", "sentinel"
+	tls                bool
+	addrs              []string
+	user, password     string
+	master             string
+	db                 int
+	sentinelUser, sPwd string
+	query              url.Values
+	serverURL          string // the one-server URL as go-redis parses it
+}
+
+func checkURL(v string) error {
+	_, err := parse(v)
+	return err
+}
+
+func parse(raw string) (topology, error) {
+	var t topology
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return t, fmt.Errorf("%q: want redis://, rediss://, redis+cluster:// or redis+sentinel://", Redact(raw))
+	}
+	base, kind, _ := strings.Cut(scheme, "+")
+	switch base {
+	case "redis":
+	case "rediss":
+		t.tls = true
+	default:
+		return t, fmt.Errorf("%q: scheme must be redis or rediss, alone or with +cluster or +sentinel", Redact(raw))
+	}
+	switch kind {
+	case "":
+		t.kind = "server"
+		if strings.Contains(rest, ",") {
+			return t, errors.New("one server only in a redis:// URL: for several, use redis+cluster:// or redis+sentinel://")
+		}
+		if _, err := redis.ParseURL(raw); err != nil {
+			return t, fmt.Errorf("%q: %w", Redact(raw), err)
+		}
+		t.serverURL = raw
+		return t, nil
+	case "cluster", "sentinel":
+		t.kind = kind
+	default:
+		return t, fmt.Errorf("%q: unknown topology %q (cluster or sentinel)", Redact(raw), kind)
+	}
+	// Several hosts do not make a valid URL host: read user, hosts, path and query by hand.
+	rest, query, _ := strings.Cut(rest, "?")
+	hostPart, path, _ := strings.Cut(rest, "/")
+	if at := strings.LastIndex(hostPart, "@"); at >= 0 {
+		ui, err := url.Parse("x://" + hostPart[:at+1] + "h")
+		if err != nil || ui.User == nil {
+			return t, errors.New("the user and password of the Redis URL do not parse")
+		}
+		t.user = ui.User.Username()
+		t.password, _ = ui.User.Password()
+		hostPart = hostPart[at+1:]
+	}
+	for _, h := range strings.Split(hostPart, ",") {
+		if h = strings.TrimSpace(h); h == "" || !strings.Contains(h, ":") {
+			return t, fmt.Errorf("%q: each host must be host:port", Redact(raw))
+		}
+		t.addrs = append(t.addrs, strings.TrimSpace(h))
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return t, fmt.Errorf("the query of the Redis URL: %w", err)
+	}
+	t.query = q
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	if kind == "sentinel" {
+		if parts[0] == "" {
+			return t, fmt.Errorf("%q: name the master: redis+sentinel://host:port,…/<master>/<db>", Redact(raw))
+		}
+		t.master = parts[0]
+		parts = parts[1:]
+		t.sentinelUser, t.sPwd = q.Get("sentinel_user"), q.Get("sentinel_password")
+	}
+	if len(parts) > 0 && parts[0] != "" {
+		if kind == "cluster" {
+			return t, errors.New("a Redis Cluster has one database: no /db in a redis+cluster:// URL")
+		}
+		if t.db, err = strconv.Atoi(parts[0]); err != nil {
+			return t, fmt.Errorf("%q: the database must be a number", Redact(raw))
+		}
+	}
+	return t, nil
+}
+
+// Client builds the client; it connects on first use, so a Redis that is not up yet shows in
+// readiness rather than failing the start.
+func (o Options) Client(name string) (redis.UniversalClient, error) {
+	t, err := parse(o.URL)
+	if err != nil {
+		return nil, err
+	}
+	var tlsConfig *tls.Config
+	if t.tls {
+		if tlsConfig, err = o.tlsConfig(); err != nil {
+			return nil, err
+		}
+	}
+	switch t.kind {
+	case "cluster":
+		return redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs: t.addrs, Username: t.user, Password: t.password, TLSConfig: tlsConfig, ClientName: name,
+			// A master lost: retry long enough for a replica to be promoted (about the
+			// cluster's node timeout), reloading the slot map between tries.
+			MaxRedirects: 8, MaxRetries: 6, MinRetryBackoff: 100 * time.Millisecond, MaxRetryBackoff: time.Second,
+			DialTimeout: 2 * time.Second,
+		}), nil
+	case "sentinel":
+		sentinelUser, sentinelPassword := t.user, t.password
+		if t.sentinelUser != "" || t.sPwd != "" {
+			sentinelUser, sentinelPassword = t.sentinelUser, t.sPwd
+		}
+		return redis.NewFailoverClient(&redis.FailoverOptions{
+			MasterName: t.master, SentinelAddrs: t.addrs, DB: t.db,
+			Username: t.user, Password: t.password, SentinelUsername: sentinelUser, SentinelPassword: sentinelPassword,
+			TLSConfig: tlsConfig, ClientName: name,
+			MaxRetries: 6, MinRetryBackoff: 100 * time.Millisecond, MaxRetryBackoff: time.Second, DialTimeout: 2 * time.Second,
+		}), nil
+	}
+	opts, err := redis.ParseURL(t.serverURL)
+	if err != nil {
+		return nil, fmt.Errorf("Redis URL %s: %w", Redact(o.URL), err)
+	}
+	opts.ClientName = name
+	if tlsConfig != nil {
+		if opts.TLSConfig != nil {
+			tlsConfig.ServerName = opts.TLSConfig.ServerName
+		}
+		opts.TLSConfig = tlsConfig
+	}
+	return redis.NewClient(opts), nil
+}
+
+// tlsConfig is the TLS of a rediss URL: the system's CAs, or those of the CA file, and the
+// client certificate when given.
+func (o Options) tlsConfig() (*tls.Config, error) {
+	c := &tls.Config{MinVersion: tls.VersionTLS12}
+	if o.CA != "" {
+		pem, err := os.ReadFile(o.CA)
+		if err != nil {
+			return nil, fmt.Errorf("Redis CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("Redis CA %s: no PEM certificate in it", o.CA)
+		}
+		c.RootCAs = pool
+	}
+	if o.Cert != "" {
+		cert, err := tls.LoadX509KeyPair(o.Cert, o.Key)
+		if err != nil {
+			return nil, fmt.Errorf("Redis client certificate: %w", err)
+		}
+		c.Certificates = []tls.Certificate{cert}
+	}
+	return c, nil
+}
