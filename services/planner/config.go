@@ -11,6 +11,7 @@ import (
 	"github.com/resched/resched/services/internal/config"
 	"github.com/resched/resched/services/internal/natsconn"
 	"github.com/resched/resched/services/internal/redisconn"
+	"github.com/resched/resched/services/internal/secrets"
 	"github.com/resched/resched/services/planner/internal/store"
 	"github.com/resched/resched/shared/job"
 )
@@ -24,8 +25,9 @@ type Config struct {
 	LogLevel      slog.Level
 	NATS          natsconn.Options
 	Redis         redisconn.Options
-	SubjectPrefix string // first token of every NATS subject, "scheduler" by default
-	HTTPAddr      string // /healthz, /readyz and /metrics
+	Secrets       secrets.Options // where the keys that seal job secrets are
+	SubjectPrefix string          // first token of every NATS subject, "scheduler" by default
+	HTTPAddr      string          // /healthz, /readyz and /metrics
 
 	RedisKeyPrefix   string            // first part of every Redis key
 	Partitions       int               // partitions of the data (recorded in Redis at the first start)
@@ -47,7 +49,12 @@ type Config struct {
 	EmbeddedNATS    string
 	EmbeddedNATSDir string // where the embedded server keeps its JetStream data
 
-	policyText string // CatchUpPolicy as set: latest or all, any case
+	// Reencrypt makes the planner re-seal every stored job's secrets with the newest key and
+	// exit, instead of serving.
+	Reencrypt bool
+
+	policyText string           // CatchUpPolicy as set: latest or all, any case
+	keys       *secrets.Keyring // Secrets, read
 }
 
 func defaultConfig() Config {
@@ -84,6 +91,7 @@ func (c *Config) settings() []config.Setting {
 	}
 	settings = append(settings, c.NATS.Settings()...)
 	settings = append(settings, c.Redis.Settings()...)
+	settings = append(settings, c.Secrets.Settings()...)
 	return append(settings,
 		config.Define("subject prefix", "subject-prefix", p+"SUBJECT_PREFIX", "first token of every NATS subject", config.Text(&c.SubjectPrefix, config.SubjectPrefix)),
 		config.Define("HTTP address", "http-addr", p+"HTTP_ADDR", "listen address of /healthz, /readyz and /metrics", config.Text(&c.HTTPAddr, config.ListenAddr)),
@@ -102,6 +110,7 @@ func (c *Config) settings() []config.Setting {
 		config.Define("minimum retry interval", "min-retry-interval", p+"MIN_RETRY_INTERVAL", "shortest retryInterval a job may ask for", config.Duration(&c.MinRetryInterval, time.Second)),
 		config.Define("shutdown timeout", "shutdown-timeout", p+"SHUTDOWN_TIMEOUT", "how long a stop may take", config.Duration(&c.ShutdownTimeout, time.Second)),
 		config.Define("embedded NATS address", "embedded-nats", p+"EMBEDDED_NATS", "run a NATS server with JetStream inside the planner, listening here (e.g. 127.0.0.1:4222); NATS_URL is then ignored", config.OptionalText(&c.EmbeddedNATS, config.ListenAddr)),
+		config.Define("re-encrypt", "reencrypt", p+"REENCRYPT", "re-seal the secrets of every stored job with the newest secret key, then exit (after a key rotation)", config.Bool(&c.Reencrypt)),
 		config.Define("embedded NATS directory", "embedded-nats-dir", p+"EMBEDDED_NATS_DIR", "where the embedded NATS server keeps its JetStream data", config.Text(&c.EmbeddedNATSDir, func(string) error { return nil })),
 	)
 }
@@ -125,6 +134,12 @@ func parseConfig(args []string, getenv func(string) string, output io.Writer) (C
 	if len(errs) == 0 {
 		cfg.CatchUpPolicy, _ = job.ParseCatchUpPolicy(cfg.policyText)
 		errs = append(append(errs, cfg.NATS.Check()...), cfg.Redis.Check()...)
+		var err error
+		if cfg.keys, err = cfg.Secrets.Load(); err != nil {
+			errs = append(errs, err)
+		} else if cfg.Reencrypt && cfg.keys == nil {
+			errs = append(errs, errors.New("re-encrypt (-reencrypt): no secret keys to seal with (-secret-keys-file, RESCHED_SECRET_KEYS_FILE)"))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("invalid configuration:\n%w", err)
@@ -140,6 +155,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Attr{Key: "nats", Value: c.NATS.LogValue()},
 		slog.String("embedded_nats", c.EmbeddedNATS),
 		slog.Attr{Key: "redis", Value: c.Redis.LogValue()},
+		slog.Any("secret_keys", c.keys.IDs()),
 		slog.String("subject_prefix", c.SubjectPrefix),
 		slog.String("http_addr", c.HTTPAddr),
 		slog.String("redis_key_prefix", c.RedisKeyPrefix),

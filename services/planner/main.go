@@ -71,6 +71,14 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 // returns nil after a clean stop.
 func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	logger.Info("planner started", "version", version.String(), "config", cfg)
+	if cfg.Reencrypt {
+		return reencrypt(ctx, cfg, logger)
+	}
+	if cfg.keys == nil {
+		logger.Warn(cfg.keys.Describe() + " (set RESCHED_SECRET_KEYS_FILE on planners and workers to seal them)")
+	} else {
+		logger.Info(cfg.keys.Describe())
+	}
 	p, err := newPlanner(cfg, logger)
 	if err != nil {
 		return err

@@ -217,13 +217,13 @@ func (p *planner) start(ctx context.Context, parts *sync.WaitGroup, fail context
 		return nil, fmt.Errorf("subscribe to wake-ups: %w", err)
 	}
 	svc := jobs.New(jobs.Config{Store: p.store, Validator: validator, Events: p.nc, Runner: disp,
-		Waker: natsWaker{p.nc, p.subjects}, WakeWithin: p.cfg.MaxIdle + p.cfg.Lookahead, Subjects: p.subjects, Logger: p.log})
+		Waker: natsWaker{p.nc, p.subjects}, WakeWithin: p.cfg.MaxIdle + p.cfg.Lookahead, Subjects: p.subjects, Keys: p.cfg.keys, Logger: p.log})
 	apiSrv, err := api.New(p.nc, svc, p.subjects, p.log)
 	if err != nil {
 		_ = wakes.Unsubscribe()
 		return nil, err
 	}
-	in := intake.New(intake.Config{JS: p.js, Jobs: svc, Subjects: p.subjects, Logger: p.log})
+	in := intake.New(intake.Config{JS: p.js, Jobs: svc, Subjects: p.subjects, Logger: p.log, Erase: p.cfg.keys != nil})
 	res := results.New(results.Config{JS: p.js, Store: p.store, Events: p.nc, Subjects: p.subjects,
 		Logger: p.log, Metrics: p.metrics})
 	for name, run := range map[string]func(context.Context) error{

@@ -10,6 +10,7 @@ import (
 
 	"github.com/resched/resched/services/internal/config"
 	"github.com/resched/resched/services/internal/natsconn"
+	"github.com/resched/resched/services/internal/secrets"
 )
 
 // envPrefix starts the name of every worker-only environment variable. NATS_URL is unprefixed:
@@ -24,9 +25,10 @@ const maxConcurrency = 1024
 type Config struct {
 	LogLevel      slog.Level
 	NATS          natsconn.Options
-	SubjectPrefix string // first token of every NATS subject, "scheduler" by default
-	HTTPAddr      string // /healthz, /readyz and /metrics
-	Region        string // told to targets (the Storage Queue envelope's Region)
+	Secrets       secrets.Options // where the keys that open job secrets are
+	SubjectPrefix string          // first token of every NATS subject, "scheduler" by default
+	HTTPAddr      string          // /healthz, /readyz and /metrics
+	Region        string          // told to targets (the Storage Queue envelope's Region)
 
 	Concurrency      int           // deliveries in flight at once
 	AckWait          time.Duration // how long a delivery may go unsettled before another worker gets it
@@ -41,6 +43,8 @@ type Config struct {
 	StorageQueueBase64   bool   // base64-encode the envelope
 	ServiceBusEndpoint   string // sb:// endpoint template with {namespace}
 	ServiceBusEmulator   bool   // plain AMQP to the Service Bus emulator
+
+	keys *secrets.Keyring // Secrets, read
 }
 
 func defaultConfig() Config {
@@ -70,6 +74,7 @@ func (c *Config) settings() []config.Setting {
 		config.Define("log level", "log-level", p+"LOG_LEVEL", "log level: debug, info, warn or error", config.Level(&c.LogLevel)),
 	}
 	settings = append(settings, c.NATS.Settings()...)
+	settings = append(settings, c.Secrets.Settings()...)
 	return append(settings,
 		config.Define("subject prefix", "subject-prefix", p+"SUBJECT_PREFIX", "first token of every NATS subject", config.Text(&c.SubjectPrefix, config.SubjectPrefix)),
 		config.Define("HTTP address", "http-addr", p+"HTTP_ADDR", "listen address of /healthz, /readyz and /metrics", config.Text(&c.HTTPAddr, config.ListenAddr)),
@@ -101,6 +106,10 @@ func parseConfig(args []string, getenv func(string) string, output io.Writer) (C
 	}
 	if len(errs) == 0 {
 		errs = cfg.NATS.Check()
+		var err error
+		if cfg.keys, err = cfg.Secrets.Load(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("invalid configuration:\n%w", err)
@@ -114,6 +123,7 @@ func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("log_level", c.LogLevel.String()),
 		slog.Attr{Key: "nats", Value: c.NATS.LogValue()},
+		slog.Any("secret_keys", c.keys.IDs()),
 		slog.String("subject_prefix", c.SubjectPrefix),
 		slog.String("http_addr", c.HTTPAddr),
 		slog.String("region", c.Region),

@@ -63,7 +63,7 @@ func newWorker(cfg Config, logger *slog.Logger) (*worker, error) {
 	w.consumer = consumer.New(consumer.Config{
 		JS: js, Subjects: bus.NewSubjects(cfg.SubjectPrefix), Logger: logger, Metrics: m,
 		Executor: executor.New(executor.Config{
-			Deliverer: registry, MinRetryInterval: cfg.MinRetryInterval, Timeout: cfg.AttemptTimeout, Region: cfg.Region,
+			Deliverer: registry, Secrets: cfg.keys, MinRetryInterval: cfg.MinRetryInterval, Timeout: cfg.AttemptTimeout, Region: cfg.Region,
 		}),
 		Concurrency: cfg.Concurrency, AckWait: cfg.AckWait, MaxAckPending: cfg.MaxAckPending,
 		Streams: bus.StreamOptions{Replicas: cfg.StreamReplicas}, StopTimeout: cfg.ShutdownTimeout,

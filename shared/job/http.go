@@ -58,13 +58,19 @@ type HTTPAuthentication struct {
 	Secret   string `json:"secret,omitempty"` // secret
 }
 
-// Redacted returns a deep copy with every secret cleared.
+// Redacted returns a deep copy with every secret cleared: the authentication's and the value
+// of the Authorization header (its name stays, to show that one is set).
 func (r *HTTPRequest) Redacted() *HTTPRequest {
 	if r == nil {
 		return nil
 	}
 	c := *r
 	c.Headers = maps.Clone(r.Headers)
+	for k := range c.Headers {
+		if isSecretHeader(k) {
+			c.Headers[k] = ""
+		}
+	}
 	c.Authentication = r.Authentication.Redacted()
 	return &c
 }

@@ -62,6 +62,9 @@ func (s *Server) Restart() {
 	s.start()
 }
 
+// StoreDir is where the server keeps its JetStream files, for tests that read them.
+func (s *Server) StoreDir() string { return s.opts.StoreDir }
+
 // Connect returns a client connection closed at the end of the test. It reconnects forever,
 // so it rides through Restart.
 func (s *Server) Connect(t testing.TB) *nats.Conn {

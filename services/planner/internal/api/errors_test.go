@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/resched/resched/shared/job"
 )
 
@@ -89,7 +88,7 @@ func TestQuotas(t *testing.T) {
 
 // An error the client cannot act on (here Redis gone) is a 500 with a message and no details.
 func TestInternalError(t *testing.T) {
-	e := newEnv(t, func(o *redis.Options) { o.MaxRetries, o.DialerRetries = -1, 1 }) // fail fast
+	e := newEnv(t, func(s *setup) { s.redis.MaxRetries, s.redis.DialerRetries = -1, 1 }) // fail fast
 	e.putCollection(t, "c", `{}`)
 	e.redis.Stop()
 	a := e.fail(t, "jobs.get.c.j", "", "500", "InternalError")

@@ -17,6 +17,7 @@ import (
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/internal/natstest"
 	"github.com/resched/resched/services/internal/redistest"
+	"github.com/resched/resched/services/internal/secrets"
 	"github.com/resched/resched/services/planner/internal/api"
 	"github.com/resched/resched/services/planner/internal/jobs"
 	"github.com/resched/resched/services/planner/internal/store"
@@ -46,14 +47,24 @@ type env struct {
 	api    micro.Service
 }
 
-// newEnv starts NATS, Redis, the service and its API; opts change the Redis client's options.
-func newEnv(t *testing.T, opts ...func(*redis.Options)) *env {
+// setup is what a test changes in an env: the Redis client's options, the planner's keys.
+type setup struct {
+	redis redis.Options
+	keys  *secrets.Keyring
+}
+
+// withKeys gives the planner a keyring that seals the secrets it stores.
+func withKeys(k *secrets.Keyring) func(*setup) { return func(s *setup) { s.keys = k } }
+
+// newEnv starts NATS, Redis, the service and its API.
+func newEnv(t *testing.T, opts ...func(*setup)) *env {
 	t.Helper()
 	e := &env{nats: natstest.Start(t), redis: redistest.Start(t), runner: &fakeRunner{}}
-	ro := &redis.Options{Addr: e.redis.Addr}
+	cfg := setup{redis: redis.Options{Addr: e.redis.Addr}}
 	for _, o := range opts {
-		o(ro)
+		o(&cfg)
 	}
+	ro := &cfg.redis
 	rdb := redis.NewClient(ro)
 	t.Cleanup(func() { _ = rdb.Close() })
 	e.store = store.New(rdb, "test")
@@ -63,7 +74,7 @@ func newEnv(t *testing.T, opts ...func(*redis.Options)) *env {
 	}
 	conn := e.nats.Connect(t)
 	e.clock.Store(t0.UnixNano())
-	e.svc = jobs.New(jobs.Config{Store: e.store, Validator: v, Events: conn, Runner: e.runner,
+	e.svc = jobs.New(jobs.Config{Store: e.store, Validator: v, Events: conn, Runner: e.runner, Keys: cfg.keys,
 		Subjects: bus.NewSubjects(""), Clock: func() time.Time { return time.Unix(0, e.clock.Load()).UTC() }})
 	e.api = e.start(t, conn)
 	e.nc = e.nats.Connect(t)

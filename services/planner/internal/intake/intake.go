@@ -11,7 +11,10 @@
 //     back and nothing is lost;
 //   - a subject that names no job, or an unknown operation: terminated, with a log line.
 //
-// Bodies are never logged: they can hold secrets.
+// Bodies are never logged: they can hold secrets. For the same reason, with Erase set (the
+// planner seals secrets), a message that was applied or refused is erased from the stream,
+// its bytes overwritten on disk, before it is acknowledged: acknowledging alone removes it
+// from the work queue but leaves the bytes in the stream's files until they are compacted.
 package intake
 
 import (
@@ -40,6 +43,8 @@ type Config struct {
 	Jobs     Jobs
 	Subjects bus.Subjects
 	Logger   *slog.Logger
+	// Erase overwrites each message that was applied or refused in the stream's storage.
+	Erase bool
 
 	// RetryDelay is how long a message that failed inside the planner waits before it is
 	// delivered again, and how long Run waits before resuming after losing its consumer.
@@ -54,7 +59,8 @@ type Config struct {
 type Intake struct {
 	cfg    Config
 	log    *slog.Logger
-	prefix string // <prefix>.jobs.
+	prefix string           // <prefix>.jobs.
+	stream jetstream.Stream // the intake stream, for Erase; looked up at the first message
 }
 
 // New returns an Intake. The stream must exist (bus.EnsureStreams) before Run.
@@ -108,11 +114,13 @@ func (in *Intake) handle(ctx context.Context, msg jetstream.Msg) {
 	switch {
 	case err == nil:
 		in.log.Debug("intake: applied", "collection", c, "job", j, "operation", strings.ToLower(op))
+		in.erase(work, msg)
 		in.settle(msg, msg.Ack())
 	case errors.As(err, &refused):
 		// Only the code and the number of problems: a problem's message may quote a value.
 		in.log.Info("intake: definition refused", "collection", c, "job", j,
 			"code", refused.Code, "status", refused.Status, "problems", len(refused.Details))
+		in.erase(work, msg)
 		in.settle(msg, msg.Ack())
 	default:
 		in.log.Error("intake: apply failed; retrying", "collection", c, "job", j, "error", err)
@@ -141,6 +149,25 @@ func (in *Intake) names(subject string) (c, j string, ok bool) {
 		return "", "", false
 	}
 	return c, j, true
+}
+
+// erase overwrites a settled definition in the stream's storage, when Erase is set. A
+// failure is logged and the message acknowledged all the same: the definition is applied.
+// handle runs one message at a time, so the stream handle needs no lock.
+func (in *Intake) erase(ctx context.Context, msg jetstream.Msg) {
+	if !in.cfg.Erase {
+		return
+	}
+	md, err := msg.Metadata()
+	if err == nil && in.stream == nil {
+		in.stream, err = in.cfg.JS.Stream(ctx, in.cfg.Subjects.IntakeStream())
+	}
+	if err == nil {
+		err = in.stream.SecureDeleteMsg(ctx, md.Sequence.Stream)
+	}
+	if err != nil {
+		in.log.Warn("intake: erase the applied definition from the stream", "subject", msg.Subject(), "error", err)
+	}
 }
 
 func (in *Intake) settle(msg jetstream.Msg, err error) {

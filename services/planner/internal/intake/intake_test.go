@@ -33,6 +33,7 @@ var subjects = bus.NewSubjects("")
 
 // env is a planner's intake on real NATS and Redis, with a client connection.
 type env struct {
+	srv *natstest.Server
 	nc  *nats.Conn // the client's connection
 	js  jetstream.JetStream
 	svc *jobs.Service
@@ -41,7 +42,7 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	srv := natstest.Start(t)
-	e := &env{nc: srv.Connect(t)}
+	e := &env{srv: srv, nc: srv.Connect(t)}
 	conn := srv.Connect(t)
 	js, err := jetstream.New(conn)
 	if err != nil {
@@ -65,10 +66,14 @@ func newEnv(t *testing.T) *env {
 
 // run starts an intake with the given service until the end of the test, and checks that it
 // then stops cleanly.
-func (e *env) run(t *testing.T, svc intake.Jobs) {
+func (e *env) run(t *testing.T, svc intake.Jobs, opts ...func(*intake.Config)) {
 	t.Helper()
-	in := intake.New(intake.Config{JS: e.js, Jobs: svc, Subjects: subjects,
-		Logger: slog.New(slog.NewTextHandler(t.Output(), nil)), RetryDelay: 20 * time.Millisecond})
+	cfg := intake.Config{JS: e.js, Jobs: svc, Subjects: subjects,
+		Logger: slog.New(slog.NewTextHandler(t.Output(), nil)), RetryDelay: 20 * time.Millisecond}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	in := intake.New(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- in.Run(ctx) }()

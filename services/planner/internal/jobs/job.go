@@ -68,7 +68,7 @@ func (s *Service) store1(ctx context.Context, c, j string, p job.Properties, ifV
 	} else {
 		put.Next = first.Time
 	}
-	if put.Definition, err = EncodeBlob(p); err != nil {
+	if put.Definition, err = s.encode(c, j, p); err != nil {
 		return false, err
 	}
 	return s.putStored(ctx, put)

@@ -49,7 +49,7 @@ func (s *Service) patchOnce(ctx context.Context, c, j string, raw []byte) error 
 	if rec.State == job.StateCompleted || rec.State == job.StateFaulted {
 		return conflict("job %s/%s is %s, which is final: put a new definition or delete it", c, j, rec.State)
 	}
-	merged, err := mergeInto(rec, raw)
+	merged, err := s.mergeInto(rec, raw)
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func (s *Service) keepSchedule(ctx context.Context, rec *store.Job, p job.Proper
 		return err
 	}
 	put := store.PutJob{Collection: rec.Collection, Name: rec.Name, Accepted: rec.Accepted, Next: rec.Next,
-		State: job.StateEnabled, IfVersion: rec.Version}
+		State: job.StateEnabled, IfVersion: rec.Version, IfNext: &rec.Next}
 	switch {
 	case p.State == job.StateDisabled:
 		put.State, put.Next = job.StateDisabled, time.Time{}
@@ -91,7 +91,7 @@ func (s *Service) keepSchedule(ctx context.Context, rec *store.Job, p job.Proper
 		}
 	}
 	var err error
-	if put.Definition, err = EncodeBlob(p); err != nil {
+	if put.Definition, err = s.encode(rec.Collection, rec.Name, p); err != nil {
 		return err
 	}
 	_, err = s.putStored(ctx, put)
@@ -101,14 +101,14 @@ func (s *Service) keepSchedule(ctx context.Context, rec *store.Job, p job.Proper
 // mergeInto applies a patch (whole resource or bare properties) to a stored job. The patch is
 // held to the size a definition may have before anything is decoded, so a huge patch costs a
 // length check, not a merge.
-func mergeInto(rec *store.Job, raw []byte) ([]byte, error) {
+func (s *Service) mergeInto(rec *store.Job, raw []byte) ([]byte, error) {
 	if len(raw) > jobschema.MaxJobSize {
 		return nil, badRequest("the patch is %d bytes; at most 16 KiB (16,384 bytes) are allowed", len(raw))
 	}
 	if err := jobschema.CheckText(raw); err != nil {
 		return nil, invalid(err)
 	}
-	stored, err := DecodeBlob(rec.Definition)
+	stored, err := s.decodeOpen(rec)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/internal/secrets"
 	"github.com/resched/resched/services/planner/internal/store"
 	"github.com/resched/resched/shared/jobschema"
 )
@@ -38,6 +39,7 @@ type Service struct {
 	waker      Waker
 	wakeWithin time.Duration
 	subjects   bus.Subjects
+	keys       *secrets.Keyring
 	now        func() time.Time
 	log        *slog.Logger
 }
@@ -53,8 +55,10 @@ type Config struct {
 	Waker      Waker
 	WakeWithin time.Duration
 	Subjects   bus.Subjects
-	Clock      func() time.Time
-	Logger     *slog.Logger
+	// Keys seal the secrets of definitions before they are stored; nil leaves them clear.
+	Keys   *secrets.Keyring
+	Clock  func() time.Time
+	Logger *slog.Logger
 }
 
 // New returns a Service.
@@ -66,7 +70,7 @@ func New(c Config) *Service {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Service{store: c.Store, validator: c.Validator, events: c.Events, runner: c.Runner,
-		waker: c.Waker, wakeWithin: c.WakeWithin, subjects: c.Subjects, now: c.Clock, log: c.Logger}
+		waker: c.Waker, wakeWithin: c.WakeWithin, subjects: c.Subjects, keys: c.Keys, now: c.Clock, log: c.Logger}
 }
 
 // wake tells the dispatcher of a collection's partition to look now.

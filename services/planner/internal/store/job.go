@@ -37,16 +37,23 @@ type PutJob struct {
 	State            job.State
 	Reaccept         bool  // set Accepted and restart the count (a PUT, or a PATCH of the schedule)
 	IfVersion        int64 // non-zero: fail with ErrConflict unless the stored version is this
-	CreateOnly       bool  // fail with ErrExists when the job exists
+	// IfNext, with IfVersion, also fails the write unless the stored next fire time is this one
+	// (zero: none). A change that keeps the schedule needs it: the dispatcher moves a job on
+	// without a new version, and writing back the next time read would fire it again.
+	IfNext     *time.Time
+	CreateOnly bool // fail with ErrExists when the job exists
 }
 
 // PutJob stores a job; the collection must exist and have room for a new job. It returns
 // whether the job was created, its new version, and whether it is now in the due set.
 func (s *Store) PutJob(ctx context.Context, p PutJob) (created bool, version int64, due bool, err error) {
 	c, j := p.Collection, p.Name
-	ifVersion, reaccept := "", "0"
+	ifVersion, ifNext, reaccept := "", "", "0"
 	if p.IfVersion != 0 {
 		ifVersion = fmt.Sprint(p.IfVersion)
+		if p.IfNext != nil {
+			ifNext = "=" + ms(*p.IfNext)
+		}
 	}
 	if p.Reaccept {
 		reaccept = "1"
@@ -54,7 +61,7 @@ func (s *Store) PutJob(ctx context.Context, p PutJob) (created bool, version int
 	part := s.k.partitionOf(c)
 	keys := []string{s.k.coll(c), s.k.jobs(c), s.k.def(c, j), s.k.state(c, j), s.k.due(part), s.k.seq(part)}
 	res, err := s.run(ctx, "put_job", keys, member(c, j), j, p.Definition, ms(p.Accepted), ms(p.Next),
-		string(p.State), ifVersion, reaccept, boolArg(p.CreateOnly)).Int64Slice()
+		string(p.State), ifVersion, reaccept, boolArg(p.CreateOnly), ifNext).Int64Slice()
 	if err != nil {
 		return false, 0, false, fmt.Errorf("put job %s/%s: %w", c, j, scriptError(err))
 	}

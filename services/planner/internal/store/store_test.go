@@ -383,3 +383,35 @@ func TestExecutionCountCountsOccurrences(t *testing.T) {
 		t.Fatalf("executions %d, failures %d; want 2 occurrences and 4 failed attempts", got.Executions, got.Failures)
 	}
 }
+
+// A write that keeps a job's schedule (a patch of its action, a re-encryption) must not undo
+// a move the dispatcher made after the job was read: the move keeps the version, so the
+// next fire time read is checked too.
+func TestKeepingTheScheduleDoesNotUndoAnAdvance(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	own(t, s)
+	putCollection(t, s, "c", 0)
+	putJob(t, s, "c", "j", t0)
+	p, read := claimOne(t, s, "c", "j", t0)
+	if _, _, err := s.Advance(ctx, p, token, []store.Advance{{Collection: "c", Name: "j", Version: read.Version, Claimed: t0,
+		Next: t0.Add(time.Minute), Fired: 1, Occurrence: 1, Published: t0}}); err != nil {
+		t.Fatal(err)
+	}
+	keep := store.PutJob{Collection: "c", Name: "j", Definition: []byte(`{"x":2}`), Accepted: read.Accepted,
+		Next: read.Next, State: job.StateEnabled, IfVersion: read.Version, IfNext: &read.Next}
+	if _, _, _, err := s.PutJob(ctx, keep); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("a write of the next time read before an advance: %v, want ErrConflict", err)
+	}
+	got, _ := s.GetJob(ctx, "c", "j")
+	if !got.Next.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("next %v after a refused write", got.Next)
+	}
+	keep.Next, keep.IfNext = got.Next, &got.Next
+	if _, _, _, err := s.PutJob(ctx, keep); err != nil {
+		t.Fatalf("a write of a fresh read: %v", err)
+	}
+	if got, _ = s.GetJob(ctx, "c", "j"); string(got.Definition) != `{"x":2}` || !got.Next.Equal(t0.Add(time.Minute)) || got.Fired != 1 {
+		t.Fatalf("after the write: %+v", got)
+	}
+}

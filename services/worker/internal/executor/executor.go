@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/internal/secrets"
 	"github.com/resched/resched/services/worker/internal/action"
 	"github.com/resched/resched/shared/job"
 )
@@ -32,6 +33,12 @@ var ErrMalformed = errors.New("malformed due occurrence")
 // Deliverer delivers one attempt of an action; action.Registry is the worker's.
 type Deliverer interface {
 	Deliver(ctx context.Context, a *job.ActionSpec, m action.Meta) (string, error)
+}
+
+// Opener opens the sealed secrets of a job's action in place; secrets.Keyring is the
+// worker's (a nil keyring opens none, and fails on a sealed one).
+type Opener interface {
+	OpenAction(a *job.Action, collection, job string) error
 }
 
 // Phase says which action a due message runs.
@@ -97,6 +104,9 @@ type Decision struct {
 // Config gathers an Executor's dependencies and settings.
 type Config struct {
 	Deliverer Deliverer
+	// Secrets opens the sealed secrets of an action before it is delivered; nil: the worker
+	// has no keys (a sealed secret then fails its attempt, naming the key it needs).
+	Secrets Opener
 	// MinRetryInterval is a floor under every retry interval; default 15 s.
 	MinRetryInterval time.Duration
 	// Timeout bounds one attempt, whatever its action type; 0 leaves it to the deliverer.
@@ -123,6 +133,9 @@ func New(cfg Config) *Executor {
 	if cfg.NewRequestID == nil {
 		cfg.NewRequestID = NewRequestID
 	}
+	if cfg.Secrets == nil {
+		cfg.Secrets = (*secrets.Keyring)(nil) // no keys: clear secrets pass, sealed ones fail
+	}
 	return &Executor{cfg: cfg}
 }
 
@@ -145,7 +158,10 @@ func (e *Executor) Execute(ctx context.Context, a Attempt) (Decision, error) {
 	}
 
 	start := e.cfg.Clock()
-	msg, err := e.deliver(ctx, spec, meta)
+	msg, err := e.open(act, d)
+	if err == nil {
+		msg, err = e.deliver(ctx, spec, meta)
+	}
 	end := e.cfg.Clock()
 
 	dec := Decision{ActionType: spec.Type, Err: err, Result: bus.Result{
@@ -177,6 +193,15 @@ func (e *Executor) Execute(ctx context.Context, a Attempt) (Decision, error) {
 	}
 	dec.Result.MainDone = a.Phase == PhaseMain && dec.Verdict != Retry
 	return dec, nil
+}
+
+// open opens the action's sealed secrets, in memory. It fails the attempt, without making it
+// permanent, when it cannot: another worker may hold the key, or this one may be given it.
+func (e *Executor) open(act *job.Action, d bus.Due) (string, error) {
+	if err := e.cfg.Secrets.OpenAction(act, d.Collection, d.Job); err != nil {
+		return "", fmt.Errorf("the job's secrets cannot be decrypted by this worker: %w (give workers the planners' keys: RESCHED_SECRET_KEYS_FILE)", err)
+	}
+	return "", nil
 }
 
 // deliver runs the deliverer under the attempt time-out.

@@ -5,14 +5,18 @@
 -- ARGV: 1 member, 2 job name, 3 definition blob, 4 accepted (ms), 5 next (ms, or "" for none),
 --       6 state, 7 expected version ("" for any; a number makes it a compare-and-set),
 --       8 "1" to re-accept (new anchor: accepted time set, count restarted) or "0" to keep them,
---       9 "1" to create only (an existing job is left alone)
+--       9 "1" to create only (an existing job is left alone), 10 "" or, with 7, "=" and the next
+--       fire time read (ms, or nothing for none): the stored one must still be it
 -- Returns {created (0|1), version, 1 when the job is due (in the due set) else 0}.
 -- Errors: NOCOLLECTION, QUOTA <n>, CONFLICT, EXISTS.
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return redis.error_reply('NOCOLLECTION')
 end
-if ARGV[7] ~= '' and redis.call('HGET', KEYS[4], 'ver') ~= ARGV[7] then
-  return redis.error_reply('CONFLICT')
+if ARGV[7] ~= '' then
+  local cur = redis.call('HMGET', KEYS[4], 'ver', 'next')
+  if cur[1] ~= ARGV[7] or (ARGV[10] ~= '' and '=' .. (cur[2] or '') ~= ARGV[10]) then
+    return redis.error_reply('CONFLICT')
+  end
 end
 local created = 0
 local exists = redis.call('SISMEMBER', KEYS[2], ARGV[2]) == 1

@@ -1,0 +1,56 @@
+package intake_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/resched/resched/services/internal/testenv"
+	"github.com/resched/resched/services/planner/internal/intake"
+	"github.com/resched/resched/shared/job"
+)
+
+// withSecret is a definition whose Basic password must not rest on the NATS server's disk.
+var withSecret = strings.Replace(definition, `"method": "POST"}`,
+	`"method": "POST", "authentication": {"type": "Basic", "username": "u", "password": "intake-pw-5150"}}`, 1)
+
+// stuck fails every put of the job named "stuck" as Redis down would, so its message stays in
+// the stream and keeps the stream's file from being emptied and removed.
+type stuck struct{ intake.Jobs }
+
+func (s stuck) PutJob(ctx context.Context, c, j string, raw []byte, createOnly bool) (*job.Definition, bool, error) {
+	if j == "stuck" {
+		return nil, false, errors.New("redis: connection refused")
+	}
+	return s.Jobs.PutJob(ctx, c, j, raw, createOnly)
+}
+
+// An acknowledged definition leaves the work queue, but its bytes stay in the stream's file
+// while other messages share it; with Erase they are overwritten, for an applied definition
+// and a refused one alike.
+func TestErasedDefinitionsLeaveNoSecretOnDisk(t *testing.T) {
+	secrets := []string{"intake-pw-5150", "intake-pw-6160"}
+	for _, erase := range []bool{false, true} {
+		t.Run(map[bool]string{false: "acknowledged only", true: "erased"}[erase], func(t *testing.T) {
+			e := newEnv(t)
+			e.run(t, stuck{e.svc}, func(c *intake.Config) { c.Erase = erase })
+			e.publish(t, "scheduler.jobs.c.j", withSecret, nil)
+			e.publish(t, "scheduler.jobs.missing.j", strings.Replace(withSecret, secrets[0], secrets[1], 1), nil)
+			e.publish(t, "scheduler.jobs.c.stuck", definition, nil)
+			testenv.Eventually(t, 10*time.Second, "the two definitions settled, the stuck one left", func() bool {
+				return e.exists("c", "j") && e.pending(t) == 1
+			})
+			on := func() []string { return testenv.FilesHolding(t, e.srv.StoreDir(), secrets...) }
+			if erase {
+				testenv.Eventually(t, 5*time.Second, "the secrets erased from the JetStream files", func() bool { return len(on()) == 0 },
+					func() string { return strings.Join(on(), "\n") })
+				return
+			}
+			// The control: the check sees secrets that rest there.
+			testenv.Eventually(t, 5*time.Second, "acknowledged secrets found on disk", func() bool { return len(on()) == 2 },
+				func() string { return strings.Join(on(), "\n") })
+		})
+	}
+}

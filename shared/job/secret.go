@@ -1,0 +1,96 @@
+package job
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// SecretHeader is the request header whose value is a secret like a password: it carries a
+// credential to the target, so it is kept, sealed and redacted the way passwords are.
+const SecretHeader = "Authorization"
+
+// RewriteSecrets calls f with every non-empty secret of the action and its error action and
+// stores what f returns in its place: the password, PFX and OAuth secret of an HTTP request,
+// the value of its Authorization header, the SAS token of a Storage Queue message and the
+// shared access key of a Service Bus message. The path names the field the way an error
+// about it should ("errorAction.request.authentication.password"); it is stable, so it may
+// bind a sealed value to its field. The first error stops the walk and is returned.
+func (a *Action) RewriteSecrets(f func(path, value string) (string, error)) error {
+	if a == nil {
+		return nil
+	}
+	if err := a.ActionSpec.rewriteSecrets("action", f); err != nil {
+		return err
+	}
+	if a.ErrorAction != nil {
+		return a.ErrorAction.ActionSpec.rewriteSecrets("errorAction", f)
+	}
+	return nil
+}
+
+// HasSecrets reports whether the action carries any secret.
+func (a *Action) HasSecrets() bool {
+	found := false
+	_ = a.RewriteSecrets(func(_, v string) (string, error) { found = true; return v, nil })
+	return found
+}
+
+// secretField is one secret of an action: where it is and how to name it.
+type secretField struct {
+	path string
+	v    *string
+}
+
+func (s *ActionSpec) rewriteSecrets(at string, f func(path, value string) (string, error)) error {
+	var fields []secretField
+	add := func(path string, v *string) {
+		if *v != "" {
+			fields = append(fields, secretField{at + "." + path, v})
+		}
+	}
+	if r := s.Request; r != nil && r.Authentication != nil {
+		a := r.Authentication
+		add("request.authentication.password", &a.Password)
+		add("request.authentication.pfx", &a.Pfx)
+		add("request.authentication.secret", &a.Secret)
+	}
+	if m := s.QueueMessage; m != nil {
+		add("queueMessage.sasToken", &m.SASToken)
+	}
+	if m := s.ServiceBusQueueMessage; m != nil && m.Authentication != nil {
+		add("serviceBusQueueMessage.authentication.sasKey", &m.Authentication.SASKey)
+	}
+	if m := s.ServiceBusTopicMessage; m != nil && m.Authentication != nil {
+		add("serviceBusTopicMessage.authentication.sasKey", &m.Authentication.SASKey)
+	}
+	for _, fld := range fields {
+		v, err := f(fld.path, *fld.v)
+		if err != nil {
+			return err
+		}
+		*fld.v = v
+	}
+	if s.Request != nil {
+		return rewriteHeaders(at, s.Request.Headers, f)
+	}
+	return nil
+}
+
+func rewriteHeaders(at string, h map[string]string, f func(path, value string) (string, error)) error {
+	for k, v := range h {
+		if v == "" || !isSecretHeader(k) {
+			continue
+		}
+		nv, err := f(fmt.Sprintf("%s.request.headers.%s", at, k), v)
+		if err != nil {
+			return err
+		}
+		h[k] = nv
+	}
+	return nil
+}
+
+func isSecretHeader(name string) bool {
+	return strings.EqualFold(http.CanonicalHeaderKey(strings.TrimSpace(name)), SecretHeader)
+}

@@ -1,0 +1,61 @@
+package job
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestRewriteSecretsVisitsEverySecretAndNothingElse(t *testing.T) {
+	d := secretDefinition(t)
+	var paths []string
+	err := d.Properties.Action.RewriteSecrets(func(path, v string) (string, error) {
+		paths = append(paths, path)
+		return "<" + strings.ToLower(v) + ">", nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(paths)
+	want := []string{
+		"action.request.authentication.password",
+		"action.request.authentication.pfx",
+		"action.request.authentication.secret",
+		"action.request.headers.authorization",
+		"action.serviceBusQueueMessage.authentication.sasKey",
+		"errorAction.queueMessage.sasToken",
+		"errorAction.request.authentication.password",
+		"errorAction.serviceBusTopicMessage.authentication.sasKey",
+	}
+	if !slices.Equal(paths, want) {
+		t.Errorf("paths:\n got %q\nwant %q", paths, want)
+	}
+	out, _ := json.Marshal(d)
+	for _, s := range secretValues {
+		if strings.Contains(string(out), s) {
+			t.Errorf("%s was not rewritten: %s", s, out)
+		}
+		if !strings.Contains(string(out), strings.ToLower(s)) {
+			t.Errorf("the rewritten %s is not stored in its place", s)
+		}
+	}
+	if !strings.Contains(string(out), `"username":"u"`) || !strings.Contains(string(out), `"Content-Type":"application/json"`) {
+		t.Errorf("a field that is not secret changed: %s", out)
+	}
+	if !d.Properties.Action.HasSecrets() || (&Action{ActionSpec: ActionSpec{Type: ActionHTTP, Request: &HTTPRequest{URI: "http://x"}}}).HasSecrets() {
+		t.Error("HasSecrets is wrong")
+	}
+}
+
+func TestRewriteSecretsStopsAtTheFirstError(t *testing.T) {
+	d := secretDefinition(t)
+	calls := 0
+	err := d.Properties.Action.RewriteSecrets(func(path, v string) (string, error) {
+		calls++
+		return "", &json.UnsupportedValueError{Str: path}
+	})
+	if err == nil || calls != 1 {
+		t.Errorf("err %v after %d calls; want the first error after one call", err, calls)
+	}
+}
