@@ -162,6 +162,9 @@ func TestParseConfigRejects(t *testing.T) {
 		{name: "partitions", args: []string{"-partitions", "0"}, want: []string{"RESCHED_PLANNER_PARTITIONS", "between 1 and 1024"}},
 		{name: "replicas", env: map[string]string{"RESCHED_PLANNER_STREAM_REPLICAS": "7"}, want: []string{"RESCHED_PLANNER_STREAM_REPLICAS", "-stream-replicas", "between 1 and 5"}},
 		{name: "lookahead past the lease", args: []string{"-lookahead", "30s"}, want: []string{"RESCHED_PLANNER_LOOKAHEAD", "-lookahead", "shorter than the lease"}},
+		{name: "re-encrypt without keys", args: []string{"-reencrypt"}, want: []string{"-reencrypt", "no secret keys", "RESCHED_SECRET_KEYS_FILE"}},
+		{name: "secret key too short", env: map[string]string{"RESCHED_SECRET_KEYS": "k1=c2hvcnQ="}, want: []string{"RESCHED_SECRET_KEYS", `key "k1"`, "32 random bytes"}},
+		{name: "secret keys twice", env: map[string]string{"RESCHED_SECRET_KEYS": "k1=" + testKey, "RESCHED_SECRET_KEYS_FILE": "config_test.go"}, want: []string{"RESCHED_SECRET_KEYS_FILE"}},
 		{name: "unknown flag", args: []string{"-bogus"}, want: []string{"bogus"}},
 		{name: "positional argument", args: []string{"extra"}, want: []string{`"extra"`}},
 		{
@@ -190,6 +193,22 @@ func TestParseConfigRejects(t *testing.T) {
 				t.Errorf("error %q leaks a password", err)
 			}
 		})
+	}
+}
+
+// testKey is a 32-byte key in base64.
+const testKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+
+// A bool flag stands alone, as Go's own do; the keys are read once, at parse.
+func TestReencryptFlagAndKeys(t *testing.T) {
+	for _, args := range [][]string{{"-reencrypt"}, {"-reencrypt=true"}, {"--reencrypt", "-log-level", "warn"}} {
+		cfg, err := parseConfig(args, env(map[string]string{"RESCHED_SECRET_KEYS": "new=" + testKey + ",old=" + testKey}), io.Discard)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		if !cfg.Reencrypt || cfg.keys.Newest() != "new" || len(cfg.keys.IDs()) != 2 {
+			t.Errorf("%v: reencrypt %v, keys %v", args, cfg.Reencrypt, cfg.keys.IDs())
+		}
 	}
 }
 

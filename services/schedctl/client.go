@@ -35,8 +35,9 @@ type client struct {
 	server   string // the server URL without credentials, for messages
 	identity string // who the client is, for messages
 
-	mu     sync.Mutex
-	denied []error // permission violations the server reported
+	mu       sync.Mutex
+	denied   []error            // permission violations the server reported
+	onDenial context.CancelFunc // ends the wait of the request in flight at a violation
 }
 
 // dial connects to NATS as the options say.
@@ -73,7 +74,25 @@ func (c *client) noteError(err error) {
 	if errors.Is(err, nats.ErrPermissionViolation) || strings.Contains(strings.ToLower(err.Error()), "permissions violation") {
 		c.mu.Lock()
 		c.denied = append(c.denied, err)
+		if c.onDenial != nil {
+			c.onDenial()
+		}
 		c.mu.Unlock()
+	}
+}
+
+// waitCtx is the context of one request: it ends at the time-out, or as soon as the server
+// reports a permissions violation, which means no answer will come.
+func (c *client) waitCtx() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	c.mu.Lock()
+	c.onDenial = cancel
+	c.mu.Unlock()
+	return ctx, func() {
+		c.mu.Lock()
+		c.onDenial = nil
+		c.mu.Unlock()
+		cancel()
 	}
 }
 
@@ -110,7 +129,12 @@ func (c *client) request(body []byte, headers map[string]string, tokens ...strin
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
-	msg, err := c.nc.RequestMsg(req, c.timeout)
+	ctx, done := c.waitCtx()
+	defer done()
+	msg, err := c.nc.RequestMsgWithContext(ctx, req)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = nats.ErrTimeout
+	}
 	if err != nil {
 		if perr := c.permissionError(subject); perr != nil {
 			return nil, perr
@@ -136,8 +160,8 @@ func (c *client) publishDurable(msg *nats.Msg) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
-	defer cancel()
+	ctx, done := c.waitCtx()
+	defer done()
 	if _, err := js.PublishMsg(ctx, msg); err != nil {
 		if perr := c.permissionError(msg.Subject); perr != nil {
 			return perr

@@ -137,6 +137,9 @@ type boolField struct{ p *bool }
 
 func (f boolField) String() string { return strconv.FormatBool(*f.p) }
 
+// IsBoolFlag lets the flag stand alone: -reencrypt means -reencrypt=true.
+func (f boolField) IsBoolFlag() bool { return true }
+
 func (f boolField) Set(v string) error {
 	b, err := strconv.ParseBool(v)
 	if err != nil {

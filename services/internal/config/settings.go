@@ -28,7 +28,12 @@ func Parse(name string, settings []Setting, args []string, getenv func(string) s
 	for i, s := range settings {
 		// Registered with the built-in default, so -h never prints a value (and a password) that
 		// came from the environment.
-		fs.StringVar(&raw[i], s.Flag, s.Value.String(), s.Usage+" (env "+s.Env+")")
+		if isBool(s.Value) {
+			raw[i] = s.Value.String()
+			fs.Var(boolFlag{&raw[i]}, s.Flag, s.Usage+" (env "+s.Env+")")
+		} else {
+			fs.StringVar(&raw[i], s.Flag, s.Value.String(), s.Usage+" (env "+s.Env+")")
+		}
 		if v := strings.TrimSpace(getenv(s.Env)); v != "" {
 			raw[i] = v
 		}
@@ -50,4 +55,22 @@ func Parse(name string, settings []Setting, args []string, getenv func(string) s
 // Define is a Setting, for the settings tables of the services (one line each).
 func Define(what, flag, env, usage string, value Field) Setting {
 	return Setting{What: what, Flag: flag, Env: env, Usage: usage, Value: value}
+}
+
+// boolFlag is a bool setting's text as given on the command line, read into its Field after
+// the environment like every other; its flag may stand alone, as flag.Bool's does.
+type boolFlag struct{ p *string }
+
+func (b boolFlag) String() string {
+	if b.p == nil {
+		return ""
+	}
+	return *b.p
+}
+func (b boolFlag) Set(v string) error { *b.p = v; return nil }
+func (b boolFlag) IsBoolFlag() bool   { return true }
+
+func isBool(f Field) bool {
+	b, ok := f.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }

@@ -35,12 +35,16 @@ type Options struct {
 	CA          string // PEM file of the CAs that sign the servers' certificates
 	Cert, Key   string // PEM files of a client certificate and its key (mutual TLS)
 	InboxPrefix string // replies come on <InboxPrefix>.…; default _INBOX
+	// AuthGrace is how long a service that was connected keeps trying credentials the server
+	// refuses before its liveness fails; 0: DefaultAuthGrace.
+	AuthGrace time.Duration
 }
 
 // Settings are the options as settings of a service: the flags -nats-url, -nats-user,
-// -nats-password, -nats-token, -nats-creds, -nats-nkey, -nats-ca, -nats-cert, -nats-key and
-// the variables the NATS tooling reads (NATS_URL, NATS_USER, NATS_PASSWORD, NATS_TOKEN,
-// NATS_CREDS, NATS_NKEY, NATS_CA, NATS_CERT, NATS_KEY).
+// -nats-password, -nats-token, -nats-creds, -nats-nkey, -nats-ca, -nats-cert, -nats-key,
+// -nats-inbox-prefix and the variables the NATS tooling reads (NATS_URL, NATS_USER,
+// NATS_PASSWORD, NATS_TOKEN, NATS_CREDS, NATS_NKEY, NATS_CA, NATS_CERT, NATS_KEY), plus
+// NATS_INBOX_PREFIX.
 func (o *Options) Settings() []config.Setting {
 	none := func(string) error { return nil }
 	return []config.Setting{
@@ -53,6 +57,7 @@ func (o *Options) Settings() []config.Setting {
 		config.Define("NATS CA", "nats-ca", "NATS_CA", "PEM file of the CAs that sign the NATS servers' certificates", config.OptionalText(&o.CA, readable)),
 		config.Define("NATS client certificate", "nats-cert", "NATS_CERT", "PEM file of a client certificate (mutual TLS), with -nats-key", config.OptionalText(&o.Cert, readable)),
 		config.Define("NATS client key", "nats-key", "NATS_KEY", "PEM file of the client certificate's key", config.OptionalText(&o.Key, readable)),
+		config.Define("NATS inbox prefix", "nats-inbox-prefix", "NATS_INBOX_PREFIX", "subject prefix of this service's reply inboxes (default _INBOX), for a user allowed only its own", config.OptionalText(&o.InboxPrefix, config.SubjectPrefix)),
 	}
 }
 
@@ -173,20 +178,26 @@ func (o Options) clientOptions() ([]nats.Option, error) {
 	return opts, nil
 }
 
-// authGrace is how long a service keeps trying credentials the server refuses before its
-// liveness fails, so that an orchestrator restarts it: long enough for a rotated .creds file
-// to reach the pod (a mounted Secret is refreshed within about a minute) and be picked up.
-const authGrace = 2 * time.Minute
+// DefaultAuthGrace is how long a service that was connected keeps trying credentials the
+// server has begun to refuse before its liveness fails, so that an orchestrator restarts it
+// with the credentials of the day: long enough for a rotated .creds file to reach the pod (a
+// mounted Secret is refreshed within about a minute) and be picked up, or for a server
+// configuration reloaded by mistake to be put right.
+const DefaultAuthGrace = 2 * time.Minute
 
-// Conn is a service's connection. It never gives up reconnecting while its credentials may
-// still work; it closes for good when the server refuses credentials that cannot change
-// (a password, a token, an nkey) twice in a row, and says so.
+// Conn is a service's connection. It never gives up reconnecting, whatever the server says:
+// a refused credential is logged as an authorization violation, and the liveness check fails
+// at once when the service has never been let in (its configuration is wrong), or after
+// AuthGrace when a server that let it in refuses it now (a rotation under way).
 type Conn struct {
 	*nats.Conn
 	closed    chan struct{}
 	identity  string
+	grace     time.Duration
 	draining  atomic.Bool
+	connected atomic.Bool  // it has been let in at least once
 	authSince atomic.Int64 // when the server began refusing the credentials (unix ns); 0: it does not
+	authLogs  atomic.Int64 // when a refusal was last logged (unix ns), to log a refusal loop sparsely
 
 	mu      sync.Mutex
 	lastErr error
@@ -195,7 +206,10 @@ type Conn struct {
 // Connect connects without waiting for a server: a service may start before NATS (a compose
 // file, a Kubernetes rollout) and keeps reconnecting for as long as it runs.
 func Connect(o Options, name string, logger *slog.Logger) (*Conn, error) {
-	c := &Conn{closed: make(chan struct{}), identity: o.Identity()}
+	c := &Conn{closed: make(chan struct{}), identity: o.Identity(), grace: o.AuthGrace}
+	if c.grace <= 0 {
+		c.grace = DefaultAuthGrace
+	}
 	opts, err := o.clientOptions()
 	if err != nil {
 		return nil, err
@@ -206,7 +220,7 @@ func Connect(o Options, name string, logger *slog.Logger) (*Conn, error) {
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(time.Second),
 		nats.ConnectHandler(func(nc *nats.Conn) {
-			c.authSince.Store(0)
+			c.letIn()
 			logger.Info("nats connected", "server", config.RedactURLs(nc.ConnectedUrl()), "as", c.identity)
 		}),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
@@ -215,8 +229,10 @@ func Connect(o Options, name string, logger *slog.Logger) (*Conn, error) {
 			}
 			logger.Warn("nats disconnected", "error", err)
 		}),
+		// A failed first connection (a refusal included) is told here, not to the ErrorHandler.
+		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) { c.note(logger, err) }),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
-			c.authSince.Store(0)
+			c.letIn()
 			logger.Info("nats reconnected", "server", config.RedactURLs(nc.ConnectedUrl()))
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
@@ -234,12 +250,10 @@ func Connect(o Options, name string, logger *slog.Logger) (*Conn, error) {
 			}
 			close(c.closed)
 		}),
+		// A refusal is worth retrying: a .creds file is read again at each attempt, and a
+		// server's configuration may be put right; liveness says when to give up.
+		nats.IgnoreAuthErrorAbort(),
 	)
-	if o.Creds != "" {
-		// The file is read again at each attempt: a rotated one is picked up, so refusals are
-		// worth retrying (liveness fails after authGrace).
-		opts = append(opts, nats.IgnoreAuthErrorAbort())
-	}
 	nc, err := nats.Connect(o.URL, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to NATS at %s as %s: %w", config.RedactURLs(o.URL), c.identity, err)
@@ -247,20 +261,35 @@ func Connect(o Options, name string, logger *slog.Logger) (*Conn, error) {
 	c.Conn = nc
 	if nc.IsConnected() {
 		// A connection made inside Connect does not call the ConnectHandler.
+		c.letIn()
 		logger.Info("nats connected", "server", config.RedactURLs(nc.ConnectedUrl()), "as", c.identity)
 	}
 	return c, nil
 }
 
-// note records an error; an authorization failure is logged as such, with who was refused. It
-// reports whether it logged.
+func (c *Conn) letIn() {
+	c.connected.Store(true)
+	c.authSince.Store(0)
+	c.authLogs.Store(0)
+}
+
+// authLogEvery spaces the log lines of a refusal loop (one attempt a second).
+const authLogEvery = 30 * time.Second
+
+// note records an error; an authorization failure is logged as such, with who was refused
+// (the first of a loop of refusals, then one every authLogEvery). It reports whether the
+// error was an authorization failure.
 func (c *Conn) note(logger *slog.Logger, err error) bool {
 	c.setErr(err)
 	if !IsAuthError(err) {
 		return false
 	}
-	c.authSince.CompareAndSwap(0, time.Now().UnixNano())
-	logger.Error("nats authorization violation: the server refused this service's credentials", "as", c.identity, "error", err)
+	now := time.Now().UnixNano()
+	c.authSince.CompareAndSwap(0, now)
+	if last := c.authLogs.Load(); now-last >= int64(authLogEvery) && c.authLogs.CompareAndSwap(last, now) {
+		logger.Error("nats authorization violation: the server refused this service's credentials; retrying",
+			"as", c.identity, "error", err, "refused_for", time.Duration(now-c.authSince.Load()).Round(time.Second).String())
+	}
 	return true
 }
 
@@ -277,8 +306,7 @@ func (c *Conn) Err() error {
 	return c.lastErr
 }
 
-// Closed is closed once the connection is closed for good: after Drain, or because the
-// server refused credentials that cannot change.
+// Closed is closed once the connection is closed for good: after Drain or Close.
 func (c *Conn) Closed() <-chan struct{} { return c.closed }
 
 // Drain drains the connection at a stop; a close that follows is not a failure.
@@ -288,7 +316,8 @@ func (c *Conn) Drain() error {
 }
 
 // Live is the liveness of the connection: it fails when the connection is closed for good
-// and not by a stop, or when the server has refused the credentials for longer than authGrace.
+// and not by a stop, when the server refuses credentials it has never accepted, and when it
+// has refused them for longer than AuthGrace.
 func (c *Conn) Live(context.Context) error {
 	select {
 	case <-c.closed:
@@ -297,8 +326,13 @@ func (c *Conn) Live(context.Context) error {
 		}
 	default:
 	}
-	if since := c.authSince.Load(); since != 0 && time.Since(time.Unix(0, since)) > authGrace {
-		return fmt.Errorf("NATS has refused the credentials of %s for %v: %v", c.identity, authGrace, c.Err())
+	since := c.authSince.Load()
+	switch {
+	case since == 0:
+	case !c.connected.Load():
+		return fmt.Errorf("NATS refuses the credentials of %s (authorization violation): %v", c.identity, c.Err())
+	case time.Since(time.Unix(0, since)) > c.grace:
+		return fmt.Errorf("NATS has refused the credentials of %s for more than %v (authorization violation): %v", c.identity, c.grace, c.Err())
 	}
 	return nil
 }

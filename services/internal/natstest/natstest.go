@@ -5,7 +5,10 @@ package natstest
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,10 +23,46 @@ type Server struct {
 	*server.Server
 	opts *server.Options
 	t    testing.TB
+	log  errorLog
 }
 
+// errorLog keeps the errors the server logs, for tests that count what it refused.
+type errorLog struct {
+	mu     sync.Mutex
+	errors []string
+}
+
+func (l *errorLog) Errorf(format string, v ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.errors = append(l.errors, fmt.Sprintf(format, v...))
+}
+func (l *errorLog) Noticef(string, ...any) {}
+func (l *errorLog) Warnf(string, ...any)   {}
+func (l *errorLog) Fatalf(string, ...any)  {}
+func (l *errorLog) Debugf(string, ...any)  {}
+func (l *errorLog) Tracef(string, ...any)  {}
+
+// ErrorsLogged counts the errors the server has logged that contain text, such as
+// `authentication error - User "planner"` for each refused attempt of that user.
+func (s *Server) ErrorsLogged(text string) int {
+	s.log.mu.Lock()
+	defer s.log.mu.Unlock()
+	n := 0
+	for _, e := range s.log.errors {
+		if strings.Contains(e, text) {
+			n++
+		}
+	}
+	return n
+}
+
+// Option changes the server's options before it starts: users and their permissions, TLS,
+// operator mode, as a production server's configuration would.
+type Option func(*server.Options)
+
 // Start starts a JetStream-enabled server for the test.
-func Start(t testing.TB) *Server {
+func Start(t testing.TB, options ...Option) *Server {
 	t.Helper()
 	opts := &server.Options{
 		Host:      "127.0.0.1",
@@ -33,6 +72,26 @@ func Start(t testing.TB) *Server {
 		NoLog:     true,
 		NoSigs:    true,
 	}
+	for _, o := range options {
+		o(opts)
+	}
+	s := &Server{opts: opts, t: t}
+	s.start()
+	t.Cleanup(s.Shutdown)
+	return s
+}
+
+// StartFromConfig starts a server from a nats-server configuration file, as `nats-server -c`
+// would (variables such as $PASSWORD come from the environment), on a random loopback port
+// with its store in the test's temporary directory, whatever the file says of those.
+func StartFromConfig(t testing.TB, path string) *Server {
+	t.Helper()
+	opts, err := server.ProcessConfigFile(path)
+	if err != nil {
+		t.Fatalf("natstest: %s: %v", path, err)
+	}
+	opts.Host, opts.Port, opts.HTTPPort = "127.0.0.1", server.RANDOM_PORT, 0
+	opts.StoreDir, opts.NoLog, opts.NoSigs = t.TempDir(), true, true
 	s := &Server{opts: opts, t: t}
 	s.start()
 	t.Cleanup(s.Shutdown)
@@ -45,6 +104,7 @@ func (s *Server) start() {
 	if err != nil {
 		s.t.Fatalf("natstest: new server: %v", err)
 	}
+	srv.SetLogger(&s.log, false, false)
 	srv.Start()
 	if !srv.ReadyForConnections(10 * time.Second) {
 		s.t.Fatal("natstest: server not ready")
@@ -60,6 +120,19 @@ func (s *Server) Restart() {
 	s.Shutdown()
 	s.WaitForShutdown()
 	s.start()
+}
+
+// Reload changes the running server's options the way a configuration reload (SIGHUP) does:
+// clients whose credentials no longer pass are disconnected.
+func (s *Server) Reload(change Option) {
+	s.t.Helper()
+	next := s.opts.Clone()
+	next.Port = s.Addr().(*net.TCPAddr).Port // the port it runs on, not "any"
+	change(next)
+	if err := s.ReloadOptions(next); err != nil {
+		s.t.Fatalf("natstest: reload: %v", err)
+	}
+	s.opts = next
 }
 
 // StoreDir is where the server keeps its JetStream files, for tests that read them.

@@ -6,8 +6,11 @@ package redistest
 
 import (
 	"context"
-	"fmt"
+	"crypto/tls"
+	"crypto/x509"
 	"net"
+	"net/url"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -16,15 +19,21 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/resched/resched/services/internal/tlstest"
 )
 
 // Server is a redis-server child process.
 type Server struct {
 	Addr string
-	dir  string
-	args []string
-	cmd  *exec.Cmd
-	t    testing.TB
+	// CA and ClientCert are the TLS files a client needs, with WithTLS.
+	CA         string
+	ClientCert tlstest.Pair
+	dir        string
+	args       []string
+	client     redis.Options // how the test's clients (and the readiness check) connect
+	tls        bool
+	cmd        *exec.Cmd
+	t          testing.TB
 }
 
 // Option changes how the server runs.
@@ -33,6 +42,37 @@ type Option func(*Server)
 // WithPersistence turns on the append-only file (fsync every second), so Restart keeps the data.
 func WithPersistence() Option {
 	return func(s *Server) { s.args = append(s.args, "--appendonly", "yes", "--appendfsync", "everysec") }
+}
+
+// WithACLUser adds an ACL user allowed everything, turns the default user off, and makes the
+// test's clients log in as that user: a server a client must authenticate to.
+func WithACLUser(name, password string) Option {
+	return func(s *Server) {
+		s.args = append(s.args, "--user", "default", "off", "--user", name, "on", ">"+password, "~*", "&*", "+@all")
+		s.client.Username, s.client.Password = name, password
+	}
+}
+
+// WithTLS serves TLS only, with a server certificate of ca, and requires client certificates
+// signed by ca; the test's clients present one (ClientCert).
+func WithTLS(ca *tlstest.CA) Option {
+	return func(s *Server) {
+		server := ca.Server(s.t, "redis-server")
+		s.CA, s.ClientCert, s.tls = ca.CertFile, ca.Client(s.t, "redis-client"), true
+		s.args = append(s.args, "--tls-cert-file", server.CertFile, "--tls-key-file", server.KeyFile,
+			"--tls-ca-cert-file", ca.CertFile, "--tls-auth-clients", "yes")
+		cert, err := tls.LoadX509KeyPair(s.ClientCert.CertFile, s.ClientCert.KeyFile)
+		if err != nil {
+			s.t.Fatalf("redistest: %v", err)
+		}
+		pem, err := os.ReadFile(ca.CertFile)
+		if err != nil {
+			s.t.Fatalf("redistest: %v", err)
+		}
+		roots := x509.NewCertPool()
+		roots.AppendCertsFromPEM(pem)
+		s.client.TLSConfig = &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
 }
 
 // Start starts a redis-server for the test.
@@ -47,7 +87,12 @@ func Start(t testing.TB, opts ...Option) *Server {
 	for _, o := range opts {
 		o(s)
 	}
-	s.args = append([]string{"--port", s.port(), "--bind", "127.0.0.1", "--dir", s.dir, "--protected-mode", "no", "--loglevel", "warning"}, s.args...)
+	ports := []string{"--port", s.port()}
+	if s.tls {
+		ports = []string{"--port", "0", "--tls-port", s.port()}
+	}
+	s.args = append(append(ports, "--bind", "127.0.0.1", "--dir", s.dir, "--protected-mode", "no", "--loglevel", "warning"), s.args...)
+	s.client.Addr = s.Addr
 	s.start(bin)
 	t.Cleanup(s.Stop)
 	return s
@@ -61,7 +106,7 @@ func (s *Server) start(bin string) {
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("redistest: start redis-server: %v", err)
 	}
-	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	c := redis.NewClient(s.options())
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -99,13 +144,28 @@ func (s *Server) Restart() {
 // Client returns a client for the server, closed at the end of the test.
 func (s *Server) Client(t testing.TB) *redis.Client {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	c := redis.NewClient(s.options())
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
 
-// URL returns the redis:// URL of the server.
-func (s *Server) URL() string { return fmt.Sprintf("redis://%s/0", s.Addr) }
+func (s *Server) options() *redis.Options {
+	o := s.client
+	return &o
+}
+
+// URL returns the URL of the server: rediss:// with WithTLS, with the user and password of
+// WithACLUser.
+func (s *Server) URL() string {
+	u := url.URL{Scheme: "redis", Host: s.Addr, Path: "/0"}
+	if s.tls {
+		u.Scheme = "rediss"
+	}
+	if s.client.Username != "" {
+		u.User = url.UserPassword(s.client.Username, s.client.Password)
+	}
+	return u.String()
+}
 
 func freePort(t testing.TB) int {
 	t.Helper()
@@ -137,3 +197,7 @@ func CPU(t testing.TB, rdb *redis.Client) time.Duration {
 	}
 	return time.Duration(total * float64(time.Second))
 }
+
+// Dir is the server's data directory (its dump and append-only files), for tests that read
+// what rests on disk.
+func (s *Server) Dir() string { return s.dir }

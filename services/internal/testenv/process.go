@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -20,18 +21,31 @@ import (
 func Build(t testing.TB, commands ...string) string {
 	t.Helper()
 	dir := t.TempDir()
+	if err := BuildInto(dir, commands...); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// BuildInto is Build into a given directory, for a TestMain that builds once for all the
+// tests of a package.
+func BuildInto(dir string, commands ...string) error {
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
 	args := []string{"build", "-buildvcs=false", "-trimpath", "-o", dir + string(filepath.Separator)}
 	for _, c := range commands {
 		args = append(args, "./"+c)
 	}
 	cmd := exec.Command("go", args...)
-	cmd.Dir = filepath.Join(RepoRoot(t), "services")
+	cmd.Dir = filepath.Join(root, "services")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("testenv: go %s: %v\n%s", strings.Join(args, " "), err, out.String())
+		return fmt.Errorf("testenv: go %s: %v\n%s", strings.Join(args, " "), err, out.String())
 	}
-	return dir
+	return nil
 }
 
 // FreeAddr returns a loopback address with a port free at the time of the call.

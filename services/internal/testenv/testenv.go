@@ -4,6 +4,8 @@
 package testenv
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,17 +18,25 @@ import (
 // RepoRoot is the directory holding go.work, found from the test's working directory.
 func RepoRoot(t testing.TB) string {
 	t.Helper()
+	dir, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func repoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
-		t.Fatalf("testenv: %v", err)
+		return "", fmt.Errorf("testenv: %w", err)
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-			return dir
+			return dir, nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			t.Fatal("testenv: no go.work above the working directory: cannot find the repository root")
+			return "", errors.New("testenv: no go.work above the working directory: cannot find the repository root")
 		}
 		dir = parent
 	}

@@ -1,0 +1,89 @@
+package natsconn_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/resched/resched/services/internal/natsconn"
+	"github.com/resched/resched/services/internal/natstest"
+	"github.com/resched/resched/services/internal/testenv"
+)
+
+// logBuffer is a concurrency-safe log destination.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+func withUser(name, password string) natstest.Option {
+	return func(o *server.Options) { o.Users = []*server.User{{Username: name, Password: password}} }
+}
+
+func connect(t *testing.T, o natsconn.Options) (*natsconn.Conn, *logBuffer) {
+	t.Helper()
+	logs := &logBuffer{}
+	c, err := natsconn.Connect(o, "test", slog.New(slog.NewTextHandler(logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c, logs
+}
+
+// Credentials the server never accepted are a wrong configuration: liveness fails at once and
+// the log names the refusal and who was refused, never the password.
+func TestWrongCredentialsFailLivenessAtOnce(t *testing.T) {
+	srv := natstest.Start(t, withUser("svc", "right-pw"))
+	c, logs := connect(t, natsconn.Options{URL: srv.ClientURL(), User: "svc", Password: "wrong-pw"})
+	testenv.Eventually(t, 10*time.Second, "liveness to fail", func() bool { return c.Live(context.Background()) != nil })
+	err := c.Live(context.Background())
+	if !strings.Contains(err.Error(), "authorization") || !strings.Contains(err.Error(), `user "svc"`) {
+		t.Errorf("liveness: %v", err)
+	}
+	if l := logs.String(); !strings.Contains(l, "authorization violation") || !strings.Contains(l, `svc`) || strings.Contains(l, "wrong-pw") {
+		t.Errorf("log:\n%s", l)
+	}
+	if c.IsClosed() {
+		t.Error("the connection gave up; it must keep trying")
+	}
+}
+
+// A server that stops accepting the credentials (a configuration reloaded with another
+// password) makes the service keep trying: it stays live for the grace period, then fails
+// liveness, and once the server accepts it again it reconnects and is live again.
+func TestRefusedCredentialsAreRetriedAndRecover(t *testing.T) {
+	srv := natstest.Start(t, withUser("svc", "pw-1"))
+	c, logs := connect(t, natsconn.Options{URL: srv.ClientURL(), User: "svc", Password: "pw-1", AuthGrace: time.Second})
+	testenv.Eventually(t, 5*time.Second, "connected", func() bool { return c.Status() == nats.CONNECTED })
+
+	srv.Reload(withUser("svc", "pw-2"))
+	testenv.Eventually(t, 10*time.Second, "the refusal to be logged", func() bool { return strings.Contains(logs.String(), "authorization violation") })
+	testenv.Eventually(t, 10*time.Second, "liveness to fail after the grace period", func() bool { return c.Live(context.Background()) != nil })
+	if c.IsClosed() {
+		t.Fatal("the connection gave up")
+	}
+
+	srv.Reload(withUser("svc", "pw-1"))
+	testenv.Eventually(t, 10*time.Second, "reconnected and live", func() bool {
+		return c.Status() == nats.CONNECTED && c.Live(context.Background()) == nil
+	}, logs.String)
+}
