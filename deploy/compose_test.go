@@ -40,6 +40,7 @@ var composeChecks = map[string]composeCheck{
 	"services present":  checkServicesPresent,
 	"example jobs":      checkExampleJobs,
 	"grace periods":     checkGracePeriods,
+	"authentication":    checkComposeAuthentication,
 }
 
 // gracePeriods are the shortest stops compose must allow (docs/operations.md): the planner its
@@ -311,7 +312,7 @@ func checkEnvironment(p *types.Project) []string {
 		}
 		for key := range s.Environment {
 			if !vars.knows(key) {
-				problems = append(problems, fmt.Sprintf("%s: %s is not a variable %s reads", name, key, vars.source))
+				problems = append(problems, fmt.Sprintf("%s: %s is not a variable %s reads", name, key, name))
 			}
 		}
 		for _, key := range vars.required {
@@ -441,6 +442,12 @@ func TestComposeChecksCatchMistakes(t *testing.T) {
 			`services: {a: {build: {context: ., dockerfile: services/Dockerfile.missing}}}`, "Dockerfile"},
 		{"SERVICE naming no command", "build files",
 			`services: {a: {build: {context: ., dockerfile: services/Dockerfile, args: {SERVICE: nope}}}}`, "main package"},
+		{"worker logging in with the planner's password", "authentication",
+			`{services: {nats: {image: x, command: ["export WORKER_PASSWORD=\"$$(cat /run/secrets/w)\" PLANNER_PASSWORD=\"$$(cat /run/secrets/p)\"; nats-server --config /etc/nats/nats.conf"], secrets: [w, p], volumes: ["./deploy/base/nats.conf:/etc/nats/nats.conf:ro"]},
+			  worker: {image: x, environment: {NATS_USER: worker, NATS_PASSWORD_FILE: /run/secrets/p}, secrets: [p]}},
+			 secrets: {w: {file: ./README.md}, p: {file: ./README.md}}}`, `user "worker" with secret "p"`},
+		{"Redis without a password", "authentication",
+			`services: {nats: {image: x}, redis: {image: x, command: ["redis-server"]}}`, "redis: no --requirepass"},
 		{"a service missing", "services present",
 			`services: {a: {image: x}}`, "no service nats"},
 	}

@@ -10,7 +10,7 @@ import (
 
 // serviceVars is what one program reads from its environment.
 type serviceVars struct {
-	source   string   // the file that names the variables, relative to the repository root
+	sources  []string // the files that name the variables, relative to the repository root
 	prefix   string   // the prefix of the service's own variables, "" when it has none
 	names    []string // every variable the program reads
 	required []string // variables a deployment must set: the defaults point at 127.0.0.1
@@ -23,44 +23,58 @@ type serviceVars struct {
 // TestKnownEnvMatchesSource keeps it honest against the code. It is a read-only table.
 var knownEnv = map[string]serviceVars{
 	"planner": {
-		source: "services/planner/config.go",
-		prefix: "RESCHED_PLANNER_",
-		names: []string{
-			"NATS_URL", "REDIS_URL",
+		sources: []string{"services/planner/config.go", natsSource, redisSource, secretsSource},
+		prefix:  "RESCHED_PLANNER_",
+		names: slices.Concat(natsVars, redisVars, secretVars, []string{
 			"RESCHED_PLANNER_LOG_LEVEL", "RESCHED_PLANNER_SUBJECT_PREFIX", "RESCHED_PLANNER_HTTP_ADDR",
 			"RESCHED_PLANNER_REDIS_KEY_PREFIX", "RESCHED_PLANNER_CATCH_UP_WINDOW", "RESCHED_PLANNER_LEASE",
 			"RESCHED_PLANNER_BATCH", "RESCHED_PLANNER_CONCURRENCY", "RESCHED_PLANNER_MAX_IDLE",
 			"RESCHED_PLANNER_STREAM_REPLICAS", "RESCHED_PLANNER_DUPLICATE_WINDOW",
 			"RESCHED_PLANNER_MIN_RETRY_INTERVAL", "RESCHED_PLANNER_SHUTDOWN_TIMEOUT",
-			"RESCHED_PLANNER_EMBEDDED_NATS", "RESCHED_PLANNER_EMBEDDED_NATS_DIR",
-		},
+			"RESCHED_PLANNER_EMBEDDED_NATS", "RESCHED_PLANNER_EMBEDDED_NATS_DIR", "RESCHED_PLANNER_PARTITIONS",
+			"RESCHED_PLANNER_CATCH_UP_POLICY", "RESCHED_PLANNER_CATCH_UP_RATE", "RESCHED_PLANNER_LOOKAHEAD",
+			"RESCHED_PLANNER_REENCRYPT",
+		}),
 		required: []string{"NATS_URL", "REDIS_URL"},
 		listen:   "RESCHED_PLANNER_HTTP_ADDR",
 		port:     8081,
 	},
 	"worker": {
-		source: "services/worker/config.go",
-		prefix: "RESCHED_WORKER_",
-		names: []string{
-			"NATS_URL",
+		sources: []string{"services/worker/config.go", natsSource, secretsSource},
+		prefix:  "RESCHED_WORKER_",
+		names: slices.Concat(natsVars, secretVars, []string{
 			"RESCHED_WORKER_LOG_LEVEL", "RESCHED_WORKER_SUBJECT_PREFIX", "RESCHED_WORKER_HTTP_ADDR",
 			"RESCHED_WORKER_REGION", "RESCHED_WORKER_CONCURRENCY", "RESCHED_WORKER_ACK_WAIT",
 			"RESCHED_WORKER_MAX_ACK_PENDING", "RESCHED_WORKER_HTTP_TIMEOUT", "RESCHED_WORKER_MIN_RETRY_INTERVAL",
 			"RESCHED_WORKER_SHUTDOWN_TIMEOUT", "RESCHED_WORKER_STREAM_REPLICAS", "RESCHED_WORKER_OAUTH_AUTHORITY",
 			"RESCHED_WORKER_STORAGE_QUEUE_ENDPOINT", "RESCHED_WORKER_STORAGE_QUEUE_BASE64",
 			"RESCHED_WORKER_SERVICEBUS_ENDPOINT", "RESCHED_WORKER_SERVICEBUS_EMULATOR",
-		},
+		}),
 		required: []string{"NATS_URL"},
 		listen:   "RESCHED_WORKER_HTTP_ADDR",
 		port:     8082,
 	},
 	"target": {
-		source: "services/target/main.go",
-		names:  []string{"TARGET_ADDR"},
-		listen: "TARGET_ADDR",
-		port:   8080,
+		sources: []string{"services/target/main.go"},
+		names:   []string{"TARGET_ADDR"},
+		listen:  "TARGET_ADDR",
+		port:    8080,
 	},
 }
+
+// The connection and key settings the services share, and where they are defined.
+const (
+	natsSource    = "services/internal/natsconn/natsconn.go"
+	redisSource   = "services/internal/redisconn/redisconn.go"
+	secretsSource = "services/internal/secrets/options.go"
+)
+
+var (
+	natsVars = []string{"NATS_URL", "NATS_USER", "NATS_PASSWORD", "NATS_TOKEN", "NATS_CREDS", "NATS_NKEY",
+		"NATS_CA", "NATS_CERT", "NATS_KEY", "NATS_INBOX_PREFIX"}
+	redisVars  = []string{"REDIS_URL", "REDIS_USERNAME", "REDIS_PASSWORD", "REDIS_CA", "REDIS_CERT", "REDIS_KEY"}
+	secretVars = []string{"RESCHED_SECRET_KEYS", "RESCHED_SECRET_KEYS_FILE"}
+)
 
 // goRuntimeEnv are variables the Go runtime reads, which any of the programs may be given.
 var goRuntimeEnv = []string{"GOMEMLIMIT", "GOMAXPROCS", "GODEBUG", "GOGC"}
@@ -68,7 +82,14 @@ var goRuntimeEnv = []string{"GOMEMLIMIT", "GOMAXPROCS", "GODEBUG", "GOGC"}
 // repoRoot is the repository root: the tests run in deploy/.
 const repoRoot = ".."
 
+// knows reports whether the program reads name: one of its variables, X_FILE for one of them
+// (the services read any setting from a file that way), or one of the Go runtime's.
 func (s serviceVars) knows(name string) bool {
+	if s.prefix != "" {
+		if base, ok := strings.CutSuffix(name, "_FILE"); ok && slices.Contains(s.names, base) {
+			return true
+		}
+	}
 	return slices.Contains(s.names, name) || slices.Contains(goRuntimeEnv, name)
 }
 
@@ -78,13 +99,16 @@ func (s serviceVars) knows(name string) bool {
 func TestKnownEnvMatchesSource(t *testing.T) {
 	for service, vars := range knownEnv {
 		t.Run(service, func(t *testing.T) {
-			src, err := os.ReadFile(filepath.Join(repoRoot, vars.source))
-			if err != nil {
-				t.Fatal(err)
+			var text string
+			for _, source := range vars.sources {
+				src, err := os.ReadFile(filepath.Join(repoRoot, source))
+				if err != nil {
+					t.Fatal(err)
+				}
+				text += string(src)
 			}
-			text := string(src)
 			if vars.prefix != "" && !strings.Contains(text, `"`+vars.prefix+`"`) {
-				t.Errorf("%s does not define the prefix %q", vars.source, vars.prefix)
+				t.Errorf("%s do not define the prefix %q", vars.sources, vars.prefix)
 			}
 			for _, name := range vars.names {
 				literal := name
@@ -92,7 +116,7 @@ func TestKnownEnvMatchesSource(t *testing.T) {
 					literal = strings.TrimPrefix(name, vars.prefix)
 				}
 				if !strings.Contains(text, `"`+literal+`"`) {
-					t.Errorf("%s no longer reads %s (no string literal %q): update knownEnv", vars.source, name, literal)
+					t.Errorf("%s no longer read %s (no string literal %q): update knownEnv", vars.sources, name, literal)
 				}
 			}
 			for _, name := range vars.required {

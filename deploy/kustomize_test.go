@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -71,7 +72,7 @@ func (m *manifests) ofKind(kind string) []*unstructured.Unstructured {
 func strictDecoder() (runtime.Decoder, error) {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
-		corev1.AddToScheme, appsv1.AddToScheme, autoscalingv2.AddToScheme, policyv1.AddToScheme,
+		corev1.AddToScheme, appsv1.AddToScheme, autoscalingv2.AddToScheme, policyv1.AddToScheme, networkingv1.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {
 			return nil, err
@@ -131,13 +132,14 @@ func build(fsys filesys.FileSystem, dir string) (*manifests, error) {
 	return m, nil
 }
 
-// deployFS is the deploy directory's YAML files (kustomizations and manifests), copied into
+// deployFS is the deploy directory's YAML and .conf files (kustomizations, manifests and the
+// files ConfigMaps are generated from), copied into
 // memory under /deploy, so a build reads the real files but cannot reach past them.
 func deployFS(t *testing.T) filesys.FileSystem {
 	t.Helper()
 	fsys := filesys.MakeFsInMemory()
 	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".yaml") {
+		if err != nil || d.IsDir() || !(strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".conf")) {
 			return err
 		}
 		content, err := os.ReadFile(p)

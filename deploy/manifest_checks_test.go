@@ -53,6 +53,8 @@ func manifestChecks(bus busContract) map[string]manifestCheck {
 		"image tags":                   checkImageTags,
 		"connection URLs":              checkConnectionURLs,
 		"shared settings":              checkSharedSettings,
+		"authentication":               checkAuthentication,
+		"network policies":             checkNetworkPolicies,
 	}
 }
 
@@ -201,7 +203,7 @@ func checkServiceEnv(m *manifests) []string {
 		for _, c := range containers {
 			for _, name := range m.envNames(c) {
 				if !vars.knows(name) {
-					problems = append(problems, fmt.Sprintf("%s: %s is not a variable %s reads", program, name, vars.source))
+					problems = append(problems, fmt.Sprintf("%s: %s is not a variable %s reads", program, name, program))
 				}
 			}
 			for _, name := range vars.required {

@@ -13,7 +13,7 @@ var mistakes = []variant{
 	},
 	{
 		name: "Secret key that does not exist", from: "base", check: "config and secret references", want: "redis-uri",
-		extra: jsonPatch("Deployment", "planner", `[{"op": "replace", "path": "/spec/template/spec/containers/0/env/1/valueFrom/secretKeyRef/key", "value": "redis-uri"}]`),
+		extra: jsonPatch("Deployment", "planner", `[{"op": "replace", "path": "/spec/template/spec/containers/0/env/2/valueFrom/secretKeyRef/key", "value": "redis-uri"}]`),
 	},
 	{
 		name: "ConfigMap key the planner does not read", from: "base", check: "service environment", want: "RESCHED_PLANNER_LOGLEVEL",
@@ -21,7 +21,7 @@ var mistakes = []variant{
 	},
 	{
 		name: "planner without REDIS_URL", from: "base", check: "service environment", want: "REDIS_URL is not set",
-		extra: jsonPatch("Deployment", "planner", `[{"op": "remove", "path": "/spec/template/spec/containers/0/env/1"}]`),
+		extra: jsonPatch("Deployment", "planner", `[{"op": "remove", "path": "/spec/template/spec/containers/0/env/2"}]`),
 	},
 	{
 		name: "planner container renamed", from: "base", check: "service environment", want: "no container named planner",
@@ -79,7 +79,7 @@ spec:
 	},
 	{
 		name: "NATS writing outside its volume", from: "base", check: "persistent storage", want: "/tmp",
-		extra: jsonPatch("StatefulSet", "nats", `[{"op": "replace", "path": "/spec/template/spec/containers/0/args/1", "value": "--store_dir=/tmp"}]`),
+		extra: jsonPatch("StatefulSet", "nats", `[{"op": "replace", "path": "/spec/template/spec/containers/0/args/2", "value": "--store_dir=/tmp"}]`),
 	},
 	{
 		name: "privilege escalation allowed", from: "base", check: "security context", want: "allowPrivilegeEscalation",
@@ -96,6 +96,34 @@ spec:
 	{
 		name: "NATS_URL naming no Service", from: "base", check: "connection URLs", want: "no Service natz",
 		extra: secretPatch("nats-url", "nats://natz:4222"),
+	},
+	{
+		name: "planner logging in as the worker", from: "base", check: "authentication", want: `nats.conf gives user "worker"`,
+		extra: mergeConfig("planner-config", "NATS_USER=worker"),
+	},
+	{
+		name: "NATS without its configuration", from: "base", check: "authentication", want: "without a configuration",
+		extra: jsonPatch("StatefulSet", "nats", `[{"op": "remove", "path": "/spec/template/spec/containers/0/args/0"}]`),
+	},
+	{
+		name: "planner with the wrong Redis password", from: "base", check: "authentication", want: "REDIS_PASSWORD",
+		extra: jsonPatch("Deployment", "planner", `[{"op": "replace", "path": "/spec/template/spec/containers/0/env/3/valueFrom/secretKeyRef/key", "value": "nats-admin-password"}]`),
+	},
+	{
+		name: "worker without the secret keys", from: "base", check: "authentication", want: "not in a mounted Secret",
+		extra: jsonPatch("Deployment", "worker", `[{"op": "remove", "path": "/spec/template/spec/volumes"}, {"op": "remove", "path": "/spec/template/spec/containers/0/volumeMounts"}]`),
+	},
+	{
+		name: "no default deny", from: "base", check: "network policies", want: "denies ingress by default",
+		extra: patch("networking.k8s.io/v1", "NetworkPolicy", "default-deny-ingress", "$patch: delete"),
+	},
+	{
+		name: "Redis open to the workers", from: "base", check: "network policies", want: "worker can reach Redis",
+		extra: jsonPatch("NetworkPolicy", "redis", `[{"op": "add", "path": "/spec/ingress/0/from/-", "value": {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "worker"}}}}]`),
+	},
+	{
+		name: "planners shut out of NATS", from: "base", check: "network policies", want: "planner cannot reach NATS",
+		extra: jsonPatch("NetworkPolicy", "nats", `[{"op": "remove", "path": "/spec/ingress/0/from/0"}]`),
 	},
 	{
 		name: "Namespace missing", from: "base", check: "namespace", want: "0 Namespace objects",

@@ -9,7 +9,8 @@
 # port that is busy is replaced by the next free one, and the script says so; a port set in the
 # environment is used as given, and the script stops if it is busy. The services' own variables
 # (RESCHED_PLANNER_*, RESCHED_WORKER_*) pass through to them. RESCHED_DATA (.data) holds the
-# logs and data; JOBS="" loads no example job; BIN (bin) is where the binaries are.
+# logs and data, and secret-keys, the key that seals job secrets (made at the first run;
+# docs/security.md); JOBS="" loads no example job; BIN (bin) is where the binaries are.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -132,6 +133,11 @@ scripts/deps.sh redis
 mkdir -p "$DATA/redis" "$DATA/nats"
 # Absolute: redis-server changes into --dir before it opens its log file.
 DATA=$(cd "$DATA" && pwd)
+# One key of 32 random bytes, made once and kept with the data it seals.
+if [ ! -s "$DATA/secret-keys" ]; then
+	(umask 077 && printf 'k1=%s\n' "$(head -c 32 /dev/urandom | base64)" >"$DATA/secret-keys")
+fi
+export RESCHED_SECRET_KEYS_FILE="${RESCHED_SECRET_KEYS_FILE:-$DATA/secret-keys}"
 
 say "redis-server on $REDIS_ADDR (data in $DATA/redis)"
 start redis-server "$DATA/redis.log" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$DATA/redis" \

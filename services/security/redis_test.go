@@ -3,9 +3,11 @@ package security
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/resched/resched/services/internal/natstest"
 	"github.com/resched/resched/services/internal/redistest"
+	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/services/internal/tlstest"
 )
 
@@ -20,6 +22,17 @@ func TestRedisACLUser(t *testing.T) {
 	if !sc.planner.logged(`redis://resched:xxxxx@`) {
 		t.Error("the planner does not log the Redis URL with its password masked")
 	}
+
+	// The user and password apart from the URL, the password from a file (a mounted Secret).
+	file := writeFile(t, t.TempDir(), "redis-password", []byte("acl-pw-77\n"))
+	plain := strings.Replace(rdb.URL(), "resched:acl-pw-77@", "", 1)
+	second := start(t, sc.dir, "planner", "planner-2", "NATS_URL="+sc.setup.natsURL, "REDIS_URL="+plain,
+		"REDIS_USERNAME=resched", "REDIS_PASSWORD_FILE="+file)
+	second.waitReady(t)
+	wrong := writeFile(t, t.TempDir(), "wrong", []byte("not-the-password"))
+	third := start(t, sc.dir, "planner", "planner-3", "NATS_URL="+sc.setup.natsURL, "REDIS_URL="+plain,
+		"REDIS_USERNAME=resched", "REDIS_PASSWORD_FILE="+wrong)
+	testenv.Eventually(t, 30*time.Second, "the wrong password refused", func() bool { return third.logged("WRONGPASS") }, third.Tail)
 }
 
 // Redis over TLS with a private CA, and a client certificate the server requires.

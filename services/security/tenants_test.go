@@ -1,17 +1,67 @@
 package security
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/resched/resched/services/internal/natstest"
 	"github.com/resched/resched/services/internal/redistest"
 	"github.com/resched/resched/services/internal/testenv"
 )
+
+// The NATS configuration the Kubernetes base and compose run (deploy/base/nats.conf), with the
+// identities the manifests give the planner, the worker and the operator's schedctl.
+func TestTheDeployedNATSConfiguration(t *testing.T) {
+	conf := filepath.Join(testenv.RepoRoot(t), "deploy", "base", "nats.conf")
+	for _, v := range []string{"PLANNER_PASSWORD", "WORKER_PASSWORD", "ADMIN_PASSWORD"} {
+		t.Setenv(v, strings.ToLower(v)+"-x")
+	}
+	srv := natstest.StartFromConfig(t, conf)
+	if _, err := nats.Connect(srv.ClientURL()); err == nil {
+		t.Fatal("the deployed configuration lets in a client without credentials")
+	}
+	sc := run(t, setup{natsURL: srv.ClientURL(),
+		planner: []string{"NATS_USER=planner", "NATS_PASSWORD=planner_password-x", "NATS_INBOX_PREFIX=_INBOX_planner"},
+		worker:  []string{"NATS_USER=worker", "NATS_PASSWORD=worker_password-x", "NATS_INBOX_PREFIX=_INBOX_worker"},
+		client:  []string{"NATS_USER=admin", "NATS_PASSWORD=admin_password-x", "NATS_INBOX_PREFIX=_INBOX_admin"},
+		redis:   []string{"REDIS_URL=" + redistest.Start(t).URL()}})
+	sc.deliver(t, "ops", "deployed", "pw-deployed")
+	sc.ctl(t, "job", "list") // the operator lists across collections
+
+	// The service identities are the same here as in the tenant configuration of the guide.
+	deployed, err := server.ProcessConfigFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TEAM_A_PASSWORD", "a")
+	t.Setenv("TEAM_B_PASSWORD", "b")
+	guide, err := server.ProcessConfigFile(tenantConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"planner", "worker"} {
+		if a, b := permissionsOf(deployed, name), permissionsOf(guide, name); a != b {
+			t.Errorf("user %s: deploy/base/nats.conf allows %s, docs/security.md %s", name, a, b)
+		}
+	}
+}
+
+// permissionsOf is a user's permissions as JSON ("" when there is no such user).
+func permissionsOf(o *server.Options, user string) string {
+	for _, u := range o.Users {
+		if u.Username == user {
+			b, _ := json.Marshal(u.Permissions)
+			return string(b)
+		}
+	}
+	return ""
+}
 
 // tenantConfig is the NATS server configuration of docs/security.md, its first conf block.
 func tenantConfig(t *testing.T) string {

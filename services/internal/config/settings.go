@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 )
 
@@ -17,12 +18,18 @@ type Setting struct {
 }
 
 // Parse reads settings for the command name: their defaults (already in the fields), then the
-// environment (through getenv, so tests need not touch the process's), then flags. A usage
+// environment (through getenv, so tests need not touch the process's), then flags. A variable
+// X may also be given as X_FILE, the path of a file holding its value (a mounted Secret), as
+// container images commonly allow; X itself wins when both are set. A usage
 // problem (flag.ErrHelp for -h, an unknown flag, an argument) is returned as err, with the
 // usage written to output; bad values come back in problems, every one naming its flag and
 // its variable.
 func Parse(name string, settings []Setting, args []string, getenv func(string) string, output io.Writer) (problems []error, err error) {
 	raw := make([]string, len(settings))
+	envs := map[string]bool{}
+	for _, s := range settings {
+		envs[s.Env] = true
+	}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(output)
 	for i, s := range settings {
@@ -36,6 +43,13 @@ func Parse(name string, settings []Setting, args []string, getenv func(string) s
 		}
 		if v := strings.TrimSpace(getenv(s.Env)); v != "" {
 			raw[i] = v
+		} else if path := strings.TrimSpace(getenv(s.Env + "_FILE")); path != "" && !envs[s.Env+"_FILE"] {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				problems = append(problems, fmt.Errorf("%s (%s_FILE): %w", s.What, s.Env, err))
+				continue
+			}
+			raw[i] = strings.TrimRight(string(b), "\r\n")
 		}
 	}
 	if err := fs.Parse(args); err != nil {

@@ -29,18 +29,25 @@ import (
 
 // Options say how to reach Redis.
 type Options struct {
-	URL       string
-	CA        string // PEM file of the CAs that sign the servers' certificates
+	URL string
+	// User and Password, when Password is set, replace those of the URL: the URL can then sit
+	// in a ConfigMap and the password alone in a Secret (REDIS_PASSWORD_FILE).
+	User, Password string
+	CA             string // PEM file of the CAs that sign the servers' certificates
 	Cert, Key string // PEM files of a client certificate and its key
 }
 
-// Settings are the options as a service's settings: -redis-url, -redis-ca, -redis-cert,
-// -redis-key; REDIS_URL, REDIS_CA, REDIS_CERT, REDIS_KEY.
+// Settings are the options as a service's settings: -redis-url, -redis-user, -redis-password,
+// -redis-ca, -redis-cert, -redis-key; REDIS_URL, REDIS_USERNAME, REDIS_PASSWORD, REDIS_CA,
+// REDIS_CERT, REDIS_KEY.
 func (o *Options) Settings() []config.Setting {
+	none := func(string) error { return nil }
 	return []config.Setting{
 		config.Define("Redis URL", "redis-url", "REDIS_URL",
 			"redis:// or rediss:// (one server), redis+cluster://h:p,h:p/ (Cluster), redis+sentinel://h:p,h:p/master/db (Sentinel)",
 			config.Text(&o.URL, checkURL)),
+		config.Define("Redis user", "redis-user", "REDIS_USERNAME", "ACL user, with -redis-password (instead of the URL's)", config.OptionalText(&o.User, none)),
+		config.Define("Redis password", "redis-password", "REDIS_PASSWORD", "password (of -redis-user, else of the default user), instead of the URL's", config.OptionalText(&o.Password, none)),
 		config.Define("Redis CA", "redis-ca", "REDIS_CA", "PEM file of the CAs that sign the Redis servers' certificates (rediss)", config.OptionalText(&o.CA, readable)),
 		config.Define("Redis client certificate", "redis-cert", "REDIS_CERT", "PEM file of a client certificate, with -redis-key", config.OptionalText(&o.Cert, readable)),
 		config.Define("Redis client key", "redis-key", "REDIS_KEY", "PEM file of the client certificate's key", config.OptionalText(&o.Key, readable)),
@@ -58,6 +65,9 @@ func readable(path string) error {
 // Check reports the options that do not go together.
 func (o Options) Check() []error {
 	var errs []error
+	if o.User != "" && o.Password == "" {
+		errs = append(errs, errors.New("a Redis user (-redis-user, REDIS_USERNAME) needs a password (-redis-password, REDIS_PASSWORD)"))
+	}
 	if (o.Cert == "") != (o.Key == "") {
 		errs = append(errs, errors.New("a Redis client certificate (-redis-cert, REDIS_CERT) needs its key (-redis-key, REDIS_KEY), and a key its certificate"))
 	}
@@ -70,6 +80,9 @@ func (o Options) Check() []error {
 // LogValue is what may be logged: the URL without its password, the topology, the files.
 func (o Options) LogValue() slog.Value {
 	attrs := []slog.Attr{slog.String("url", Redact(o.URL))}
+	if o.Password != "" {
+		attrs = append(attrs, slog.String("user", o.User), slog.String("password", "xxxxx"))
+	}
 	if t, err := parse(o.URL); err == nil {
 		attrs = append(attrs, slog.String("topology", t.kind))
 	}
@@ -206,6 +219,9 @@ func (o Options) Client(name string) (redis.UniversalClient, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.Password != "" {
+		t.user, t.password = o.User, o.Password
+	}
 	var tlsConfig *tls.Config
 	if t.tls {
 		if tlsConfig, err = o.tlsConfig(); err != nil {
@@ -238,6 +254,9 @@ func (o Options) Client(name string) (redis.UniversalClient, error) {
 		return nil, fmt.Errorf("Redis URL %s: %w", Redact(o.URL), err)
 	}
 	opts.ClientName = name
+	if o.Password != "" {
+		opts.Username, opts.Password = o.User, o.Password
+	}
 	if tlsConfig != nil {
 		if opts.TLSConfig != nil {
 			tlsConfig.ServerName = opts.TLSConfig.ServerName
