@@ -34,7 +34,7 @@ type Options struct {
 	// in a ConfigMap and the password alone in a Secret (REDIS_PASSWORD_FILE).
 	User, Password string
 	CA             string // PEM file of the CAs that sign the servers' certificates
-	Cert, Key string // PEM files of a client certificate and its key
+	Cert, Key      string // PEM files of a client certificate and its key
 }
 
 // Settings are the options as a service's settings: -redis-url, -redis-user, -redis-password,
