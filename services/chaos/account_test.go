@@ -226,6 +226,10 @@ func (c *cluster) cause(o *occurrence) string {
 		return "the NATS server restarted: a result or acknowledgement was lost with its connection"
 	case slices.Contains(kinds, redisRestart):
 		return "Redis restarted: an advance lost from its append-only file"
+	case slices.Contains(kinds, redisFailover):
+		return "a Redis master was lost: an advance it had not replicated yet"
+	case slices.Contains(kinds, natsLoss):
+		return "a NATS server was lost: an acknowledgement lost with its connection"
 	case slices.Contains(kinds, down):
 		return "a planner was killed between publish and advance, and the duplicate window did not hold"
 	}

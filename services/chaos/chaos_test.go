@@ -84,7 +84,13 @@ func TestChaos(t *testing.T) {
 	} else if testing.Short() {
 		t.Skip("the short chaos run takes about a minute")
 	}
-	c := newCluster(t, p.planners, p.workers)
+	runProfile(t, p, single(t))
+}
+
+// runProfile starts the processes on the backends, puts the jobs, runs the faults, and
+// accounts for every occurrence.
+func runProfile(t *testing.T, p profile, back backends) {
+	c := newCluster(t, p.planners, p.workers, back)
 	c.ready()
 	// Every schedule fires on whole seconds; faults happen half a second off them, so whether
 	// a planner ran at an occurrence's time is never a matter of milliseconds.

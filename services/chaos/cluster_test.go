@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -20,14 +21,12 @@ import (
 )
 
 // cluster is the system under test: real planner and worker processes built from the
-// repository, a redis-server process with its append-only file, a JetStream server in the test
-// process (so it can be restarted in place) and the recording target.
+// repository, the Redis and NATS of the run (backends), and the recording target.
 type cluster struct {
 	t        *testing.T
 	dir      string
 	bin      string
-	redis    *redistest.Server
-	nats     *natstest.Server
+	back     backends
 	nc       *nats.Conn
 	target   *target
 	planners []*testenv.Proc
@@ -35,26 +34,44 @@ type cluster struct {
 	timeline timeline
 }
 
-func newCluster(t *testing.T, planners, workers int) *cluster {
+// backends are the Redis and NATS a run uses: one redis-server process with its append-only
+// file and one JetStream server in the test process (so it can be restarted in place), or
+// clusters of either.
+type backends struct {
+	redisURL string
+	natsURL  string // one URL or several, comma-separated
+	replicas int    // of the streams
+	connect  func(t testing.TB) *nats.Conn
+	redis    *redistest.Server // the single server, for restarts; nil with a cluster
+	nats     *natstest.Server  // the single server, for restarts; nil with a cluster
+}
+
+// single is one redis-server and one JetStream server.
+func single(t *testing.T) backends {
+	r := redistest.Start(t, redistest.WithPersistence())
+	n := natstest.Start(t)
+	return backends{redisURL: r.URL(), natsURL: n.ClientURL(), replicas: 1, connect: n.Connect, redis: r, nats: n}
+}
+
+func newCluster(t *testing.T, planners, workers int, back backends) *cluster {
 	t.Helper()
-	c := &cluster{t: t, dir: t.TempDir(), bin: testenv.Build(t, "planner", "worker")}
-	c.redis = redistest.Start(t, redistest.WithPersistence())
-	c.nats = natstest.Start(t)
-	c.nc = c.nats.Connect(t)
+	c := &cluster{t: t, dir: t.TempDir(), bin: testenv.Build(t, "planner", "worker"), back: back}
+	c.nc = back.connect(t)
 	c.target = startTarget(t)
 	for i := range planners {
 		c.planners = append(c.planners, testenv.Start(t, c.dir, fmt.Sprint("planner-", i), c.bin+"/planner", []string{
-			"NATS_URL=" + c.nats.ClientURL(), "REDIS_URL=" + c.redis.URL(), "RESCHED_PLANNER_HTTP_ADDR=127.0.0.1:0",
-			"RESCHED_PLANNER_SHUTDOWN_TIMEOUT=5s"}))
+			"NATS_URL=" + back.natsURL, "REDIS_URL=" + back.redisURL, "RESCHED_PLANNER_HTTP_ADDR=127.0.0.1:0",
+			"RESCHED_PLANNER_SHUTDOWN_TIMEOUT=5s", fmt.Sprint("RESCHED_PLANNER_STREAM_REPLICAS=", back.replicas)}))
 		c.timeline.add(time.Now(), up, fmt.Sprint("planner-", i))
 	}
 	for i := range workers {
 		c.workers = append(c.workers, testenv.Start(t, c.dir, fmt.Sprint("worker-", i), c.bin+"/worker", []string{
-			"NATS_URL=" + c.nats.ClientURL(), "RESCHED_WORKER_HTTP_ADDR=127.0.0.1:0", "RESCHED_WORKER_CONCURRENCY=64",
-			"RESCHED_WORKER_MIN_RETRY_INTERVAL=1s", "RESCHED_WORKER_SHUTDOWN_TIMEOUT=5s"}))
+			"NATS_URL=" + back.natsURL, "RESCHED_WORKER_HTTP_ADDR=127.0.0.1:0", "RESCHED_WORKER_CONCURRENCY=64",
+			"RESCHED_WORKER_MIN_RETRY_INTERVAL=1s", "RESCHED_WORKER_SHUTDOWN_TIMEOUT=5s",
+			fmt.Sprint("RESCHED_WORKER_STREAM_REPLICAS=", back.replicas)}))
 	}
 	t.Cleanup(func() {
-		if t.Failed() {
+		if t.Failed() || os.Getenv("RESCHED_CHAOS_LOGS") != "" {
 			for _, p := range append(slices.Clone(c.planners), c.workers...) {
 				t.Logf("%s (last part):\n%s", p.Name, p.Tail())
 			}
@@ -113,12 +130,12 @@ func (c *cluster) startWorker(i int) { c.workers[i].Restart(c.t) }
 
 func (c *cluster) restartRedis() {
 	c.timeline.add(time.Now(), redisRestart, "redis")
-	c.redis.Restart()
+	c.back.redis.Restart()
 }
 
 func (c *cluster) restartNATS() {
 	c.timeline.add(time.Now(), natsRestart, "nats")
-	c.nats.Restart()
+	c.back.nats.Restart()
 }
 
 // quiet waits until nothing is left in flight: no due occurrence waiting or unacknowledged,
@@ -212,6 +229,8 @@ const (
 	workerKilled
 	redisRestart
 	natsRestart
+	redisFailover // a Redis master killed: its replica takes over
+	natsLoss      // a NATS server of a cluster killed
 )
 
 type event struct {

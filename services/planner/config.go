@@ -39,7 +39,8 @@ type Config struct {
 	Concurrency      int               // partitions dispatched at once
 	MaxIdle          time.Duration     // longest wait between two looks at the due set
 	Lookahead        time.Duration     // how long before its time a job is claimed and prepared
-	StreamReplicas   int               // JetStream replicas of the streams
+	StreamReplicas   int               // JetStream replicas of the streams, when created
+	PlacementTags    string            // comma-separated server tags the streams are placed on, when created
 	DuplicateWindow  time.Duration     // JetStream duplicate window of the due and results streams
 	MinRetryInterval time.Duration     // shortest retryInterval a job may ask for
 	ShutdownTimeout  time.Duration     // how long a stop may take before the planner gives up
@@ -105,7 +106,8 @@ func (c *Config) settings() []config.Setting {
 		config.Define("concurrency", "concurrency", p+"CONCURRENCY", "partitions of the due set dispatched at once", config.Int(&c.Concurrency, 1, store.MaxPartitions)),
 		config.Define("max idle", "max-idle", p+"MAX_IDLE", "longest wait between two looks at a partition with nothing due soon (a job put through any planner wakes it at once)", config.Duration(&c.MaxIdle, time.Millisecond)),
 		config.Define("lookahead", "lookahead", p+"LOOKAHEAD", "read and prepare jobs this long before they are due; each is still published at its time (0 to turn off)", config.Duration(&c.Lookahead, 0)),
-		config.Define("stream replicas", "stream-replicas", p+"STREAM_REPLICAS", "JetStream replicas of the streams (3 on a cluster)", config.Int(&c.StreamReplicas, 1, 5)),
+		config.Define("stream replicas", "stream-replicas", p+"STREAM_REPLICAS", "JetStream replicas of the streams when they are created (3 on a cluster); an existing stream keeps its own", config.Int(&c.StreamReplicas, 1, 5)),
+		config.Define("stream placement tags", "stream-placement-tags", p+"STREAM_PLACEMENT_TAGS", "comma-separated server tags (server_tags) of the NATS servers that hold the streams, when they are created", config.OptionalText(&c.PlacementTags, checkTags)),
 		config.Define("duplicate window", "duplicate-window", p+"DUPLICATE_WINDOW", "JetStream duplicate window of the due and results streams", config.Duration(&c.DuplicateWindow, time.Second)),
 		config.Define("minimum retry interval", "min-retry-interval", p+"MIN_RETRY_INTERVAL", "shortest retryInterval a job may ask for", config.Duration(&c.MinRetryInterval, time.Second)),
 		config.Define("shutdown timeout", "shutdown-timeout", p+"SHUTDOWN_TIMEOUT", "how long a stop may take", config.Duration(&c.ShutdownTimeout, time.Second)),
@@ -169,6 +171,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("concurrency", c.Concurrency),
 		slog.String("max_idle", config.FormatDuration(c.MaxIdle)),
 		slog.Int("stream_replicas", c.StreamReplicas),
+		slog.String("stream_placement_tags", c.PlacementTags),
 		slog.String("duplicate_window", config.FormatDuration(c.DuplicateWindow)),
 		slog.String("min_retry_interval", config.FormatDuration(c.MinRetryInterval)),
 		slog.String("shutdown_timeout", config.FormatDuration(c.ShutdownTimeout)),
@@ -187,6 +190,16 @@ func checkPolicy(v string) error {
 func checkKeyPrefix(p string) error {
 	if strings.ContainsAny(p, "{} \t\r\n") {
 		return fmt.Errorf("%q may not hold braces or white space", p)
+	}
+	return nil
+}
+
+// checkTags accepts comma-separated NATS server tags: no white space inside a tag.
+func checkTags(v string) error {
+	for _, t := range strings.Split(v, ",") {
+		if t = strings.TrimSpace(t); t == "" || strings.ContainsAny(t, " \t") {
+			return fmt.Errorf("%q: want comma-separated tags such as az:a,ssd", v)
+		}
 	}
 	return nil
 }

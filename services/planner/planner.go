@@ -97,6 +97,7 @@ func newPlanner(cfg Config, logger *slog.Logger) (*planner, error) {
 			{Name: "startup", Func: p.startedCheck},
 			{Name: "leases", Func: p.leasesCheck},
 			{Name: "nats", Func: p.conn.Ready},
+			{Name: "due stream", Func: p.dueStreamReady},
 			{Name: "redis", Func: p.store.Ping},
 		}}))
 	if err != nil {
@@ -109,6 +110,19 @@ func newPlanner(cfg Config, logger *slog.Logger) (*planner, error) {
 func (p *planner) startedCheck(context.Context) error {
 	if !p.started.Load() {
 		return errors.New("starting or stopping")
+	}
+	return nil
+}
+
+// dueStreamReady asks the due stream's leader for its state: with no leader (a JetStream
+// cluster that lost its quorum) no occurrence can be published, and the planner is not ready.
+func (p *planner) dueStreamReady(ctx context.Context) error {
+	st, err := p.js.Stream(ctx, p.subjects.DueStream())
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", p.subjects.DueStream(), err)
+	}
+	if info := st.CachedInfo(); info.Cluster != nil && info.Cluster.Leader == "" {
+		return fmt.Errorf("stream %s has no leader", p.subjects.DueStream())
 	}
 	return nil
 }
@@ -186,9 +200,15 @@ func (p *planner) run(ctx context.Context) error {
 // intake, the dispatcher, the results consumer and the backlog sampler. A part that fails
 // later calls fail.
 func (p *planner) start(ctx context.Context, parts *sync.WaitGroup, fail context.CancelCauseFunc) (micro.Service, error) {
-	streams := bus.StreamOptions{Replicas: p.cfg.StreamReplicas, DuplicateWindow: p.cfg.DuplicateWindow}
+	streams := bus.StreamOptions{Replicas: p.cfg.StreamReplicas, DuplicateWindow: p.cfg.DuplicateWindow,
+		PlacementTags: bus.SplitTags(p.cfg.PlacementTags)}
 	if err := retry(ctx, "ensure streams", p.log, func(ctx context.Context) error {
-		return bus.EnsureStreams(ctx, p.js, p.subjects, streams)
+		notes, err := bus.EnsureStreams(ctx, p.js, p.subjects, streams)
+		for _, n := range notes {
+			p.log.Info("stream left as it is: its setting differs from this planner's", "stream", n.Stream,
+				"setting", n.Setting, "stream_has", n.Has, "planner_setting", n.Wants)
+		}
+		return err
 	}); err != nil {
 		return nil, err
 	}

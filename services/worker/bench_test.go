@@ -196,7 +196,7 @@ func newBenchEnv(b *testing.B, n int) *benchEnv {
 		b.Fatal(err)
 	}
 	e := &benchEnv{srv: srv, js: js, subjects: bus.NewSubjects(""), sink: newSink(b, n)}
-	if err := bus.EnsureStreams(context.Background(), js, e.subjects, bus.StreamOptions{}); err != nil {
+	if _, err := bus.EnsureStreams(context.Background(), js, e.subjects, bus.StreamOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	return e

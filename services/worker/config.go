@@ -37,6 +37,7 @@ type Config struct {
 	MinRetryInterval time.Duration // floor under every retry interval
 	ShutdownTimeout  time.Duration // how long a stop waits for the deliveries in flight
 	StreamReplicas   int           // replicas of the streams, when a worker is the first to create them
+	PlacementTags    string        // comma-separated server tags the streams are placed on, when created
 
 	OAuthAuthority       string // where ActiveDirectoryOAuth tokens come from
 	StorageQueueEndpoint string // queue service URL template with {account}
@@ -86,6 +87,7 @@ func (c *Config) settings() []config.Setting {
 		config.Define("minimum retry interval", "min-retry-interval", p+"MIN_RETRY_INTERVAL", "floor under every retry interval", config.Duration(&c.MinRetryInterval, time.Millisecond)),
 		config.Define("shutdown timeout", "shutdown-timeout", p+"SHUTDOWN_TIMEOUT", "how long a stop waits for the deliveries in flight", config.Duration(&c.ShutdownTimeout, time.Second)),
 		config.Define("stream replicas", "stream-replicas", p+"STREAM_REPLICAS", "JetStream replicas of the streams, when a worker is the first to create them", config.Int(&c.StreamReplicas, 1, 5)),
+		config.Define("stream placement tags", "stream-placement-tags", p+"STREAM_PLACEMENT_TAGS", "comma-separated server tags of the NATS servers that hold the streams, when a worker is the first to create them", config.OptionalText(&c.PlacementTags, checkTags)),
 		config.Define("OAuth authority", "oauth-authority", p+"OAUTH_AUTHORITY", "where ActiveDirectoryOAuth tokens come from: <authority>/<tenant>/oauth2/token", config.Text(&c.OAuthAuthority, checkAuthority)),
 		config.Define("Storage Queue endpoint", "storage-queue-endpoint", p+"STORAGE_QUEUE_ENDPOINT", "queue service URL, {account} standing for the job's storage account (Azurite: http://127.0.0.1:10001/{account})", config.Text(&c.StorageQueueEndpoint, checkTemplate("{account}", "http", "https"))),
 		config.Define("Storage Queue base64", "storage-queue-base64", p+"STORAGE_QUEUE_BASE64", "base64-encode the Storage Queue envelope, for consumers that expect it", config.Bool(&c.StorageQueueBase64)),
@@ -134,6 +136,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("min_retry_interval", config.FormatDuration(c.MinRetryInterval)),
 		slog.String("shutdown_timeout", config.FormatDuration(c.ShutdownTimeout)),
 		slog.Int("stream_replicas", c.StreamReplicas),
+		slog.String("stream_placement_tags", c.PlacementTags),
 		slog.String("oauth_authority", config.RedactURLs(c.OAuthAuthority)),
 		slog.String("storage_queue_endpoint", redactTemplate(c.StorageQueueEndpoint, "{account}")),
 		slog.Bool("storage_queue_base64", c.StorageQueueBase64),
@@ -180,6 +183,16 @@ func redactTemplate(v, placeholder string) string {
 func checkOneLine(v string) error {
 	if strings.ContainsAny(v, "\r\n") {
 		return errors.New("must be one line")
+	}
+	return nil
+}
+
+// checkTags accepts comma-separated NATS server tags: no white space inside a tag.
+func checkTags(v string) error {
+	for _, t := range strings.Split(v, ",") {
+		if t = strings.TrimSpace(t); t == "" || strings.ContainsAny(t, " \t") {
+			return fmt.Errorf("%q: want comma-separated tags such as az:a,ssd", v)
+		}
 	}
 	return nil
 }

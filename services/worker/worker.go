@@ -66,7 +66,8 @@ func newWorker(cfg Config, logger *slog.Logger) (*worker, error) {
 			Deliverer: registry, Secrets: cfg.keys, MinRetryInterval: cfg.MinRetryInterval, Timeout: cfg.AttemptTimeout, Region: cfg.Region,
 		}),
 		Concurrency: cfg.Concurrency, AckWait: cfg.AckWait, MaxAckPending: cfg.MaxAckPending,
-		Streams: bus.StreamOptions{Replicas: cfg.StreamReplicas}, StopTimeout: cfg.ShutdownTimeout,
+		Streams:     bus.StreamOptions{Replicas: cfg.StreamReplicas, PlacementTags: bus.SplitTags(cfg.PlacementTags)},
+		StopTimeout: cfg.ShutdownTimeout,
 	})
 	w.http, err = health.Listen(cfg.HTTPAddr, health.Handler(health.Config{Gatherer: reg, Logger: logger, Version: version.String(),
 		Live: []health.Check{{Name: "nats", Func: w.conn.Live}}, Ready: []health.Check{

@@ -2,53 +2,108 @@ package bus
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// StreamOptions are the deployment choices for the streams.
+// StreamOptions are the deployment choices for the streams. They apply when a stream is
+// created; an existing stream keeps what an operator has set since (nats stream edit).
 type StreamOptions struct {
 	Replicas        int           // 1 for a single server; 3 for a JetStream cluster
 	DuplicateWindow time.Duration // how long a re-published due occurrence or result is dropped
+	PlacementTags   []string      // servers tagged so (server_tags) hold the streams; none: any
 }
 
-// EnsureStreams creates or updates the three streams. Every planner and worker calls it at
-// start, so whichever starts first creates them.
-func EnsureStreams(ctx context.Context, js jetstream.JetStream, s Subjects, o StreamOptions) error {
+// StreamConfigs are the three streams as they are created.
+func StreamConfigs(s Subjects, o StreamOptions) []jetstream.StreamConfig {
 	if o.Replicas < 1 {
 		o.Replicas = 1
 	}
 	if o.DuplicateWindow <= 0 {
 		o.DuplicateWindow = 10 * time.Minute
 	}
-	streams := []jetstream.StreamConfig{
+	var placement *jetstream.Placement
+	if len(o.PlacementTags) > 0 {
+		placement = &jetstream.Placement{Tags: o.PlacementTags}
+	}
+	return []jetstream.StreamConfig{
 		{
 			// Definitions wait here while no planner runs; a planner acknowledges each once stored.
 			Name: s.IntakeStream(), Subjects: []string{s.Prefix + ".jobs.>"},
-			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Replicas: o.Replicas,
+			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Replicas: o.Replicas, Placement: placement,
 			Description: "job definitions published by clients, consumed by the planners",
 		},
 		{
 			Name: s.DueStream(), Subjects: []string{s.Prefix + ".due.>"},
-			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Replicas: o.Replicas,
+			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Replicas: o.Replicas, Placement: placement,
 			Duplicates:  o.DuplicateWindow,
 			Description: "due occurrences published by the planners, consumed by the workers",
 		},
 		{
 			Name: s.ResultsStream(), Subjects: []string{s.Prefix + ".results.>"},
-			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Replicas: o.Replicas,
+			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Replicas: o.Replicas, Placement: placement,
 			Duplicates:  o.DuplicateWindow,
 			Description: "attempt results published by the workers, consumed by the planners",
 		},
 	}
-	for _, cfg := range streams {
-		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
-			return fmt.Errorf("ensure stream %s: %w", cfg.Name, err)
+}
+
+// StreamNote is what EnsureStreams found an existing stream to differ in from the settings,
+// and left as it is.
+type StreamNote struct {
+	Stream, Setting string
+	Has, Wants      string
+}
+
+// EnsureStreams creates the streams that are missing. An existing stream is updated only
+// where it breaks the contract (its subjects); its limits, replicas, duplicate window and
+// placement are the operator's once it exists, and each that differs from the settings is
+// returned as a note. Every planner calls it at start, and a worker when a stream is missing,
+// so whichever starts first creates them.
+func EnsureStreams(ctx context.Context, js jetstream.JetStream, s Subjects, o StreamOptions) ([]StreamNote, error) {
+	var notes []StreamNote
+	for _, want := range StreamConfigs(s, o) {
+		st, err := js.Stream(ctx, want.Name)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			if _, err := js.CreateStream(ctx, want); err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+				return notes, fmt.Errorf("create stream %s: %w", want.Name, err)
+			}
+			continue
 		}
+		if err != nil {
+			return notes, fmt.Errorf("stream %s: %w", want.Name, err)
+		}
+		has := st.CachedInfo().Config
+		if !slices.Equal(has.Subjects, want.Subjects) {
+			has.Subjects = want.Subjects
+			if _, err := js.UpdateStream(ctx, has); err != nil {
+				return notes, fmt.Errorf("update the subjects of stream %s: %w", want.Name, err)
+			}
+		}
+		note := func(setting string, has, wants any) {
+			if fmt.Sprint(has) != fmt.Sprint(wants) {
+				notes = append(notes, StreamNote{Stream: want.Name, Setting: setting, Has: fmt.Sprint(has), Wants: fmt.Sprint(wants)})
+			}
+		}
+		note("replicas", has.Replicas, want.Replicas)
+		if want.Duplicates > 0 {
+			note("duplicate window", has.Duplicates, want.Duplicates)
+		}
+		note("placement tags", placementTags(has.Placement), placementTags(want.Placement))
 	}
-	return nil
+	return notes, nil
+}
+
+func placementTags(p *jetstream.Placement) []string {
+	if p == nil {
+		return nil
+	}
+	return p.Tags
 }
 
 // IntakeConsumerConfig is the planners' shared consumer of definitions. One definition at a
@@ -75,4 +130,15 @@ func WorkerConsumerConfig(ackWait time.Duration, maxAckPending int) jetstream.Co
 		Durable: WorkerConsumer, AckPolicy: jetstream.AckExplicitPolicy,
 		AckWait: ackWait, MaxAckPending: maxAckPending, MaxDeliver: -1,
 	}
+}
+
+// SplitTags reads a comma-separated list of server tags; empty gives none.
+func SplitTags(list string) []string {
+	var tags []string
+	for _, t := range strings.Split(list, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			tags = append(tags, t)
+		}
+	}
+	return tags
 }

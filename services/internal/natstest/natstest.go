@@ -160,7 +160,7 @@ func (s *Server) JetStream(t testing.TB) (*nats.Conn, jetstream.JetStream, bus.S
 		t.Fatalf("natstest: jetstream: %v", err)
 	}
 	subjects := bus.NewSubjects("")
-	if err := bus.EnsureStreams(context.Background(), js, subjects, bus.StreamOptions{}); err != nil {
+	if _, err := bus.EnsureStreams(context.Background(), js, subjects, bus.StreamOptions{}); err != nil {
 		t.Fatalf("natstest: streams: %v", err)
 	}
 	return nc, js, subjects

@@ -212,6 +212,10 @@ func parse(raw string) (topology, error) {
 	return t, nil
 }
 
+// clusterReload is how often a cluster client reads the slot map again: a failover is seen
+// this soon after the cluster agrees on it.
+const clusterReload = time.Second
+
 // Client builds the client; it connects on first use, so a Redis that is not up yet shows in
 // readiness rather than failing the start.
 func (o Options) Client(name string) (redis.UniversalClient, error) {
@@ -236,6 +240,9 @@ func (o Options) Client(name string) (redis.UniversalClient, error) {
 			// cluster's node timeout), reloading the slot map between tries.
 			MaxRedirects: 8, MaxRetries: 6, MinRetryBackoff: 100 * time.Millisecond, MaxRetryBackoff: time.Second,
 			DialTimeout: 2 * time.Second,
+			// The slot map is read again this often (go-redis: every minute), so a replica
+			// promoted after its master died is used within seconds, not a minute.
+			ClusterStateReloadInterval: clusterReload,
 		}), nil
 	case "sentinel":
 		sentinelUser, sentinelPassword := t.user, t.password

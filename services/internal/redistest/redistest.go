@@ -32,6 +32,7 @@ type Server struct {
 	args       []string
 	client     redis.Options // how the test's clients (and the readiness check) connect
 	tls        bool
+	conf       string // a configuration file, first on the command line
 	cmd        *exec.Cmd
 	t          testing.TB
 }
@@ -75,6 +76,11 @@ func WithTLS(ca *tlstest.CA) Option {
 	}
 }
 
+// WithArgs adds redis-server arguments.
+func WithArgs(args ...string) Option {
+	return func(s *Server) { s.args = append(s.args, args...) }
+}
+
 // Start starts a redis-server for the test.
 func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
@@ -92,6 +98,9 @@ func Start(t testing.TB, opts ...Option) *Server {
 		ports = []string{"--port", "0", "--tls-port", s.port()}
 	}
 	s.args = append(append(ports, "--bind", "127.0.0.1", "--dir", s.dir, "--protected-mode", "no", "--loglevel", "warning"), s.args...)
+	if s.conf != "" {
+		s.args = append([]string{s.conf}, s.args...)
+	}
 	s.client.Addr = s.Addr
 	s.start(bin)
 	t.Cleanup(s.Stop)
@@ -131,6 +140,29 @@ func (s *Server) Stop() {
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	_ = s.cmd.Wait()
 	s.cmd = nil
+}
+
+// Kill ends the server with SIGKILL, as a crash would, and waits for it.
+func (s *Server) Kill() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	s.cmd = nil
+}
+
+// Running reports whether the server process runs.
+func (s *Server) Running() bool { return s.cmd != nil }
+
+// Start again a server that was stopped or killed, on its port and directory.
+func (s *Server) Start() {
+	s.t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		s.t.Fatalf("redistest: %v", err)
+	}
+	s.start(bin)
 }
 
 // Restart stops the server and starts it again on the same port and directory.

@@ -49,7 +49,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e.js = js
-	if err := bus.EnsureStreams(context.Background(), js, subjects, bus.StreamOptions{}); err != nil {
+	if _, err := bus.EnsureStreams(context.Background(), js, subjects, bus.StreamOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	v, err := jobschema.New()

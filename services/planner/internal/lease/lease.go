@@ -26,10 +26,10 @@ import (
 // Store is what the leases need of the planner's store.
 type Store interface {
 	Partitions() int
-	Heartbeat(ctx context.Context, id string, now, expiry, processStart time.Time, period time.Duration, keep int) (int, []store.Outage, error)
+	Heartbeat(ctx context.Context, id string, now, expiry, processStart, prev time.Time, period time.Duration, keep int) (int, []store.Outage, error)
 	FreePartitions(ctx context.Context) ([]int, error)
 	Acquire(ctx context.Context, partitions []int, token string, ttl time.Duration) ([]int, error)
-	Renew(ctx context.Context, partitions []int, token string, ttl time.Duration) ([]int, error)
+	Renew(ctx context.Context, partitions []int, token string, ttl time.Duration) (renewed, lost []int, err error)
 	Release(ctx context.Context, p int, token string) error
 	Leave(ctx context.Context, id string) error
 }
@@ -58,6 +58,11 @@ type Config struct {
 // than the catch-up window ago.
 const outagesKept = 100
 
+// settlePeriods is how many periods an outage must stand on record before it counts: long
+// enough for a planner that lived through the gap, cut off from Redis, to beat again and
+// remove it (store.Heartbeat), its Redis client having found the new master meanwhile.
+const settlePeriods = 3
+
 // Leases holds this planner's partition leases. Its methods are safe for concurrent use.
 type Leases struct {
 	cfg    Config
@@ -67,11 +72,15 @@ type Leases struct {
 	outages atomic.Pointer[[]store.Outage]
 	live    atomic.Int64
 	beaten  atomic.Bool
+	// lastBeat is when this planner's heartbeat last succeeded (unix ns; 0 before the first).
+	lastBeat atomic.Int64
 }
 
 // partition is this planner's view of one partition's lease.
 type partition struct {
 	held atomic.Bool
+	// renewed is when the lease was last taken or renewed (unix ns): it runs out a TTL later.
+	renewed atomic.Int64
 	// mu is held through a dispatch round, so a lease is given up only between rounds.
 	mu sync.Mutex
 }
@@ -105,7 +114,7 @@ func (l *Leases) Period() time.Duration { return l.period }
 // otherwise done must be called when the round ends. A lease is never given up during a round.
 func (l *Leases) Use(p int) (done func(), ok bool) {
 	pt := &l.parts[p]
-	if !pt.held.Load() {
+	if !pt.held.Load() || l.settling() {
 		return nil, false
 	}
 	pt.mu.Lock()
@@ -134,8 +143,34 @@ func (l *Leases) Held() []int {
 	return out
 }
 
-// Outages returns the intervals in which no planner ran, newest first, as of the last heartbeat.
-func (l *Leases) Outages() []store.Outage { return *l.outages.Load() }
+// Outages returns the intervals in which no planner ran, newest first, as of the last
+// heartbeat: those on record for at least the settling time.
+func (l *Leases) Outages() []store.Outage {
+	all := *l.outages.Load()
+	settled := make([]store.Outage, 0, len(all))
+	for _, o := range all {
+		if !l.unsettled(o) {
+			settled = append(settled, o)
+		}
+	}
+	return settled
+}
+
+func (l *Leases) unsettled(o store.Outage) bool {
+	return !o.Recorded.IsZero() && l.cfg.Clock().Sub(o.Recorded) < settlePeriods*l.period
+}
+
+// settling reports whether an outage was recorded too recently to tell yet whether a planner
+// lived through it: no partition is dispatched meanwhile, so that nothing fires or is skipped
+// on an outage that is about to be withdrawn.
+func (l *Leases) settling() bool {
+	for _, o := range *l.outages.Load() {
+		if l.unsettled(o) {
+			return true
+		}
+	}
+	return false
+}
 
 // Ready reports whether the first heartbeat has been recorded.
 func (l *Leases) Ready() bool { return l.beaten.Load() }
@@ -146,16 +181,8 @@ func (l *Leases) Ready() bool { return l.beaten.Load() }
 func (l *Leases) Run(ctx context.Context) error {
 	t := time.NewTicker(l.period)
 	defer t.Stop()
-	lastOK := l.cfg.Clock()
 	for {
-		if l.tick(ctx) {
-			lastOK = l.cfg.Clock()
-		} else if l.cfg.Clock().Sub(lastOK) >= l.cfg.TTL {
-			// Redis has not answered for a whole TTL: whatever this planner held has run out.
-			for p := range l.parts {
-				l.Lost(p)
-			}
-		}
+		l.tick(ctx)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -164,32 +191,32 @@ func (l *Leases) Run(ctx context.Context) error {
 	}
 }
 
-// tick beats the heartbeat, renews what is held and moves towards the fair share. It reports
-// whether Redis answered.
-func (l *Leases) tick(ctx context.Context) bool {
+// tick beats the heartbeat, renews what is held and moves towards the fair share. Each lease
+// stands on its own: a partition whose renewal fails (its Redis master lost) runs out a TTL
+// after its last renewal, while the others go on; a failed heartbeat only stops this planner
+// from taking more.
+func (l *Leases) tick(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, l.period)
 	defer cancel()
 	now := l.cfg.Clock()
-	live, outages, err := l.cfg.Store.Heartbeat(ctx, l.cfg.ID, now, now.Add(l.cfg.TTL), l.cfg.Start, l.period, outagesKept)
-	if err != nil {
-		l.fail("heartbeat", err)
-		return false
+	var prev time.Time
+	if ns := l.lastBeat.Load(); ns != 0 {
+		prev = time.Unix(0, ns)
 	}
-	l.outages.Store(&outages)
-	l.live.Store(int64(live))
-	l.beaten.Store(true)
+	live, outages, hbErr := l.cfg.Store.Heartbeat(ctx, l.cfg.ID, now, now.Add(l.cfg.TTL), l.cfg.Start, prev, l.period, outagesKept)
+	if hbErr != nil {
+		l.fail("heartbeat", hbErr)
+	} else {
+		l.outages.Store(&outages)
+		l.live.Store(int64(live))
+		l.lastBeat.Store(now.UnixNano())
+		l.beaten.Store(true)
+	}
+	l.renew(ctx, now)
+	if hbErr != nil {
+		return
+	}
 	held := l.Held()
-	if len(held) > 0 {
-		lost, err := l.cfg.Store.Renew(ctx, held, l.cfg.ID, l.cfg.TTL)
-		if err != nil {
-			l.fail("renew", err)
-			return false
-		}
-		for _, p := range lost {
-			l.Lost(p)
-		}
-		held = l.Held()
-	}
 	share := (len(l.parts) + live - 1) / max(live, 1)
 	switch {
 	case len(held) < share:
@@ -200,7 +227,29 @@ func (l *Leases) tick(ctx context.Context) bool {
 	if l.cfg.Metrics != nil {
 		l.cfg.Metrics.Leases(len(l.Held()), live)
 	}
-	return true
+}
+
+// renew extends the held leases, and drops those renewed too long ago to be still held.
+func (l *Leases) renew(ctx context.Context, now time.Time) {
+	held := l.Held()
+	if len(held) == 0 {
+		return
+	}
+	renewed, lost, err := l.cfg.Store.Renew(ctx, held, l.cfg.ID, l.cfg.TTL)
+	if err != nil {
+		l.fail("renew", err)
+	}
+	for _, p := range renewed {
+		l.parts[p].renewed.Store(now.UnixNano())
+	}
+	for _, p := range lost {
+		l.Lost(p)
+	}
+	for _, p := range l.Held() {
+		if now.Sub(time.Unix(0, l.parts[p].renewed.Load())) >= l.cfg.TTL {
+			l.Lost(p) // Redis has not renewed it for a whole TTL: it has run out
+		}
+	}
 }
 
 // acquire takes up to n free partitions, in this planner's own order of preference, so that
@@ -212,12 +261,14 @@ func (l *Leases) acquire(ctx context.Context, n int) {
 		return
 	}
 	l.prefer(free)
+	now := l.cfg.Clock().UnixNano() // before the leases are set: they run out a TTL after this at the latest
 	got, err := l.cfg.Store.Acquire(ctx, free[:min(n, len(free))], l.cfg.ID, l.cfg.TTL)
 	if err != nil {
 		l.fail("acquire", err)
 		return
 	}
 	for _, p := range got {
+		l.parts[p].renewed.Store(now)
 		l.parts[p].held.Store(true)
 		l.cfg.Logger.Info("partition lease acquired", "partition", p)
 		l.cfg.Acquired(p)

@@ -44,7 +44,7 @@ func TestStoreErrorRedeliversTheResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	subj := bus.NewSubjects("acme.sched")
-	if err := bus.EnsureStreams(ctx, js, subj, bus.StreamOptions{}); err != nil {
+	if _, err := bus.EnsureStreams(ctx, js, subj, bus.StreamOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	fs := &flakyStore{failures: 2, done: make(chan struct{})}

@@ -6,19 +6,28 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
-// Outage is an interval in which no planner ran.
-type Outage struct{ From, To time.Time }
+// Outage is an interval in which no planner ran, and when it was recorded (zero for a record
+// older than that field).
+type Outage struct{ From, To, Recorded time.Time }
 
 // Heartbeat tells Redis that planner id is alive until expiry, and records an outage of every
 // planner, from two periods after the last heartbeat of any planner to this planner's process
-// start, when that start came more than three periods after that heartbeat (heartbeat.lua). It returns how many planners are alive and the outages on record,
-// newest first.
-func (s *Store) Heartbeat(ctx context.Context, id string, now, expiry, processStart time.Time, period time.Duration, keep int) (int, []Outage, error) {
+// start, when that start came more than three periods after that heartbeat; a planner whose
+// previous heartbeat (prev, zero for none) is more than three periods old lived through the
+// gap, and removes the outages recorded over it (heartbeat.lua). It returns how many planners
+// are alive and the outages on record, newest first.
+func (s *Store) Heartbeat(ctx context.Context, id string, now, expiry, processStart, prev time.Time, period time.Duration, keep int) (int, []Outage, error) {
 	keys := []string{s.k.planners(), s.k.alive(), s.k.outages()}
+	var prevMS int64
+	if !prev.IsZero() {
+		prevMS = prev.UnixMilli()
+	}
 	res, err := s.run(ctx, "heartbeat", keys, id, now.UnixMilli(), expiry.UnixMilli(), processStart.UnixMilli(),
-		period.Milliseconds(), keep).Slice()
+		period.Milliseconds(), keep, prevMS).Slice()
 	if err != nil {
 		return 0, nil, fmt.Errorf("heartbeat: %w", err)
 	}
@@ -26,12 +35,22 @@ func (s *Store) Heartbeat(ctx context.Context, id string, now, expiry, processSt
 	outages := make([]Outage, 0, len(res)-1)
 	for _, v := range res[1:] {
 		text, _ := v.(string)
-		from, to, _ := strings.Cut(text, "|")
-		f, err1 := strconv.ParseInt(from, 10, 64)
-		t, err2 := strconv.ParseInt(to, 10, 64)
-		if err1 == nil && err2 == nil {
-			outages = append(outages, Outage{From: time.UnixMilli(f).UTC(), To: time.UnixMilli(t).UTC()})
+		parts := strings.Split(text, "|")
+		if len(parts) < 2 {
+			continue
 		}
+		f, err1 := strconv.ParseInt(parts[0], 10, 64)
+		t, err2 := strconv.ParseInt(parts[1], 10, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		o := Outage{From: time.UnixMilli(f).UTC(), To: time.UnixMilli(t).UTC()}
+		if len(parts) > 2 {
+			if r, err := strconv.ParseInt(parts[2], 10, 64); err == nil {
+				o.Recorded = time.UnixMilli(r).UTC()
+			}
+		}
+		outages = append(outages, o)
 	}
 	return int(live), outages, nil
 }
@@ -83,24 +102,35 @@ func (s *Store) Acquire(ctx context.Context, partitions []int, token string, ttl
 	return got, nil
 }
 
-// Renew extends the leases of the given partitions for ttl; it returns those no longer held.
+// Renew extends the leases of the given partitions for ttl. It returns those renewed and those
+// no longer held; a partition in neither could not be reached (a Redis Cluster master lost, of
+// the partitions it serves), and err then says why.
 // The script is sent whole (EVAL): a pipelined EVALSHA cannot fall back after a Redis restart.
-func (s *Store) Renew(ctx context.Context, partitions []int, token string, ttl time.Duration) ([]int, error) {
+func (s *Store) Renew(ctx context.Context, partitions []int, token string, ttl time.Duration) (renewed, lost []int, err error) {
 	pipe := s.rdb.Pipeline()
-	cmds := make([]interface{ Int() (int, error) }, len(partitions))
+	cmds := make([]*redis.Cmd, len(partitions))
 	for i, p := range partitions {
 		cmds[i] = s.scripts["renew"].Eval(ctx, pipe, []string{s.k.owner(p)}, token, ttl.Milliseconds())
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("renew partition leases: %w", err)
-	}
-	var lost []int
+	_, execErr := pipe.Exec(ctx)
 	for i, c := range cmds {
-		if n, err := c.Int(); err != nil || n == 0 {
+		n, cerr := c.Int()
+		switch {
+		case cerr != nil:
+			err = cerr
+		case n == 0:
 			lost = append(lost, partitions[i])
+		default:
+			renewed = append(renewed, partitions[i])
 		}
 	}
-	return lost, nil
+	if err == nil {
+		err = execErr
+	}
+	if err != nil {
+		err = fmt.Errorf("renew partition leases: %w", err)
+	}
+	return renewed, lost, err
 }
 
 // Release gives up the lease of a partition, if it is still held with token.

@@ -19,11 +19,16 @@ func TestHeartbeatRecordsOutagesOfEveryPlanner(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
 	const period = time.Second
+	prev := map[string]time.Time{}
 	beat := func(id string, now, started time.Time) (int, []store.Outage) {
 		t.Helper()
-		live, outages, err := s.Heartbeat(ctx, id, now, now.Add(3*period), started, period, 10)
+		live, outages, err := s.Heartbeat(ctx, id, now, now.Add(3*period), started, prev[id], period, 10)
 		if err != nil {
 			t.Fatal(err)
+		}
+		prev[id] = now
+		for i := range outages {
+			outages[i].Recorded = time.Time{} // compared below without it
 		}
 		return live, outages
 	}
@@ -51,6 +56,35 @@ func TestHeartbeatRecordsOutagesOfEveryPlanner(t *testing.T) {
 	}
 }
 
+// Redis away for a while (a master lost) looks like an outage to a planner that starts just
+// then; a planner that lived through the gap removes it when it can beat again.
+func TestAPlannerThatLivedThroughAGapWithdrawsItsOutage(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	const period = time.Second
+	beat := func(id string, now, started, prev time.Time) []store.Outage {
+		t.Helper()
+		_, outages, err := s.Heartbeat(ctx, id, now, now.Add(3*period), started, prev, period, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return outages
+	}
+	beat("a", t0, t0.Add(-time.Minute), time.Time{})
+	// Redis is away from t0 to t0+10s. b starts at t0+8s and beats first when it returns.
+	got := beat("b", t0.Add(10*time.Second), t0.Add(8*time.Second), time.Time{})
+	if len(got) != 1 || !got[0].Recorded.Equal(t0.Add(10*time.Second)) {
+		t.Fatalf("b's first heartbeat: outages %v, want one recorded at t0+10s", got)
+	}
+	// a beats again; its previous heartbeat was at t0: it ran through the gap.
+	if got := beat("a", t0.Add(10500*time.Millisecond), t0.Add(-time.Minute), t0); len(got) != 0 {
+		t.Fatalf("after a beat through the gap: outages %v, want none", got)
+	}
+	if got := beat("b", t0.Add(11*time.Second), t0.Add(8*time.Second), t0.Add(10*time.Second)); len(got) != 0 {
+		t.Fatalf("b sees %v", got)
+	}
+}
+
 func TestLeasesAreExclusiveAndRenewable(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
@@ -64,13 +98,13 @@ func TestLeasesAreExclusiveAndRenewable(t *testing.T) {
 	if free, _ := s.FreePartitions(ctx); len(free) != s.Partitions()-3 {
 		t.Fatalf("free partitions: %v", free)
 	}
-	if lost, err := s.Renew(ctx, []int{1, 3}, "a", time.Hour); err != nil || fmt.Sprint(lost) != "[3]" {
-		t.Fatalf("a renews 1 and 3: lost %v (%v), want [3]", lost, err)
+	if renewed, lost, err := s.Renew(ctx, []int{1, 3}, "a", time.Hour); err != nil || fmt.Sprint(lost) != "[3]" || fmt.Sprint(renewed) != "[1]" {
+		t.Fatalf("a renews 1 and 3: renewed %v, lost %v (%v), want [1] and [3]", renewed, lost, err)
 	}
 	if err := s.Release(ctx, 3, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if lost, _ := s.Renew(ctx, []int{3}, "b", time.Hour); len(lost) != 0 {
+	if _, lost, _ := s.Renew(ctx, []int{3}, "b", time.Hour); len(lost) != 0 {
 		t.Fatal("a released b's lease")
 	}
 }

@@ -84,8 +84,19 @@ func (s *Store) run(ctx context.Context, script string, keys []string, args ...a
 	return s.scripts[script].Run(ctx, s.rdb, keys, args...)
 }
 
-// Ping checks that Redis answers, for readiness.
-func (s *Store) Ping(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }
+// Ping checks that Redis answers, for readiness: every master of a Redis Cluster, since the
+// partitions are spread over all of them.
+func (s *Store) Ping(ctx context.Context) error {
+	if c, ok := s.rdb.(*redis.ClusterClient); ok {
+		return c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			if err := m.Ping(ctx).Err(); err != nil {
+				return fmt.Errorf("master %s: %w", m.Options().Addr, err)
+			}
+			return nil
+		})
+	}
+	return s.rdb.Ping(ctx).Err()
+}
 
 func ms(t time.Time) string {
 	if t.IsZero() {

@@ -247,7 +247,7 @@ func (c *Consumer) trySetup(ctx context.Context) (jetstream.Consumer, error) {
 	stream := c.cfg.Subjects.DueStream()
 	_, err := c.cfg.JS.Stream(ctx, stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		err = bus.EnsureStreams(ctx, c.cfg.JS, c.cfg.Subjects, c.cfg.Streams)
+		_, err = bus.EnsureStreams(ctx, c.cfg.JS, c.cfg.Subjects, c.cfg.Streams)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("due stream %s: %w", stream, err)

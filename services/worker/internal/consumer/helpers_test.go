@@ -42,7 +42,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e := &env{srv: srv, js: js, subjects: bus.NewSubjects("")}
-	if err := bus.EnsureStreams(context.Background(), js, e.subjects, bus.StreamOptions{}); err != nil {
+	if _, err := bus.EnsureStreams(context.Background(), js, e.subjects, bus.StreamOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return e

@@ -3,20 +3,35 @@
 -- heartbeat plus three periods finds that no planner ran in between, and records the interval, so
 -- the dispatcher can tell an occurrence missed while every planner was down (the catch-up
 -- policy applies) from one a live planner was only late with (it fires).
+--
+-- A gap in the heartbeats is not always an outage: when Redis itself was away (a master lost,
+-- a failover) the planners lived on without being able to say so. A planner that beats again
+-- after such a gap proves that a planner ran through it, and removes every outage recorded over
+-- it; the dispatchers act on an outage only once it has stood for a few periods (lease.Settle).
 -- KEYS: 1 planners (sorted set: planner id, scored by when its heartbeat expires), 2 alive,
---       3 outages (list of "<from ms>|<to ms>", newest first)
+--       3 outages (list of "<from ms>|<to ms>|<recorded ms>", newest first)
 -- ARGV: 1 planner id, 2 now (ms), 3 expiry (ms), 4 process start (ms), 5 period (ms): a live
---       planner beats at least this often, 6 outages kept
+--       planner beats at least this often, 6 outages kept, 7 this planner's previous heartbeat
+--       (ms, 0 for none)
 -- Returns {live planners, outages...}.
 local now, period = tonumber(ARGV[2]), tonumber(ARGV[5])
 redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[2])
 local last = tonumber(redis.call('GET', KEYS[2]))
 local start = tonumber(ARGV[4])
-if last and start > last + 3 * period then
+local prev = tonumber(ARGV[7])
+if prev > 0 and now > prev + 3 * period then
+  -- This planner ran from prev to now: nothing in between was an outage.
+  for _, o in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do
+    local from, to = string.match(o, '^(%d+)|(%d+)')
+    if tonumber(from) < now and tonumber(to) > prev then
+      redis.call('LREM', KEYS[3], 0, o)
+    end
+  end
+elseif last and start > last + 3 * period then
   -- A planner that beat at "last" may have lived until its next beat was due, and a beat can
   -- come late on a busy machine: the outage starts two periods after the last beat.
-  redis.call('LPUSH', KEYS[3], (last + 2 * period) .. '|' .. start)
+  redis.call('LPUSH', KEYS[3], (last + 2 * period) .. '|' .. start .. '|' .. now)
   redis.call('LTRIM', KEYS[3], 0, tonumber(ARGV[6]) - 1)
 end
 if not last or now > last then

@@ -1,0 +1,167 @@
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Cluster is a Redis Cluster of redis-server processes on loopback ports, each master with its
+// replicas, made with redis-cli --cluster create as an operator would.
+type Cluster struct {
+	Nodes []*Server
+	t     testing.TB
+}
+
+// NodeTimeout is the cluster-node-timeout of the test clusters: how long a master may be
+// unreachable before its replica is promoted.
+const NodeTimeout = 1500 * time.Millisecond
+
+// StartCluster starts masters × (1 + replicas) nodes with append-only files and forms the
+// cluster, waiting until every slot is served.
+func StartCluster(t testing.TB, masters, replicas int) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t}
+	var addrs []string
+	for range masters * (1 + replicas) {
+		n := Start(t, WithPersistence(), WithArgs("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", fmt.Sprint(NodeTimeout.Milliseconds()), "--cluster-replica-validity-factor", "0"))
+		c.Nodes = append(c.Nodes, n)
+		addrs = append(addrs, n.Addr)
+	}
+	args := append([]string{"--cluster", "create"}, addrs...)
+	args = append(args, "--cluster-replicas", fmt.Sprint(replicas), "--cluster-yes")
+	if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
+		t.Fatalf("redistest: redis-cli %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	c.WaitHealthy()
+	return c
+}
+
+// URL is the redis+cluster:// URL of every node.
+func (c *Cluster) URL() string {
+	var addrs []string
+	for _, n := range c.Nodes {
+		addrs = append(addrs, n.Addr)
+	}
+	return "redis+cluster://" + strings.Join(addrs, ",") + "/"
+}
+
+// Client is a cluster client for the test.
+func (c *Cluster) Client(t testing.TB) *redis.ClusterClient {
+	t.Helper()
+	var addrs []string
+	for _, n := range c.Nodes {
+		addrs = append(addrs, n.Addr)
+	}
+	rc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	t.Cleanup(func() { _ = rc.Close() })
+	return rc
+}
+
+// WaitHealthy waits until every running node says the cluster is ok and every slot has a
+// master.
+func (c *Cluster) WaitHealthy() {
+	c.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ok := true
+		for _, n := range c.Nodes {
+			if !n.Running() {
+				continue
+			}
+			info, err := n.do("CLUSTER", "INFO")
+			if err != nil || !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_slots_assigned:16384") {
+				ok = false
+			}
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatal("redistest: the cluster is not ok after 60 s")
+		}
+		time.Sleep(100 * time.Millisecond) // polling child processes
+	}
+}
+
+// MasterOf is the running node that serves key now, once the cluster agrees on one (after a
+// master is lost, once its replica is promoted).
+func (c *Cluster) MasterOf(key string) *Server {
+	c.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if m := c.masterOf(key); m != nil {
+			return m
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("redistest: no running master serves %q after 60 s", key)
+		}
+		time.Sleep(100 * time.Millisecond) // polling child processes
+	}
+}
+
+func (c *Cluster) masterOf(key string) *Server {
+	for _, n := range c.Nodes {
+		if !n.Running() {
+			continue
+		}
+		slot, err := n.do("CLUSTER", "KEYSLOT", key)
+		if err != nil {
+			continue
+		}
+		nodes, err := n.do("CLUSTER", "NODES")
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(nodes, "\n") {
+			f := strings.Fields(line)
+			if len(f) < 9 || !strings.Contains(f[2], "master") || strings.Contains(f[2], "fail") {
+				continue
+			}
+			for _, r := range f[8:] {
+				if !inRange(r, slot) {
+					continue
+				}
+				addr := strings.Split(f[1], "@")[0]
+				for _, m := range c.Nodes {
+					if m.Addr == addr && m.Running() {
+						return m
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func inRange(r, slot string) bool {
+	var lo, hi, s int
+	if _, err := fmt.Sscan(slot, &s); err != nil {
+		return false
+	}
+	if n, _ := fmt.Sscanf(r, "%d-%d", &lo, &hi); n == 2 {
+		return s >= lo && s <= hi
+	}
+	if n, _ := fmt.Sscanf(r, "%d", &lo); n == 1 {
+		return s == lo
+	}
+	return false
+}
+
+// do runs one command on the node and returns its reply as text.
+func (s *Server) do(args ...any) (string, error) {
+	o := s.options()
+	o.Protocol = 2 // flat replies, read as text the same way whatever the command
+	c := redis.NewClient(o)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	v, err := c.Do(ctx, args...).Result()
+	return fmt.Sprint(v), err
+}

@@ -1,0 +1,101 @@
+package redistest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// MasterName is the name the test sentinels monitor the master under.
+const MasterName = "resched"
+
+// Sentinel is a master, its replica and three sentinels watching them, on loopback ports.
+type Sentinel struct {
+	Master, Replica *Server
+	Sentinels       []*Server
+	t               testing.TB
+}
+
+// StartSentinel starts the set and waits until every sentinel knows the master, its replica and
+// the other sentinels.
+func StartSentinel(t testing.TB) *Sentinel {
+	t.Helper()
+	s := &Sentinel{t: t}
+	s.Master = Start(t, WithPersistence())
+	s.Replica = Start(t, WithPersistence(), WithArgs("--replicaof", "127.0.0.1", s.Master.port()))
+	host, port, _ := strings.Cut(s.Master.Addr, ":")
+	for range 3 {
+		dir := t.TempDir()
+		conf := filepath.Join(dir, "sentinel.conf")
+		// A sentinel rewrites its configuration file: it must be its own and writable.
+		text := fmt.Sprintf("sentinel monitor %s %s %s 2\nsentinel down-after-milliseconds %s 1000\nsentinel failover-timeout %s 5000\nsentinel parallel-syncs %s 1\n",
+			MasterName, host, port, MasterName, MasterName, MasterName)
+		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s.Sentinels = append(s.Sentinels, Start(t, WithArgs("--sentinel"), withConfigFile(conf)))
+	}
+	s.waitKnown()
+	return s
+}
+
+// withConfigFile puts a configuration file first, as redis-server wants it.
+func withConfigFile(path string) Option {
+	return func(s *Server) { s.conf = path }
+}
+
+// URL is the redis+sentinel:// URL of the sentinels, the master's name and database 0.
+func (s *Sentinel) URL() string {
+	var addrs []string
+	for _, n := range s.Sentinels {
+		addrs = append(addrs, n.Addr)
+	}
+	return "redis+sentinel://" + strings.Join(addrs, ",") + "/" + MasterName + "/0"
+}
+
+// CurrentMaster is the data node the sentinels name as master now.
+func (s *Sentinel) CurrentMaster() *Server {
+	s.t.Helper()
+	for _, sen := range s.Sentinels {
+		if !sen.Running() {
+			continue
+		}
+		addr, err := sen.do("SENTINEL", "get-master-addr-by-name", MasterName)
+		if err != nil {
+			continue
+		}
+		a := strings.Trim(addr, "[]")
+		hostPort := strings.Replace(a, " ", ":", 1)
+		for _, n := range []*Server{s.Master, s.Replica} {
+			if n.Addr == hostPort {
+				return n
+			}
+		}
+	}
+	s.t.Fatal("redistest: no sentinel names a master")
+	return nil
+}
+
+func (s *Sentinel) waitKnown() {
+	s.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ok := true
+		for _, sen := range s.Sentinels {
+			info, err := sen.do("SENTINEL", "master", MasterName)
+			if err != nil || !strings.Contains(info, "num-other-sentinels 2") || !strings.Contains(info, "num-slaves 1") {
+				ok = false
+			}
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatal("redistest: the sentinels do not know each other and the replica after 30 s")
+		}
+		time.Sleep(100 * time.Millisecond) // polling child processes
+	}
+}

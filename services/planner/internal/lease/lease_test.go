@@ -1,0 +1,161 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/resched/resched/services/planner/internal/store"
+)
+
+// fakeStore is a store whose Redis can lose the heartbeat's master or some partitions' masters.
+type fakeStore struct {
+	mu            sync.Mutex
+	partitions    int
+	owner         map[int]string
+	heartbeatDown bool
+	down          map[int]bool // partitions whose master is unreachable
+	outages       []store.Outage
+}
+
+func newFake(partitions int) *fakeStore {
+	return &fakeStore{partitions: partitions, owner: map[int]string{}, down: map[int]bool{}}
+}
+
+var errDown = errors.New("dial tcp: connection refused")
+
+func (f *fakeStore) Partitions() int { return f.partitions }
+
+func (f *fakeStore) Heartbeat(_ context.Context, _ string, _, _, _, _ time.Time, _ time.Duration, _ int) (int, []store.Outage, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.heartbeatDown {
+		return 0, nil, errDown
+	}
+	return 1, slices.Clone(f.outages), nil
+}
+
+func (f *fakeStore) FreePartitions(context.Context) ([]int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var free []int
+	for p := range f.partitions {
+		if f.owner[p] == "" && !f.down[p] {
+			free = append(free, p)
+		}
+	}
+	return free, nil
+}
+
+func (f *fakeStore) Acquire(_ context.Context, ps []int, token string, _ time.Duration) ([]int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var got []int
+	for _, p := range ps {
+		if f.owner[p] == "" && !f.down[p] {
+			f.owner[p] = token
+			got = append(got, p)
+		}
+	}
+	return got, nil
+}
+
+func (f *fakeStore) Renew(_ context.Context, ps []int, token string, _ time.Duration) (renewed, lost []int, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range ps {
+		switch {
+		case f.down[p]:
+			err = errDown
+		case f.owner[p] == token:
+			renewed = append(renewed, p)
+		default:
+			lost = append(lost, p)
+		}
+	}
+	return renewed, lost, err
+}
+
+func (f *fakeStore) Release(_ context.Context, p int, token string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.owner[p] == token {
+		delete(f.owner, p)
+	}
+	return nil
+}
+
+func (f *fakeStore) Leave(context.Context, string) error { return nil }
+
+// clock is a test clock.
+type clock struct{ now time.Time }
+
+func (c *clock) Now() time.Time          { return c.now }
+func (c *clock) advance(d time.Duration) { c.now = c.now.Add(d) }
+
+func newLeases(f *fakeStore, c *clock) *Leases {
+	return New(Config{Store: f, ID: "a", TTL: 3 * time.Second, Start: c.now.Add(-time.Hour), Clock: c.Now})
+}
+
+// A lost heartbeat (the master of the planners' keys gone) does not stop the partitions whose
+// leases still renew; a partition whose own master is gone runs out a TTL after its last
+// renewal, and only that one.
+func TestLeasesStandOnTheirOwn(t *testing.T) {
+	ctx := context.Background()
+	f, c := newFake(4), &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	l := newLeases(f, c)
+	l.tick(ctx)
+	if got := l.Held(); len(got) != 4 {
+		t.Fatalf("held %v after the first tick, want all 4", got)
+	}
+	f.heartbeatDown, f.down[2] = true, true
+	for range 4 { // four periods: more than a TTL
+		c.advance(time.Second)
+		l.tick(ctx)
+	}
+	if got := l.Held(); !slices.Equal(got, []int{0, 1, 3}) {
+		t.Fatalf("held %v with the heartbeat and partition 2 unreachable, want [0 1 3]", got)
+	}
+	if _, ok := l.Use(0); !ok {
+		t.Fatal("a held partition cannot be used while the heartbeat fails")
+	}
+	f.heartbeatDown, f.down[2] = false, false
+	delete(f.owner, 2) // it ran out in Redis too
+	c.advance(time.Second)
+	l.tick(ctx)
+	if got := l.Held(); len(got) != 4 {
+		t.Fatalf("held %v once Redis is back, want all 4 again", got)
+	}
+}
+
+// A fresh outage on record holds every dispatch until it has stood long enough for a planner
+// that lived through it to withdraw it; then it counts.
+func TestAFreshOutageHoldsDispatchUntilItSettles(t *testing.T) {
+	ctx := context.Background()
+	f, c := newFake(2), &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	l := newLeases(f, c)
+	f.outages = []store.Outage{{From: c.now.Add(-time.Minute), To: c.now.Add(-time.Second), Recorded: c.now}}
+	l.tick(ctx)
+	if _, ok := l.Use(0); ok || len(l.Outages()) != 0 {
+		t.Fatal("a partition is dispatched, or the outage counts, while it is unsettled")
+	}
+	c.advance(3 * time.Second)
+	l.tick(ctx)
+	done, ok := l.Use(0)
+	if !ok || len(l.Outages()) != 1 {
+		t.Fatalf("after the settling time: usable %v, outages %v", ok, l.Outages())
+	}
+	done()
+	// Withdrawn before it settled: nothing holds, nothing counts.
+	f.outages = []store.Outage{{From: c.now.Add(-time.Minute), To: c.now, Recorded: c.now}}
+	l.tick(ctx)
+	f.outages = nil
+	c.advance(time.Second)
+	l.tick(ctx)
+	if _, ok := l.Use(0); !ok || len(l.Outages()) != 0 {
+		t.Fatal("a withdrawn outage still holds dispatch")
+	}
+}
