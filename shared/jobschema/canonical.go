@@ -26,48 +26,68 @@ import (
 //   - a number with a fraction or exponent that is a whole number where the schema wants an
 //     integer is written as one (1.0 becomes 1), so that the typed decode can read it.
 type canonicaliser struct {
-	probs *problems
+	probs   *problems
+	changed *bool // set when the tree written differs from the tree read
 }
 
 func (c canonicaliser) value(sch *jsonschema.Schema, v any, at jsonPath) any {
 	if sch == nil {
 		return v
 	}
+	f := factsOf(sch)
 	switch v := v.(type) {
 	case map[string]any:
-		return c.object(sch, v, at)
+		return c.object(f, v, at)
 	case []any:
-		return c.array(sch, v, at)
+		return c.array(f, v, at)
 	case string:
-		return enumMember(sch, v)
-	case json.Number:
-		if hasType(sch, "array") {
-			return c.array(sch, []any{v}, at)
+		m := f.enumMember(v)
+		if m != v {
+			c.mark()
 		}
-		if hasType(sch, "integer") && !hasType(sch, "number") {
-			return wholeNumber(v)
+		return m
+	case json.Number:
+		if f.array {
+			c.mark()
+			return c.array(f, []any{v}, at)
+		}
+		if f.integer {
+			w := wholeNumber(v)
+			if w != v {
+				c.mark()
+			}
+			return w
 		}
 	}
 	return v
 }
 
-func (c canonicaliser) object(sch *jsonschema.Schema, obj map[string]any, at jsonPath) any {
-	names := declared(sch)
-	if len(names) == 0 {
+func (c canonicaliser) mark() {
+	if c.changed != nil {
+		*c.changed = true
+	}
+}
+
+func (c canonicaliser) object(f *facts, obj map[string]any, at jsonPath) any {
+	if len(f.names) == 0 {
 		return obj
 	}
 	out := make(map[string]any, len(obj))
 	given := make(map[string]string, len(obj)) // canonical name → the spelling used
 	for _, k := range slices.Sorted(maps.Keys(obj)) {
-		name := canonicalName(names, k)
+		name := f.canonicalName(k)
+		if name != k {
+			c.mark()
+		}
 		if prev, dup := given[name]; dup {
 			c.probs.add(string(at.key(name)), fmt.Sprintf(
 				"given twice, as %q and %q (property names are matched ignoring case)", prev, k))
 			continue
 		}
 		given[name] = k
-		sub := names[name]
-		if obj[k] == nil || (sub != nil && readOnly(sub)) {
+		sub := f.names[name]
+		if obj[k] == nil || (sub != nil && factsOf(sub).readOnly) {
+			c.mark()
 			continue
 		}
 		out[name] = c.value(sub, obj[k], at.key(name))
@@ -75,11 +95,10 @@ func (c canonicaliser) object(sch *jsonschema.Schema, obj map[string]any, at jso
 	return out
 }
 
-func (c canonicaliser) array(sch *jsonschema.Schema, arr []any, at jsonPath) any {
-	items := itemsOf(sch)
+func (c canonicaliser) array(f *facts, arr []any, at jsonPath) any {
 	out := make([]any, len(arr))
 	for i, e := range arr {
-		out[i] = c.value(items, e, at.index(i))
+		out[i] = c.value(f.items, e, at.index(i))
 	}
 	return out
 }
@@ -107,20 +126,6 @@ func declared(sch *jsonschema.Schema) map[string]*jsonschema.Schema {
 	return names
 }
 
-// canonicalName returns the declared name k matches: exactly, else ignoring case, else k
-// itself (the schema then reports it as unknown).
-func canonicalName(names map[string]*jsonschema.Schema, k string) string {
-	if _, ok := names[k]; ok {
-		return k
-	}
-	for n := range names {
-		if strings.EqualFold(n, k) {
-			return n
-		}
-	}
-	return k
-}
-
 func readOnly(sch *jsonschema.Schema) bool {
 	return slices.ContainsFunc(chain(sch), func(s *jsonschema.Schema) bool { return s.ReadOnly })
 }
@@ -141,22 +146,6 @@ func itemsOf(sch *jsonschema.Schema) *jsonschema.Schema {
 		}
 	}
 	return nil
-}
-
-// enumMember returns the enum member s matches ignoring case, or s when none does.
-func enumMember(sch *jsonschema.Schema, s string) any {
-	for _, sc := range chain(sch) {
-		if sc.Enum == nil {
-			continue
-		}
-		for _, m := range sc.Enum.Values {
-			if ms, ok := m.(string); ok && strings.EqualFold(ms, s) {
-				return ms
-			}
-		}
-		return s
-	}
-	return s
 }
 
 // wholeNumber writes 1.0 or 1e2 as 1 or 100 when the value is a whole number small enough

@@ -50,6 +50,18 @@ func FuzzDecode(f *testing.F) {
 		if d == nil || d.Properties.Action == nil {
 			t.Fatalf("accepted without a definition or an action: %+v", d)
 		}
+		// The shortcut of typedJob (the bytes read directly) gives what the canonical tree gives.
+		probs := &problems{}
+		tree, _ := parse(raw, "job", probs)
+		props := unwrap(tree, probs)
+		canon := canonicaliser{probs: probs}.value(v.job, props, "")
+		slow, err := typedJob(raw, false, canon, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a, b := mustJSON(t, d.Properties), mustJSON(t, slow.Properties); !bytes.Equal(a, b) {
+			t.Fatalf("reading the bytes and reading the canonical tree differ:\n%s\n%s", a, b)
+		}
 		first, err := json.Marshal(d.Properties)
 		if err != nil {
 			t.Fatalf("cannot write the accepted definition: %v", err)
@@ -66,6 +78,15 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("cannot write the redacted definition: %v", err)
 		}
 	})
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func BenchmarkDecode(b *testing.B) {

@@ -84,11 +84,23 @@ func comparePaths(a, b string) int {
 // jsonPath builds the JSON paths of problems.
 type jsonPath string
 
-var identifier = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*$`)
+// isIdentifier reports whether name is [A-Za-z_$][A-Za-z0-9_$]*: a name a path can write
+// after a dot. (By hand, not a regular expression: it runs for every member of every
+// definition.)
+func isIdentifier(name string) bool {
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c == '$'
+		if !letter && (i == 0 || c < '0' || c > '9') {
+			return false
+		}
+	}
+	return name != ""
+}
 
 // key returns the path of a member: a.b, or a["Content-Type"] when the name is no identifier.
 func (p jsonPath) key(name string) jsonPath {
-	if !identifier.MatchString(name) {
+	if !isIdentifier(name) {
 		return p + jsonPath("["+strconv.Quote(name)+"]")
 	}
 	if p == "" {

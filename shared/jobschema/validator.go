@@ -91,17 +91,39 @@ func (v *Validator) Decode(raw []byte) (*job.Definition, error) {
 	if !ok || !checkUTF8(raw, true, probs) {
 		return nil, probs.err()
 	}
+	wrapped := isResource(tree.(map[string]any), jobResourceKeys...)
 	props := unwrap(tree, probs)
 	if props == nil || !checkNumbers(props, "", probs) {
 		return nil, probs.err()
 	}
-	canon := canonicaliser{probs}.value(v.job, props, "")
+	changed := false
+	canon := canonicaliser{probs: probs, changed: &changed}.value(v.job, props, "")
 	v.validate(v.job, canon, probs)
 	if m, ok := canon.(map[string]any); ok {
 		v.check(probs, func(c checker) { c.job(m) })
 	}
 	if err := probs.err(); err != nil {
 		return nil, err
+	}
+	return typedJob(raw, wrapped, canon, changed)
+}
+
+// typedJob reads a valid job into the model. The canonical tree is what is read, but a
+// definition already written canonically (the names and enum values spelled as the schema
+// spells them, no null, read-only or wrapped member: the common case) is read from its own
+// bytes, which is the same and spares writing the tree out as JSON first.
+func typedJob(raw []byte, wrapped bool, canon any, changed bool) (*job.Definition, error) {
+	if !changed {
+		var d job.Definition
+		var err error
+		if wrapped {
+			err = json.Unmarshal(raw, &d)
+		} else {
+			err = json.Unmarshal(raw, &d.Properties)
+		}
+		if err == nil {
+			return &job.Definition{Properties: d.Properties}, nil
+		}
 	}
 	var p job.Properties
 	if err := decodeTyped(canon, &p); err != nil {
@@ -125,7 +147,7 @@ func (v *Validator) DecodeCollection(raw []byte) (*job.Collection, error) {
 	if !checkNumbers(tree, "", probs) {
 		return nil, probs.err()
 	}
-	canon := canonicaliser{probs}.value(v.collection, tree, "")
+	canon := canonicaliser{probs: probs}.value(v.collection, tree, "")
 	v.validate(v.collection, canon, probs)
 	if m, ok := canon.(map[string]any); ok {
 		v.check(probs, func(c checker) { c.collection(m) })

@@ -116,3 +116,31 @@ type ErrorEntry struct {
 	Path    string `json:"path"`
 	Message string `json:"message"`
 }
+
+// AppendEvent appends the JSON of an event to b, as json.Marshal writes it, without
+// reflection for the events every put and fire publishes; one with errors (a rejection) goes
+// through json.Marshal. Kinds and names need no escaping (CheckName).
+func AppendEvent(b []byte, e Event) []byte {
+	if len(e.Errors) > 0 {
+		out, err := json.Marshal(e)
+		if err != nil {
+			return b
+		}
+		return append(b, out...)
+	}
+	b = append(b, `{"kind":"`...)
+	b = append(b, e.Kind...)
+	b = append(b, `","collection":"`...)
+	b = append(b, e.Collection...)
+	b = append(b, `","job":"`...)
+	b = append(b, e.Job...)
+	b = append(b, `","time":"`...)
+	b = e.Time.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, '"')
+	if e.NextExecutionTime != nil {
+		b = append(b, `,"nextExecutionTime":"`...)
+		b = e.NextExecutionTime.AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+	}
+	return append(b, '}')
+}

@@ -35,3 +35,21 @@ func TestAppendDueMatchesEncodingJSON(t *testing.T) {
 		t.Fatalf("AppendDue decoded to\n%+v\nwant\n%+v", got, want)
 	}
 }
+
+func TestAppendEventWritesWhatMarshalWrites(t *testing.T) {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 5_000_000, time.UTC)
+	next := at.Add(time.Hour)
+	for _, e := range []bus.Event{
+		{Kind: bus.EventAccepted, Collection: "c", Job: "j", Time: at, NextExecutionTime: &next},
+		{Kind: bus.EventDeleted, Collection: "c-1", Job: "j_2", Time: at},
+		{Kind: bus.EventRejected, Collection: "c", Job: "j", Time: at, Errors: []bus.ErrorEntry{{Path: "a", Message: "b \"quoted\""}}},
+	} {
+		want, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := bus.AppendEvent(nil, e); string(got) != string(want) {
+			t.Errorf("AppendEvent:\n got %s\nwant %s", got, want)
+		}
+	}
+}

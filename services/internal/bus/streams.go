@@ -106,12 +106,12 @@ func placementTags(p *jetstream.Placement) []string {
 	return p.Tags
 }
 
-// IntakeConsumerConfig is the planners' shared consumer of definitions. One definition at a
-// time across all planners, so a put and a later delete of a job apply in order.
+// IntakeConsumerConfig is the planners' shared consumer of definitions. Many are in flight at
+// once across the planners: their order is kept by their stream sequences (package intake).
 func IntakeConsumerConfig() jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
 		Durable: IntakeConsumer, AckPolicy: jetstream.AckExplicitPolicy,
-		MaxAckPending: 1, AckWait: 30 * time.Second,
+		MaxAckPending: 8192, AckWait: 30 * time.Second,
 	}
 }
 

@@ -99,7 +99,17 @@ func (e *env) drain() []bus.Due {
 	}
 	var out []bus.Due
 	for {
-		batch, err := cons.FetchNoWait(1000)
+		// Every message the stream holds for the consumer (its count is exact once the
+		// publishes are acknowledged); FetchNoWait alone may answer before a busy server has
+		// the messages ready for a consumer.
+		info, err := cons.Info(ctx)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if info.NumPending == 0 {
+			return out
+		}
+		batch, err := cons.Fetch(int(min(info.NumPending, 1000)), jetstream.FetchMaxWait(5*time.Second))
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -118,7 +128,7 @@ func (e *env) drain() []bus.Due {
 			n++
 		}
 		if n == 0 {
-			return out
+			e.t.Fatalf("the consumer has %d messages pending, and none came", info.NumPending)
 		}
 	}
 }

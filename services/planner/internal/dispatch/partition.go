@@ -2,7 +2,6 @@ package dispatch
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -284,7 +283,7 @@ func (pd *partitionDispatcher) announce(ended []store.Ended) {
 		if e.State == job.StateFaulted {
 			kind = bus.EventFaulted
 		}
-		b, _ := json.Marshal(bus.Event{Kind: kind, Collection: e.Collection, Job: e.Name, Time: pd.cfg.Clock().UTC()})
+		b := bus.AppendEvent(nil, bus.Event{Kind: kind, Collection: e.Collection, Job: e.Name, Time: pd.cfg.Clock().UTC()})
 		if err := pd.cfg.Events.Publish(pd.cfg.Subjects.Event(e.Collection, e.Name, kind), b); err != nil {
 			pd.cfg.Logger.Warn("publish event", "kind", kind, "collection", e.Collection, "job", e.Name, "error", err)
 		}

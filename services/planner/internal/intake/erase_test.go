@@ -9,7 +9,7 @@ import (
 
 	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/services/planner/internal/intake"
-	"github.com/resched/resched/shared/job"
+	"github.com/resched/resched/services/planner/internal/jobs"
 )
 
 // withSecret is a definition whose Basic password must not rest on the NATS server's disk.
@@ -20,11 +20,14 @@ var withSecret = strings.Replace(definition, `"method": "POST"}`,
 // the stream and keeps the stream's file from being emptied and removed.
 type stuck struct{ intake.Jobs }
 
-func (s stuck) PutJob(ctx context.Context, c, j string, raw []byte, createOnly bool) (*job.Definition, bool, error) {
-	if j == "stuck" {
-		return nil, false, errors.New("redis: connection refused")
+func (s stuck) Apply(ctx context.Context, changes []jobs.Change) []jobs.Outcome {
+	out := s.Jobs.Apply(ctx, changes)
+	for i, ch := range changes {
+		if ch.Name == "stuck" {
+			out[i] = jobs.Outcome{Err: errors.New("redis: connection refused")}
+		}
 	}
-	return s.Jobs.PutJob(ctx, c, j, raw, createOnly)
+	return out
 }
 
 // An acknowledged definition leaves the work queue, but its bytes stay in the stream's file

@@ -1,10 +1,13 @@
 // Package intake applies the job definitions clients publish on <prefix>.jobs.<collection>.<job>
 // (docs/nats-api.md): the intake stream keeps them while no planner runs, and every planner
-// shares one durable consumer of it that hands out one message at a time, so a put and a later
-// delete of the same job apply in the order they were published.
+// pulls from one durable consumer of it, many at a time, and applies them in batches
+// (jobs.Service.Apply). Order still holds where it matters: every change carries its place in
+// the stream, and a change older than the last one applied to its job changes nothing
+// (store.PutJob), so a put and a later delete of the same job end deleted whichever planner
+// applies which first.
 //
 // A message is settled by what became of it:
-//   - stored or deleted (a delete of a missing job included): acknowledged;
+//   - stored, deleted (a delete of a missing job included) or stale: acknowledged;
 //   - refused (invalid, unknown collection, quota): acknowledged too, since sending it again
 //     cannot help; the service has published the rejected event with the errors;
 //   - failed inside the planner (Redis down): negatively acknowledged with a delay, so it comes
@@ -12,9 +15,9 @@
 //   - a subject that names no job, or an unknown operation: terminated, with a log line.
 //
 // Bodies are never logged: they can hold secrets. For the same reason, with Erase set (the
-// planner seals secrets), a message that was applied or refused is erased from the stream,
-// its bytes overwritten on disk, before it is acknowledged: acknowledging alone removes it
-// from the work queue but leaves the bytes in the stream's files until they are compacted.
+// planner seals secrets), a message that held secrets, or was refused, is erased from the
+// stream, its bytes overwritten on disk, before it is acknowledged: acknowledging alone removes
+// it from the work queue but leaves the bytes in the stream's files until they are compacted.
 package intake
 
 import (
@@ -22,19 +25,19 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/planner/internal/jobs"
 	"github.com/resched/resched/services/planner/internal/pull"
-	"github.com/resched/resched/shared/job"
+	"github.com/resched/resched/services/planner/internal/store"
 )
 
 // Jobs is what the intake needs of the jobs service.
 type Jobs interface {
-	PutJob(ctx context.Context, c, j string, raw []byte, createOnly bool) (*job.Definition, bool, error)
-	DeleteJob(ctx context.Context, c, j string) error
+	Apply(ctx context.Context, changes []jobs.Change) []jobs.Outcome
 }
 
 // Config gathers an Intake's dependencies and settings.
@@ -43,24 +46,30 @@ type Config struct {
 	Jobs     Jobs
 	Subjects bus.Subjects
 	Logger   *slog.Logger
-	// Erase overwrites each message that was applied or refused in the stream's storage.
+	// Erase overwrites, in the stream's storage, each message that held secrets or was refused.
 	Erase bool
 
 	// RetryDelay is how long a message that failed inside the planner waits before it is
 	// delivered again, and how long Run waits before resuming after losing its consumer.
 	// Default 1 s.
 	RetryDelay time.Duration
-	// Timeout bounds the handling of one message; it stays below the consumer's AckWait so a
+	// Timeout bounds the handling of one batch; it stays below the consumer's AckWait so a
 	// message is settled before the server would hand it to another planner. Default 20 s.
 	Timeout time.Duration
+	// Batch is the most definitions applied in one round trip to Redis (default 256), Handlers
+	// how many batches one planner applies at once (default 4).
+	Batch, Handlers int
 }
 
 // Intake consumes the intake stream.
 type Intake struct {
 	cfg    Config
 	log    *slog.Logger
-	prefix string           // <prefix>.jobs.
-	stream jetstream.Stream // the intake stream, for Erase; looked up at the first message
+	prefix string // <prefix>.jobs.
+
+	mu      sync.Mutex
+	stream  jetstream.Stream // the intake stream: its creation time and, for Erase, its messages
+	lastSeq uint64           // the highest sequence seen: a lower one may be a stream made again
 }
 
 // New returns an Intake. The stream must exist (bus.EnsureStreams) before Run.
@@ -74,68 +83,123 @@ func New(cfg Config) *Intake {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 20 * time.Second
 	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = 256
+	}
+	if cfg.Handlers <= 0 {
+		cfg.Handlers = 4
+	}
 	return &Intake{cfg: cfg, log: cfg.Logger, prefix: cfg.Subjects.Prefix + ".jobs."}
 }
 
-// Run applies definitions until ctx ends, then returns nil once the message in hand is
+// Run applies definitions until ctx ends, then returns nil once the batches in hand are
 // settled. It returns an error when the consumer cannot be set up at start or the NATS
 // connection is closed; a consumer lost later (deleted, a server restart) is set up again.
 func (in *Intake) Run(ctx context.Context) error {
-	return pull.Run(ctx, pull.Config{
+	return pull.RunBatches(ctx, pull.Config{
 		Name: "intake", JS: in.cfg.JS, Stream: in.cfg.Subjects.IntakeStream(), Consumer: bus.IntakeConsumerConfig(),
-		Prefetch: 1, RetryDelay: in.cfg.RetryDelay, Logger: in.log,
+		RetryDelay: in.cfg.RetryDelay, Logger: in.log, Batch: in.cfg.Batch, Handlers: in.cfg.Handlers,
 	}, in.handle)
 }
 
-// handle applies one message and settles it. The work is not cut short when ctx ends: the
-// message in hand is finished, within Timeout.
-func (in *Intake) handle(ctx context.Context, msg jetstream.Msg) {
+// handle applies a batch and settles every message of it. The work is not cut short when ctx
+// ends: the batch in hand is finished, within Timeout.
+func (in *Intake) handle(ctx context.Context, msgs []jetstream.Msg) {
+	work, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.cfg.Timeout)
+	defer cancel()
+	changes := make([]jobs.Change, 0, len(msgs))
+	kept := make([]jetstream.Msg, 0, len(msgs))
+	for _, msg := range msgs {
+		ch, ok := in.change(work, msg)
+		if !ok {
+			in.settle(msg, msg.Term())
+			continue
+		}
+		changes = append(changes, ch)
+		kept = append(kept, msg)
+	}
+	if len(changes) == 0 {
+		return
+	}
+	for i, o := range in.cfg.Jobs.Apply(work, changes) {
+		in.settleOutcome(work, kept[i], changes[i], o)
+	}
+}
+
+// change reads a message as a change; false for one that names no job or an unknown operation.
+func (in *Intake) change(ctx context.Context, msg jetstream.Msg) (jobs.Change, bool) {
 	c, j, ok := in.names(msg.Subject())
 	if !ok {
 		in.log.Warn("intake: subject is not <prefix>.jobs.<collection>.<job>; message dropped", "subject", msg.Subject())
-		in.settle(msg, msg.Term())
-		return
+		return jobs.Change{}, false
 	}
 	op := msg.Headers().Get(bus.HeaderOperation)
 	if op != "" && !strings.EqualFold(op, "put") && !strings.EqualFold(op, "delete") {
 		in.log.Warn("intake: unknown operation; message dropped", "collection", c, "job", j, "operation", op)
-		in.settle(msg, msg.Term())
-		return
+		return jobs.Change{}, false
 	}
-	work, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.cfg.Timeout)
-	defer cancel()
-	var err error
-	if strings.EqualFold(op, "delete") {
-		err = in.delete(work, c, j)
-	} else {
-		_, _, err = in.cfg.Jobs.PutJob(work, c, j, msg.Data(), false)
+	ch := jobs.Change{Collection: c, Name: j, Raw: msg.Data(), Delete: strings.EqualFold(op, "delete")}
+	if md, err := msg.Metadata(); err == nil {
+		ch.Stamp = in.stamp(ctx, md.Sequence.Stream)
 	}
-	var refused *jobs.Error
-	switch {
-	case err == nil:
-		in.log.Debug("intake: applied", "collection", c, "job", j, "operation", strings.ToLower(op))
-		in.erase(work, msg)
-		in.settle(msg, msg.Ack())
-	case errors.As(err, &refused):
-		// Only the code and the number of problems: a problem's message may quote a value.
-		in.log.Info("intake: definition refused", "collection", c, "job", j,
-			"code", refused.Code, "status", refused.Status, "problems", len(refused.Details))
-		in.erase(work, msg)
-		in.settle(msg, msg.Ack())
-	default:
-		in.log.Error("intake: apply failed; retrying", "collection", c, "job", j, "error", err)
-		in.settle(msg, msg.NakWithDelay(in.cfg.RetryDelay))
-	}
+	return ch, true
 }
 
-// delete deletes a job; one already gone is what the client wanted.
-func (in *Intake) delete(ctx context.Context, c, j string) error {
-	err := in.cfg.Jobs.DeleteJob(ctx, c, j)
-	var e *jobs.Error
-	if errors.As(err, &e) && e.Code == jobs.CodeNotFound {
-		return nil
+// stamp is a message's place in the stream: the stream's creation time (read once, and again
+// when a sequence goes back, as it does in a stream deleted and made again) and its sequence.
+// Without the creation time the change is applied unstamped, as the API applies them.
+func (in *Intake) stamp(ctx context.Context, seq uint64) store.Stamp {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.stream == nil || seq < in.lastSeq {
+		st, err := in.cfg.JS.Stream(ctx, in.cfg.Subjects.IntakeStream())
+		if err != nil {
+			in.log.Warn("intake: read the stream's creation time", "error", err)
+			return store.Stamp{}
+		}
+		in.stream = st
 	}
-	return err
+	in.lastSeq = max(in.lastSeq, seq)
+	return store.Stamp{Epoch: in.stream.CachedInfo().Created.UnixMilli(), Seq: seq}
+}
+
+// intakeStream is the stream's handle, read once.
+func (in *Intake) intakeStream(ctx context.Context) (jetstream.Stream, error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.stream == nil {
+		st, err := in.cfg.JS.Stream(ctx, in.cfg.Subjects.IntakeStream())
+		if err != nil {
+			return nil, err
+		}
+		in.stream = st
+	}
+	return in.stream, nil
+}
+
+func (in *Intake) settleOutcome(ctx context.Context, msg jetstream.Msg, ch jobs.Change, o jobs.Outcome) {
+	var refused *jobs.Error
+	switch {
+	case o.Err == nil:
+		in.log.Debug("intake: applied", "collection", ch.Collection, "job", ch.Name, "delete", ch.Delete, "stale", o.Stale)
+		if o.Secrets {
+			in.erase(ctx, msg)
+		}
+		in.settle(msg, msg.Ack())
+	case errors.As(o.Err, &refused):
+		if refused.Code == jobs.CodeNotFound && ch.Delete {
+			in.settle(msg, msg.Ack()) // a delete of a missing job: what the client wanted
+			return
+		}
+		// Only the code and the number of problems: a problem's message may quote a value.
+		in.log.Info("intake: definition refused", "collection", ch.Collection, "job", ch.Name,
+			"code", refused.Code, "status", refused.Status, "problems", len(refused.Details))
+		in.erase(ctx, msg)
+		in.settle(msg, msg.Ack())
+	default:
+		in.log.Error("intake: apply failed; retrying", "collection", ch.Collection, "job", ch.Name, "error", o.Err)
+		in.settle(msg, msg.NakWithDelay(in.cfg.RetryDelay))
+	}
 }
 
 // names splits <prefix>.jobs.<collection>.<job>; the names themselves are the service's to check.
@@ -153,17 +217,17 @@ func (in *Intake) names(subject string) (c, j string, ok bool) {
 
 // erase overwrites a settled definition in the stream's storage, when Erase is set. A
 // failure is logged and the message acknowledged all the same: the definition is applied.
-// handle runs one message at a time, so the stream handle needs no lock.
 func (in *Intake) erase(ctx context.Context, msg jetstream.Msg) {
 	if !in.cfg.Erase {
 		return
 	}
 	md, err := msg.Metadata()
-	if err == nil && in.stream == nil {
-		in.stream, err = in.cfg.JS.Stream(ctx, in.cfg.Subjects.IntakeStream())
+	var st jetstream.Stream
+	if err == nil {
+		st, err = in.intakeStream(ctx)
 	}
 	if err == nil {
-		err = in.stream.SecureDeleteMsg(ctx, md.Sequence.Stream)
+		err = st.SecureDeleteMsg(ctx, md.Sequence.Stream)
 	}
 	if err != nil {
 		in.log.Warn("intake: erase the applied definition from the stream", "subject", msg.Subject(), "error", err)

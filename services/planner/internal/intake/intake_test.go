@@ -33,13 +33,14 @@ var subjects = bus.NewSubjects("")
 
 // env is a planner's intake on real NATS and Redis, with a client connection.
 type env struct {
-	srv *natstest.Server
+	srv   *natstest.Server
+	redis *redistest.Server
 	nc  *nats.Conn // the client's connection
 	js  jetstream.JetStream
 	svc *jobs.Service
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	srv := natstest.Start(t)
 	e := &env{srv: srv, nc: srv.Connect(t)}
@@ -56,7 +57,8 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.svc = jobs.New(jobs.Config{Store: store.New(redistest.Start(t).Client(t), "test"), Validator: v,
+	e.redis = redistest.Start(t)
+	e.svc = jobs.New(jobs.Config{Store: store.New(e.redis.Client(t), "test"), Validator: v,
 		Events: conn, Subjects: subjects, Clock: func() time.Time { return t0 }})
 	if _, _, err := e.svc.PutCollection(context.Background(), "c", []byte(`{}`), false); err != nil {
 		t.Fatal(err)
@@ -91,7 +93,7 @@ func (e *env) run(t *testing.T, svc intake.Jobs, opts ...func(*intake.Config)) {
 }
 
 // publish sends a definition with plain core NATS, as any client may.
-func (e *env) publish(t *testing.T, subject, body string, header nats.Header) {
+func (e *env) publish(t testing.TB, subject, body string, header nats.Header) {
 	t.Helper()
 	if err := e.nc.PublishMsg(&nats.Msg{Subject: subject, Data: []byte(body), Header: header}); err != nil {
 		t.Fatal(err)
@@ -102,7 +104,7 @@ func (e *env) publish(t *testing.T, subject, body string, header nats.Header) {
 }
 
 // pending is how many messages the intake stream holds (acknowledged ones leave it).
-func (e *env) pending(t *testing.T) uint64 {
+func (e *env) pending(t testing.TB) uint64 {
 	t.Helper()
 	s, err := e.js.Stream(context.Background(), subjects.IntakeStream())
 	if err != nil {
@@ -220,15 +222,19 @@ type failing struct {
 	calls int
 }
 
-func (f *failing) PutJob(ctx context.Context, c, j string, raw []byte, createOnly bool) (*job.Definition, bool, error) {
+func (f *failing) Apply(ctx context.Context, changes []jobs.Change) []jobs.Outcome {
 	f.mu.Lock()
 	f.calls++
 	fail := f.calls <= f.fails
 	f.mu.Unlock()
 	if fail {
-		return nil, false, errors.New("redis: connection refused")
+		out := make([]jobs.Outcome, len(changes))
+		for i := range out {
+			out[i].Err = errors.New("redis: connection refused")
+		}
+		return out
 	}
-	return f.Jobs.PutJob(ctx, c, j, raw, createOnly)
+	return f.Jobs.Apply(ctx, changes)
 }
 
 func (f *failing) count() int {
@@ -257,10 +263,10 @@ type blocking struct {
 	release chan struct{}
 }
 
-func (b *blocking) PutJob(ctx context.Context, c, j string, raw []byte, createOnly bool) (*job.Definition, bool, error) {
+func (b *blocking) Apply(ctx context.Context, changes []jobs.Change) []jobs.Outcome {
 	b.entered <- struct{}{}
 	<-b.release
-	return b.Jobs.PutJob(ctx, c, j, raw, createOnly)
+	return b.Jobs.Apply(ctx, changes)
 }
 
 // Stopping the intake finishes the message in hand: it is stored and acknowledged.

@@ -46,21 +46,31 @@ func (s *Service) store1(ctx context.Context, c, j string, p job.Properties, ifV
 	if err != nil {
 		return false, err
 	}
-	if !p.State.ClientSettable() {
-		return false, badRequest("state: only Enabled or Disabled may be set; %s is the scheduler's to set", p.State)
-	}
-	if err := certificates(&p); err != nil {
-		return false, err
-	}
-	now := s.now()
-	sched, err := Compile(p, now)
+	put, err := s.prepare(coll, c, j, p, s.now())
 	if err != nil {
 		return false, err
 	}
-	if err := checkMaxRecurrence(coll.Properties.Quota, sched, now); err != nil {
-		return false, err
+	put.IfVersion, put.CreateOnly = ifVersion, createOnly
+	return s.putStored(ctx, put)
+}
+
+// prepare checks a definition against its collection and makes its write, re-accepting the
+// schedule at now: the state, the next time, the stored form with the secrets sealed.
+func (s *Service) prepare(coll *job.Collection, c, j string, p job.Properties, now time.Time) (store.PutJob, error) {
+	if !p.State.ClientSettable() {
+		return store.PutJob{}, badRequest("state: only Enabled or Disabled may be set; %s is the scheduler's to set", p.State)
 	}
-	put := store.PutJob{Collection: c, Name: j, Accepted: now, State: job.StateEnabled, Reaccept: true, IfVersion: ifVersion, CreateOnly: createOnly}
+	if err := certificates(&p); err != nil {
+		return store.PutJob{}, err
+	}
+	sched, err := Compile(p, now)
+	if err != nil {
+		return store.PutJob{}, err
+	}
+	if err := checkMaxRecurrence(coll.Properties.Quota, sched, now); err != nil {
+		return store.PutJob{}, err
+	}
+	put := store.PutJob{Collection: c, Name: j, Accepted: now, State: job.StateEnabled, Reaccept: true}
 	if p.State == job.StateDisabled {
 		put.State = job.StateDisabled
 	} else if first := sched.First(); first.Done {
@@ -69,9 +79,9 @@ func (s *Service) store1(ctx context.Context, c, j string, p job.Properties, ifV
 		put.Next = first.Time
 	}
 	if put.Definition, err = s.encode(c, j, p); err != nil {
-		return false, err
+		return store.PutJob{}, err
 	}
-	return s.putStored(ctx, put)
+	return put, nil
 }
 
 // putStored writes a job and wakes the planner that dispatches its partition when it is due

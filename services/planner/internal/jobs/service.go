@@ -5,7 +5,6 @@ package jobs
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"time"
 
@@ -86,10 +85,7 @@ func (s *Service) emit(e bus.Event) {
 	if s.events == nil {
 		return
 	}
-	b, err := json.Marshal(e)
-	if err == nil {
-		err = s.events.Publish(s.subjects.Event(e.Collection, e.Job, e.Kind), b)
-	}
+	err := s.events.Publish(s.subjects.Event(e.Collection, e.Job, e.Kind), bus.AppendEvent(nil, e))
 	if err != nil {
 		s.log.Warn("publish event", "kind", e.Kind, "collection", e.Collection, "job", e.Job, "error", err)
 	}

@@ -1,6 +1,7 @@
-// Package pull runs a planner's JetStream pull consumers (the intake and the results): one
-// message at a time to a handler, the consumer set up again when it is lost, and the messages
-// received but not handled handed back at a stop so another planner gets them at once.
+// Package pull runs a planner's JetStream pull consumers (the intake and the results): batches
+// of the messages at hand to a few handlers at once, the consumer set up again when it is
+// lost, and the messages received but not handled handed back at a stop so another planner
+// gets them at once.
 package pull
 
 import (
@@ -8,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -19,9 +21,14 @@ type Config struct {
 	JS         jetstream.JetStream
 	Stream     string
 	Consumer   jetstream.ConsumerConfig
-	Prefetch   int           // messages the server may push ahead of the one in hand
+	Prefetch   int           // messages the server may push ahead of those in hand
 	RetryDelay time.Duration // between attempts to set a lost consumer up again
 	Logger     *slog.Logger
+	// Batch is the most messages handed over at once (default 1): those already received, never
+	// waiting for more.
+	Batch int
+	// Handlers is how many batches are handled at once (default 1).
+	Handlers int
 }
 
 // Run hands messages one by one to handle until ctx ends, then returns nil once the message in
@@ -29,6 +36,14 @@ type Config struct {
 // up at start or the NATS connection is closed; a consumer lost later (deleted, a server
 // restart) is set up again every RetryDelay.
 func Run(ctx context.Context, cfg Config, handle func(context.Context, jetstream.Msg)) error {
+	cfg.Batch, cfg.Handlers = 1, 1
+	return RunBatches(ctx, cfg, func(ctx context.Context, msgs []jetstream.Msg) { handle(ctx, msgs[0]) })
+}
+
+// RunBatches is Run with batches: up to Batch messages already received are handed to one of
+// Handlers goroutines at once. handle must settle every message of its batch.
+func RunBatches(ctx context.Context, cfg Config, handle func(context.Context, []jetstream.Msg)) error {
+	cfg.Batch, cfg.Handlers = max(cfg.Batch, 1), max(cfg.Handlers, 1)
 	cons, err := consumer(ctx, cfg)
 	if err != nil {
 		return err
@@ -63,19 +78,53 @@ func consumer(ctx context.Context, cfg Config) (jetstream.Consumer, error) {
 	return cons, nil
 }
 
-// consume handles messages one by one until ctx ends or the iterator fails.
-func consume(ctx context.Context, cfg Config, cons jetstream.Consumer, handle func(context.Context, jetstream.Msg)) error {
-	it, err := cons.Messages(jetstream.PullMaxMessages(max(cfg.Prefetch, 1)))
+// consume hands batches to the handlers until ctx ends or the iterator fails; it returns once
+// every batch handed over is handled.
+func consume(ctx context.Context, cfg Config, cons jetstream.Consumer, handle func(context.Context, []jetstream.Msg)) error {
+	it, err := cons.Messages(jetstream.PullMaxMessages(max(cfg.Prefetch, 2*cfg.Batch*cfg.Handlers)))
 	if err != nil {
 		return fmt.Errorf("%s messages: %w", cfg.Name, err)
 	}
 	defer release(cfg, it)
+	batches := make(chan []jetstream.Msg)
+	var wg sync.WaitGroup
+	for range cfg.Handlers {
+		wg.Go(func() {
+			for b := range batches {
+				handle(ctx, b)
+			}
+		})
+	}
+	defer wg.Wait()
+	defer close(batches)
 	for {
 		msg, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
 			return err
 		}
-		handle(ctx, msg)
+		batch := []jetstream.Msg{msg}
+		for len(batch) < cfg.Batch {
+			m, err := it.Next(jetstream.NextMaxWait(time.Millisecond)) // only what is here already
+			if err != nil {
+				break
+			}
+			batch = append(batch, m)
+		}
+		select {
+		case batches <- batch:
+		case <-ctx.Done():
+			handBack(cfg, batch)
+			return ctx.Err()
+		}
+	}
+}
+
+// handBack gives messages back at once, for another planner.
+func handBack(cfg Config, msgs []jetstream.Msg) {
+	for _, m := range msgs {
+		if err := m.Nak(); err != nil {
+			cfg.Logger.Warn(cfg.Name+": hand back message", "subject", m.Subject(), "error", err)
+		}
 	}
 }
 

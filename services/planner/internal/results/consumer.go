@@ -205,11 +205,8 @@ func (rc *Consumer) announce(r bus.Result, state job.State, now time.Time) {
 	if rc.cfg.Events == nil {
 		return
 	}
-	b, err := json.Marshal(bus.Event{Kind: kind, Collection: r.Collection, Job: r.Job, Time: now.UTC()})
-	if err == nil {
-		err = rc.cfg.Events.Publish(rc.cfg.Subjects.Event(r.Collection, r.Job, kind), b)
-	}
-	if err != nil {
+	b := bus.AppendEvent(nil, bus.Event{Kind: kind, Collection: r.Collection, Job: r.Job, Time: now.UTC()})
+	if err := rc.cfg.Events.Publish(rc.cfg.Subjects.Event(r.Collection, r.Job, kind), b); err != nil {
 		rc.cfg.Metrics.Error("event")
 		rc.log.Warn("results: publish event", "kind", kind, "collection", r.Collection, "job", r.Job, "error", err)
 	}

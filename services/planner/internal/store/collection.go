@@ -35,7 +35,7 @@ func (s *Store) PutCollection(ctx context.Context, name string, def []byte, stat
 func (s *Store) GetCollection(ctx context.Context, name string) (*Collection, error) {
 	pipe := s.rdb.Pipeline()
 	h := pipe.HGetAll(ctx, s.k.coll(name))
-	n := pipe.SCard(ctx, s.k.jobs(name))
+	n := pipe.ZCard(ctx, s.k.jobs(name))
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("get collection %s: %w", name, err)
 	}

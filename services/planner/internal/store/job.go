@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -42,11 +41,133 @@ type PutJob struct {
 	// without a new version, and writing back the next time read would fire it again.
 	IfNext     *time.Time
 	CreateOnly bool // fail with ErrExists when the job exists
+	// Stamp is the place in the intake stream of the message this write applies (zero when it
+	// does not come from the intake): a message older than the job's last is stale.
+	Stamp Stamp
+}
+
+// Stamp is a message's place in the intake stream: the stream's creation (a stream made again
+// starts its sequence over) and the message's sequence in it.
+type Stamp struct {
+	Epoch int64 // the stream's creation, ms
+	Seq   uint64
+}
+
+func (s Stamp) args() (string, string) {
+	if s.Seq == 0 {
+		return "", ""
+	}
+	return fmt.Sprint(s.Epoch), fmt.Sprint(s.Seq)
+}
+
+// Applied is what became of one write of a batch.
+type Applied struct {
+	Created bool
+	Version int64
+	Due     bool // the job is in the due set now
+	Stale   bool // an intake message older than the job's last: nothing changed
+	Err     error
 }
 
 // PutJob stores a job; the collection must exist and have room for a new job. It returns
 // whether the job was created, its new version, and whether it is now in the due set.
 func (s *Store) PutJob(ctx context.Context, p PutJob) (created bool, version int64, due bool, err error) {
+	a := s.Apply(ctx, []Write{{Put: &p}})[0]
+	return a.Created, a.Version, a.Due, a.Err
+}
+
+// Write is one write of a batch: a put or a delete.
+type Write struct {
+	Put    *PutJob
+	Delete *DeleteJob
+}
+
+// DeleteJob is a delete of a job.
+type DeleteJob struct {
+	Collection, Name string
+	Stamp            Stamp // see PutJob.Stamp
+}
+
+// goneMemory is how long an intake delete is remembered against older puts of the same job
+// arriving after it: far longer than a message can wait for redelivery.
+const goneMemory = 24 * time.Hour
+
+// Apply makes a batch of writes in one round trip to each Redis node, in the order given (so
+// writes to one job apply in order); each has its own outcome.
+func (s *Store) Apply(ctx context.Context, writes []Write) []Applied {
+	out := make([]Applied, len(writes))
+	cmds := make([]*redis.Cmd, len(writes))
+	run := func(pipe redis.Pipeliner, i int) {
+		w := writes[i]
+		if w.Put != nil {
+			keys, args := s.putArgs(w.Put)
+			cmds[i] = s.scripts["put_job"].EvalSha(ctx, pipe, keys, args...)
+		} else {
+			keys, args := s.deleteArgs(w.Delete)
+			cmds[i] = s.scripts["delete_job"].EvalSha(ctx, pipe, keys, args...)
+		}
+	}
+	all := make([]int, len(writes))
+	for i := range all {
+		all[i] = i
+	}
+	for attempt := 0; len(all) > 0 && attempt < 2; attempt++ {
+		pipe := s.rdb.Pipeline()
+		for _, i := range all {
+			run(pipe, i)
+		}
+		_, _ = pipe.Exec(ctx)
+		var again []int
+		for _, i := range all {
+			if err := cmds[i].Err(); err != nil && isNoScript(err) {
+				again = append(again, i)
+			}
+		}
+		if len(again) > 0 {
+			// A Redis restarted (or a new master) without the scripts: load them, send those again.
+			if err := s.loadScripts(ctx); err != nil {
+				for _, i := range again {
+					cmds[i].SetErr(err)
+				}
+				break
+			}
+		}
+		all = again
+	}
+	for i, w := range writes {
+		out[i] = s.applied(w, cmds[i])
+	}
+	return out
+}
+
+func (s *Store) applied(w Write, cmd *redis.Cmd) Applied {
+	if w.Put != nil {
+		res, err := cmd.Int64Slice()
+		if err != nil {
+			return Applied{Err: fmt.Errorf("put job %s/%s: %w", w.Put.Collection, w.Put.Name, scriptError(err))}
+		}
+		return Applied{Created: res[0] == 1, Version: res[1], Due: res[2] == 1, Stale: res[3] == 1}
+	}
+	n, err := cmd.Int()
+	if err != nil {
+		return Applied{Err: fmt.Errorf("delete job %s/%s: %w", w.Delete.Collection, w.Delete.Name, err)}
+	}
+	return Applied{Created: n == 1, Stale: n == -1} // Created: the job existed
+}
+
+func isNoScript(err error) bool { return strings.HasPrefix(err.Error(), "NOSCRIPT") }
+
+// loadScripts loads every script into Redis (every master of a cluster).
+func (s *Store) loadScripts(ctx context.Context) error {
+	for name, sc := range s.scripts {
+		if err := sc.Load(ctx, s.rdb).Err(); err != nil {
+			return fmt.Errorf("load script %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func (s *Store) putArgs(p *PutJob) ([]string, []any) {
 	c, j := p.Collection, p.Name
 	ifVersion, ifNext, reaccept := "", "", "0"
 	if p.IfVersion != 0 {
@@ -59,13 +180,19 @@ func (s *Store) PutJob(ctx context.Context, p PutJob) (created bool, version int
 		reaccept = "1"
 	}
 	part := s.k.partitionOf(c)
-	keys := []string{s.k.coll(c), s.k.jobs(c), s.k.def(c, j), s.k.state(c, j), s.k.due(part), s.k.seq(part)}
-	res, err := s.run(ctx, "put_job", keys, member(c, j), j, p.Definition, ms(p.Accepted), ms(p.Next),
-		string(p.State), ifVersion, reaccept, boolArg(p.CreateOnly), ifNext).Int64Slice()
-	if err != nil {
-		return false, 0, false, fmt.Errorf("put job %s/%s: %w", c, j, scriptError(err))
-	}
-	return res[0] == 1, res[1], res[2] == 1, nil
+	epoch, seq := p.Stamp.args()
+	keys := []string{s.k.coll(c), s.k.jobs(c), s.k.def(c, j), s.k.state(c, j), s.k.due(part), s.k.seq(part), s.k.gone(part), s.k.goneTimes(part)}
+	return keys, []any{member(c, j), j, p.Definition, ms(p.Accepted), ms(p.Next),
+		string(p.State), ifVersion, reaccept, boolArg(p.CreateOnly), ifNext, epoch, seq}
+}
+
+func (s *Store) deleteArgs(d *DeleteJob) ([]string, []any) {
+	c, j := d.Collection, d.Name
+	part := s.k.partitionOf(c)
+	epoch, seq := d.Stamp.args()
+	keys := []string{s.k.jobs(c), s.k.def(c, j), s.k.state(c, j), s.k.history(c, j), s.k.due(part), s.k.results(c, j),
+		s.k.gone(part), s.k.goneTimes(part)}
+	return keys, []any{member(c, j), j, epoch, seq, time.Now().UnixMilli(), goneMemory.Milliseconds()}
 }
 
 // GetJob reads a job, or ErrNotFound.
@@ -131,21 +258,30 @@ func jobFromState(c, j string, def []byte, vals []any) *Job {
 
 // DeleteJob deletes a job; it reports whether the job existed.
 func (s *Store) DeleteJob(ctx context.Context, c, j string) (bool, error) {
-	keys := []string{s.k.jobs(c), s.k.def(c, j), s.k.state(c, j), s.k.history(c, j), s.k.due(s.k.partitionOf(c)), s.k.results(c, j)}
-	n, err := s.run(ctx, "delete_job", keys, member(c, j), j).Int()
-	if err != nil {
-		return false, fmt.Errorf("delete job %s/%s: %w", c, j, err)
-	}
-	return n == 1, nil
+	a := s.Apply(ctx, []Write{{Delete: &DeleteJob{Collection: c, Name: j}}})[0]
+	return a.Created, a.Err
 }
 
 // JobNames lists the names of a collection's jobs, sorted.
 func (s *Store) JobNames(ctx context.Context, c string) ([]string, error) {
-	names, err := s.rdb.SMembers(ctx, s.k.jobs(c)).Result()
+	names, err := s.rdb.ZRange(ctx, s.k.jobs(c), 0, -1).Result()
 	if err != nil {
 		return nil, fmt.Errorf("list jobs of %s: %w", c, err)
 	}
-	slices.Sort(names)
+	return names, nil
+}
+
+// JobNamesAfter lists up to n names of a collection's jobs that sort after the name after
+// ("" for the first), in order: a page costs the same at any depth.
+func (s *Store) JobNamesAfter(ctx context.Context, c, after string, n int) ([]string, error) {
+	from := "-"
+	if after != "" {
+		from = "(" + after
+	}
+	names, err := s.rdb.ZRangeByLex(ctx, s.k.jobs(c), &redis.ZRangeBy{Min: from, Max: "+", Count: int64(n)}).Result()
+	if err != nil {
+		return nil, fmt.Errorf("list jobs of %s: %w", c, err)
+	}
 	return names, nil
 }
 

@@ -21,7 +21,9 @@ const MaxPartitions = 1024
 //	<prefix>:{pNN}:seq            counter: job versions, never repeated within the partition
 //	<prefix>:{pNN}:colls          set: collection names of the partition
 //	<prefix>:{pNN}:coll:<c>       hash: def (collection JSON), state, maxJobCount
-//	<prefix>:{pNN}:jobs:<c>       set: job names of a collection
+//	<prefix>:{pNN}:jobs:<c>       sorted set, every score 0: job names of a collection, in order
+//	<prefix>:{pNN}:gone           hash: member -> "epoch:seq" of the intake delete that removed it
+//	<prefix>:{pNN}:gonet          sorted set: member, by when it was deleted (to forget "gone")
 //	<prefix>:{pNN}:def:<c>/<j>    string: the job definition blob (secrets included)
 //	<prefix>:{pNN}:st:<c>/<j>     hash: small mutable fields (see jobFromState)
 //	<prefix>:{pNN}:hist:<c>/<j>   list: history entries, newest first, "<ms>|<json>"
@@ -53,6 +55,8 @@ func (k keys) due(p int) string           { return k.tag(p) + ":due" }
 func (k keys) owner(p int) string         { return k.tag(p) + ":owner" }
 func (k keys) seq(p int) string           { return k.tag(p) + ":seq" }
 func (k keys) colls(p int) string         { return k.tag(p) + ":colls" }
+func (k keys) gone(p int) string          { return k.tag(p) + ":gone" }
+func (k keys) goneTimes(p int) string     { return k.tag(p) + ":gonet" }
 func (k keys) ctag(c string) string       { return k.tag(k.partitionOf(c)) }
 func (k keys) coll(c string) string       { return k.ctag(c) + ":coll:" + c }
 func (k keys) jobs(c string) string       { return k.ctag(c) + ":jobs:" + c }

@@ -14,8 +14,36 @@ var ErrLayout = errors.New("data layout mismatch")
 // CheckLayout records the partition count in Redis at the first start, and refuses a count
 // that differs from the recorded one: a collection's partition is a hash of its name modulo the
 // count, so another count would not find the data. Data written before the count was recorded
-// used DefaultPartitions.
+// used DefaultPartitions. It then brings data of earlier versions to this one's layout.
 func (s *Store) CheckLayout(ctx context.Context) error {
+	if err := s.checkPartitions(ctx); err != nil {
+		return err
+	}
+	return s.indexJobs(ctx)
+}
+
+// indexJobs turns the job sets of earlier versions into sorted sets, once (recorded in meta as
+// index=zset): listing pages by name, at the same cost at any depth.
+func (s *Store) indexJobs(ctx context.Context) error {
+	if v, err := s.rdb.HGet(ctx, s.k.meta(), "index").Result(); err == nil && v == "zset" {
+		return nil
+	}
+	names, err := s.CollectionNames(ctx)
+	if err != nil {
+		return err
+	}
+	for _, c := range names {
+		if err := s.run(ctx, "index_jobs", []string{s.k.jobs(c)}).Err(); err != nil {
+			return fmt.Errorf("index the jobs of %s: %w", c, err)
+		}
+	}
+	if err := s.rdb.HSet(ctx, s.k.meta(), "index", "zset").Err(); err != nil {
+		return fmt.Errorf("check the data layout: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) checkPartitions(ctx context.Context) error {
 	n := s.Partitions()
 	set, err := s.rdb.HSetNX(ctx, s.k.meta(), "partitions", n).Result()
 	if err != nil {

@@ -2,11 +2,11 @@
 -- KEYS: 1 colls, 2 coll, 3 jobs, 4 due, then for each job: def, st, hist, rid
 -- ARGV: 1 name, then the job names, in the order of their keys
 -- Errors: RETRY when the jobs changed since the caller listed them.
-if redis.call('SCARD', KEYS[3]) ~= #ARGV - 1 then
+if redis.call('ZCARD', KEYS[3]) ~= #ARGV - 1 then
   return redis.error_reply('RETRY')
 end
 for i = 2, #ARGV do
-  if redis.call('SISMEMBER', KEYS[3], ARGV[i]) == 0 then
+  if not redis.call('ZSCORE', KEYS[3], ARGV[i]) then
     return redis.error_reply('RETRY')
   end
   redis.call('ZREM', KEYS[4], ARGV[1] .. '/' .. ARGV[i])

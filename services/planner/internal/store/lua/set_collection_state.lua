@@ -9,7 +9,7 @@
 -- Returns the names of the collection's jobs not in the due set (none when disabling).
 redis.call('HSET', KEYS[1], 'state', ARGV[1])
 if ARGV[1] == 'Disabled' then
-  for _, j in ipairs(redis.call('SMEMBERS', KEYS[2])) do
+  for _, j in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
     redis.call('ZREM', KEYS[3], ARGV[2] .. '/' .. j)
   end
   return {}
@@ -27,7 +27,7 @@ for i = 4, #KEYS do
   end
 end
 local left = {}
-for _, j in ipairs(redis.call('SMEMBERS', KEYS[2])) do
+for _, j in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
   if not redis.call('ZSCORE', KEYS[3], ARGV[2] .. '/' .. j) then
     left[#left + 1] = j
   end

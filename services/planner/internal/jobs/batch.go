@@ -1,0 +1,125 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/planner/internal/store"
+	"github.com/resched/resched/shared/job"
+)
+
+// Change is one change of a batch: a definition to put, or a delete.
+type Change struct {
+	Collection, Name string
+	Raw              []byte // the definition; nil for a delete
+	Delete           bool
+	// Stamp is the change's place in the intake stream (zero for the API): changes to one job
+	// end as the newest says, whatever order they are applied in (store.PutJob).
+	Stamp store.Stamp
+}
+
+// Outcome is what became of one change.
+type Outcome struct {
+	Created bool // a put created the job; a delete found it
+	Stale   bool // an intake message older than the job's last: nothing changed
+	// Err is a refusal (an *Error: the change cannot be made as it is) or a failure to retry.
+	Err error
+	// Secrets reports whether the definition held secrets (the intake erases those messages).
+	Secrets bool
+}
+
+// Apply makes a batch of changes: each definition is checked as a put would check it, then
+// every write goes to Redis in one round trip per node, in order, so that changes to one job
+// apply in the order given. Events follow as for single changes. A refusal is the change's
+// own; the others go on.
+func (s *Service) Apply(ctx context.Context, changes []Change) []Outcome {
+	out := make([]Outcome, len(changes))
+	writes := make([]store.Write, 0, len(changes))
+	at := make([]int, 0, len(changes)) // the change of each write
+	colls := map[string]*job.Collection{}
+	now := s.now()
+	for i, ch := range changes {
+		w, secrets, err := s.write(ctx, ch, colls, now)
+		out[i].Secrets = secrets
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		writes = append(writes, w)
+		at = append(at, i)
+	}
+	for k, a := range s.store.Apply(ctx, writes) {
+		i, ch := at[k], changes[at[k]]
+		out[i].Created, out[i].Stale = a.Created, a.Stale
+		if a.Err != nil {
+			out[i].Err = storeError(a.Err, ch.Collection, ch.Name)
+			continue
+		}
+		s.applied(ch, writes[k], a)
+	}
+	for i, ch := range changes {
+		if out[i].Err != nil {
+			s.rejected(ch.Collection, ch.Name, out[i].Err)
+		}
+	}
+	return out
+}
+
+// write checks one change and makes its store write.
+func (s *Service) write(ctx context.Context, ch Change, colls map[string]*job.Collection, now time.Time) (store.Write, bool, error) {
+	if err := checkNames(ch.Collection, ch.Name); err != nil {
+		return store.Write{}, false, err
+	}
+	if ch.Delete {
+		return store.Write{Delete: &store.DeleteJob{Collection: ch.Collection, Name: ch.Name, Stamp: ch.Stamp}}, false, nil
+	}
+	def, err := s.validator.Decode(ch.Raw)
+	if err != nil {
+		return store.Write{}, false, invalid(err)
+	}
+	secrets := def.Properties.Action.HasSecrets()
+	coll, ok := colls[ch.Collection]
+	if !ok {
+		if coll, err = s.collection(ctx, ch.Collection); err != nil {
+			var apiErr *Error
+			if !errors.As(err, &apiErr) {
+				return store.Write{}, secrets, err // Redis: a failure, not a refusal
+			}
+			coll = nil
+		}
+		colls[ch.Collection] = coll
+	}
+	if coll == nil {
+		return store.Write{}, secrets, notFound("job collection %s not found: create it first", ch.Collection)
+	}
+	put, err := s.prepare(coll, ch.Collection, ch.Name, def.Properties, now)
+	if err != nil {
+		return store.Write{}, secrets, err
+	}
+	put.Stamp = ch.Stamp
+	return store.Write{Put: &put}, secrets, nil
+}
+
+// applied tells the world about a change that was made.
+func (s *Service) applied(ch Change, w store.Write, a store.Applied) {
+	if a.Stale {
+		return
+	}
+	if ch.Delete {
+		if a.Created {
+			s.emit(bus.Event{Kind: bus.EventDeleted, Collection: ch.Collection, Job: ch.Name, Time: s.now().UTC()})
+		}
+		return
+	}
+	e := bus.Event{Kind: bus.EventAccepted, Collection: ch.Collection, Job: ch.Name, Time: s.now().UTC()}
+	if a.Due {
+		next := w.Put.Next.UTC()
+		e.NextExecutionTime = &next
+		if w.Put.Next.Sub(s.now()) < s.wakeWithin {
+			s.wake(ch.Collection)
+		}
+	}
+	s.emit(e)
+}
