@@ -35,9 +35,9 @@ var subjects = bus.NewSubjects("")
 type env struct {
 	srv   *natstest.Server
 	redis *redistest.Server
-	nc  *nats.Conn // the client's connection
-	js  jetstream.JetStream
-	svc *jobs.Service
+	nc    *nats.Conn // the client's connection
+	js    jetstream.JetStream
+	svc   *jobs.Service
 }
 
 func newEnv(t testing.TB) *env {
