@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -149,19 +150,20 @@ func (c *cluster) account(jobs []chaosJob, end time.Time) *report {
 func (c *cluster) history(r *report, j chaosJob, occs map[int64]*occurrence) {
 	c.t.Helper()
 	var entries []job.HistoryEntry
-	for skip := 0; ; {
+	var req any = map[string]int{"top": 1000}
+	for {
 		var page struct {
-			Value    []job.HistoryEntry  `json:"value"`
-			NextLink *struct{ Skip int } `json:"nextLink"`
+			Value    []job.HistoryEntry `json:"value"`
+			NextLink json.RawMessage    `json:"nextLink"`
 		}
-		if err := c.call("jobs.history."+j.coll+"."+j.name, map[string]int{"top": 1000, "skip": skip}, &page); err != nil {
+		if err := c.call("jobs.history."+j.coll+"."+j.name, req, &page); err != nil {
 			c.t.Fatal(err)
 		}
 		entries = append(entries, page.Value...)
-		if page.NextLink == nil {
+		if len(page.NextLink) == 0 {
 			break
 		}
-		skip = page.NextLink.Skip
+		req = page.NextLink // the next request, as the planner wrote it
 	}
 	seen := map[string]bool{}
 	delivered := 0

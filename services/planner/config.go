@@ -12,6 +12,7 @@ import (
 	"github.com/resched/resched/services/internal/natsconn"
 	"github.com/resched/resched/services/internal/redisconn"
 	"github.com/resched/resched/services/internal/secrets"
+	"github.com/resched/resched/services/planner/internal/api"
 	"github.com/resched/resched/services/planner/internal/store"
 	"github.com/resched/resched/shared/job"
 )
@@ -44,6 +45,10 @@ type Config struct {
 	DuplicateWindow  time.Duration     // JetStream duplicate window of the due and results streams
 	MinRetryInterval time.Duration     // shortest retryInterval a job may ask for
 	ShutdownTimeout  time.Duration     // how long a stop may take before the planner gives up
+	APIConcurrency   int               // API requests worked on at once
+	HistoryEntries   int               // history entries kept per job
+	HistoryAge       time.Duration     // history entries older than this are dropped
+	HistoryMessage   int               // bytes of a history entry's message kept
 
 	// EmbeddedNATS, when set, is the listen address of a NATS server with JetStream that the
 	// planner runs itself (NATSURL is then ignored): one binary plus Redis is a whole scheduler.
@@ -81,6 +86,10 @@ func defaultConfig() Config {
 		MinRetryInterval: 15 * time.Second,
 		EmbeddedNATSDir:  ".data/nats",
 		ShutdownTimeout:  30 * time.Second,
+		APIConcurrency:   api.DefaultConcurrency,
+		HistoryEntries:   store.HistoryMaxEntries,
+		HistoryAge:       store.HistoryMaxAge,
+		HistoryMessage:   store.HistoryMaxMessage,
 	}
 }
 
@@ -111,6 +120,10 @@ func (c *Config) settings() []config.Setting {
 		config.Define("duplicate window", "duplicate-window", p+"DUPLICATE_WINDOW", "JetStream duplicate window of the due and results streams", config.Duration(&c.DuplicateWindow, time.Second)),
 		config.Define("minimum retry interval", "min-retry-interval", p+"MIN_RETRY_INTERVAL", "shortest retryInterval a job may ask for", config.Duration(&c.MinRetryInterval, time.Second)),
 		config.Define("shutdown timeout", "shutdown-timeout", p+"SHUTDOWN_TIMEOUT", "how long a stop may take", config.Duration(&c.ShutdownTimeout, time.Second)),
+		config.Define("API concurrency", "api-concurrency", p+"API_CONCURRENCY", "API requests one planner works on at once", config.Int(&c.APIConcurrency, 1, 4096)),
+		config.Define("history entries", "history-entries", p+"HISTORY_ENTRIES", "history entries kept per job (the newest)", config.Int(&c.HistoryEntries, 1, 1_000_000)),
+		config.Define("history age", "history-age", p+"HISTORY_AGE", "history entries older than this are dropped", config.Duration(&c.HistoryAge, time.Hour)),
+		config.Define("history message size", "history-message", p+"HISTORY_MESSAGE", "bytes kept of a history entry's message (the target's answer; the worker keeps at most 2,048)", config.Int(&c.HistoryMessage, 0, 1<<20)),
 		config.Define("embedded NATS address", "embedded-nats", p+"EMBEDDED_NATS", "run a NATS server with JetStream inside the planner, listening here (e.g. 127.0.0.1:4222); NATS_URL is then ignored", config.OptionalText(&c.EmbeddedNATS, config.ListenAddr)),
 		config.Define("re-encrypt", "reencrypt", p+"REENCRYPT", "re-seal the secrets of every stored job with the newest secret key, then exit (after a key rotation)", config.Bool(&c.Reencrypt)),
 		config.Define("embedded NATS directory", "embedded-nats-dir", p+"EMBEDDED_NATS_DIR", "where the embedded NATS server keeps its JetStream data", config.Text(&c.EmbeddedNATSDir, func(string) error { return nil })),
@@ -175,6 +188,10 @@ func (c Config) LogValue() slog.Value {
 		slog.String("duplicate_window", config.FormatDuration(c.DuplicateWindow)),
 		slog.String("min_retry_interval", config.FormatDuration(c.MinRetryInterval)),
 		slog.String("shutdown_timeout", config.FormatDuration(c.ShutdownTimeout)),
+		slog.Int("api_concurrency", c.APIConcurrency),
+		slog.Int("history_entries", c.HistoryEntries),
+		slog.String("history_age", config.FormatDuration(c.HistoryAge)),
+		slog.Int("history_message", c.HistoryMessage),
 	)
 }
 

@@ -75,7 +75,8 @@ func newPlanner(cfg Config, logger *slog.Logger) (*planner, error) {
 	if p.rdb, err = cfg.Redis.Client("resched-planner"); err != nil {
 		return nil, err
 	}
-	p.store = store.New(p.rdb, cfg.RedisKeyPrefix, store.WithPartitions(cfg.Partitions), store.WithResultMemory(cfg.DuplicateWindow))
+	p.store = store.New(p.rdb, cfg.RedisKeyPrefix, store.WithPartitions(cfg.Partitions), store.WithResultMemory(cfg.DuplicateWindow),
+		store.WithHistory(cfg.HistoryEntries, cfg.HistoryAge, cfg.HistoryMessage))
 	if cfg.EmbeddedNATS != "" {
 		if p.embedded, err = startEmbeddedNATS(cfg.EmbeddedNATS, cfg.EmbeddedNATSDir, logger); err != nil {
 			_ = p.rdb.Close()
@@ -238,7 +239,7 @@ func (p *planner) start(ctx context.Context, parts *sync.WaitGroup, fail context
 	}
 	svc := jobs.New(jobs.Config{Store: p.store, Validator: validator, Events: p.nc, Runner: disp,
 		Waker: natsWaker{p.nc, p.subjects}, WakeWithin: p.cfg.MaxIdle + p.cfg.Lookahead, Subjects: p.subjects, Keys: p.cfg.keys, Logger: p.log})
-	apiSrv, err := api.New(p.nc, svc, p.subjects, p.log)
+	apiSrv, err := api.New(p.nc, svc, p.subjects, p.log, api.Options{Concurrency: p.cfg.APIConcurrency})
 	if err != nil {
 		_ = wakes.Unsubscribe()
 		return nil, err

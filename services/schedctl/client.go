@@ -36,8 +36,9 @@ type client struct {
 	identity string // who the client is, for messages
 
 	mu       sync.Mutex
-	denied   []error            // permission violations the server reported
-	onDenial context.CancelFunc // ends the wait of the request in flight at a violation
+	denied   []error                    // permission violations the server reported
+	waiting  map[int]context.CancelFunc // the requests in flight, ended at a violation
+	lastWait int
 }
 
 // dial connects to NATS as the options say.
@@ -74,8 +75,8 @@ func (c *client) noteError(err error) {
 	if errors.Is(err, nats.ErrPermissionViolation) || strings.Contains(strings.ToLower(err.Error()), "permissions violation") {
 		c.mu.Lock()
 		c.denied = append(c.denied, err)
-		if c.onDenial != nil {
-			c.onDenial()
+		for _, cancel := range c.waiting {
+			cancel()
 		}
 		c.mu.Unlock()
 	}
@@ -86,11 +87,16 @@ func (c *client) noteError(err error) {
 func (c *client) waitCtx() (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	c.mu.Lock()
-	c.onDenial = cancel
+	if c.waiting == nil {
+		c.waiting = map[int]context.CancelFunc{}
+	}
+	c.lastWait++
+	id := c.lastWait
+	c.waiting[id] = cancel
 	c.mu.Unlock()
 	return ctx, func() {
 		c.mu.Lock()
-		c.onDenial = nil
+		delete(c.waiting, id)
 		c.mu.Unlock()
 		cancel()
 	}

@@ -337,6 +337,9 @@ func (inv *invocation) exit(err error) int {
 	case errors.As(err, &usage):
 		fmt.Fprintf(inv.stderr, "schedctl %s: %s\nusage: schedctl %s %s\n", inv.name, usage.msg, inv.name, inv.args)
 		return exitUsage
+	case errors.As(err, new(*importRefused)):
+		fmt.Fprintf(inv.stderr, "schedctl: %v\n", err)
+		return exitUsage
 	case errors.As(err, &api):
 		fmt.Fprintf(inv.stderr, "schedctl: %s\n", api.Message)
 		for _, d := range api.Details {

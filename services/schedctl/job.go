@@ -34,6 +34,8 @@ var jobGroup = &group{
 			"list a job's attempts, newest first", jobHistory},
 		{"publish", "COLLECTION/JOB (-f FILE|- | --delete)",
 			"put (or delete) a job through the durable intake stream: applied even while no planner runs", jobPublish},
+		{"import", "[COLLECTION] PATH... [--journal FILE] [--create-only]",
+			"load many jobs: an Azure export (az scheduler job list, the REST listing) or folders of definitions; run it again to resume", jobImport},
 	},
 }
 

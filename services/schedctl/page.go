@@ -6,19 +6,18 @@ import (
 	"fmt"
 )
 
-// listRequest is the body of a list or history request; nextLink answers hold its paging.
+// listRequest is the body of a list or history request. A listing's nextLink is the next
+// request, sent back as it is.
 type listRequest struct {
 	Top    int    `json:"top,omitempty"`
 	Skip   int    `json:"skip,omitempty"`
+	After  string `json:"after,omitempty"`  // a cursor: continue after this item
 	State  string `json:"state,omitempty"`  // jobs.list
 	Status string `json:"status,omitempty"` // jobs.history
 }
 
-// pageLink is a listing's nextLink: the paging of the next request.
-type pageLink struct {
-	Top  int `json:"top"`
-	Skip int `json:"skip"`
-}
+// pageLink is a listing's nextLink.
+type pageLink = listRequest
 
 // listReply is a listing's answer.
 type listReply struct {
@@ -29,6 +28,7 @@ type listReply struct {
 // paging holds the paging flags of a list subcommand.
 type paging struct {
 	top, skip int
+	after     string
 	all       bool
 }
 
@@ -36,6 +36,7 @@ func pagingFlags(fs *flag.FlagSet) *paging {
 	p := &paging{}
 	fs.IntVar(&p.top, "top", 0, "at most `N` per page (default: the planner's, 100)")
 	fs.IntVar(&p.skip, "skip", 0, "pass over the first `N`")
+	fs.StringVar(&p.after, "after", "", "continue after this `cursor` (what the previous page said to add)")
 	fs.BoolVar(&p.all, "all", false, "follow nextLink to the end of the listing")
 	return p
 }
@@ -50,7 +51,7 @@ func (p *paging) check() error {
 // list asks for a listing; with --all it follows nextLink to the end and answers the values
 // of every page as one listing without a nextLink.
 func (inv *invocation) list(p *paging, req listRequest, tokens ...string) (raw []byte, reply listReply, err error) {
-	req.Top, req.Skip = p.top, p.skip
+	req.Top, req.Skip, req.After = p.top, p.skip, p.after
 	for {
 		body, err := json.Marshal(req)
 		if err != nil {
@@ -72,10 +73,10 @@ func (inv *invocation) list(p *paging, req listRequest, tokens ...string) (raw [
 		if page.NextLink == nil {
 			break
 		}
-		if page.NextLink.Skip <= req.Skip {
-			return nil, listReply{}, fmt.Errorf("the planner's nextLink (skip %d) does not move past skip %d", page.NextLink.Skip, req.Skip)
+		if *page.NextLink == req {
+			return nil, listReply{}, fmt.Errorf("the planner's nextLink does not move past this page")
 		}
-		req.Top, req.Skip = page.NextLink.Top, page.NextLink.Skip
+		req = *page.NextLink
 	}
 	if reply.Value == nil {
 		reply.Value = []json.RawMessage{}
@@ -102,7 +103,11 @@ func showList[T any](inv *invocation, raw []byte, reply listReply, header []stri
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if n := reply.NextLink; n != nil {
+	switch n := reply.NextLink; {
+	case n == nil:
+	case n.After != "":
+		fmt.Fprintf(inv.stderr, "(more: add --after %s, or --all)\n", n.After)
+	default:
 		fmt.Fprintf(inv.stderr, "(more: add --skip %d, or --all)\n", n.Skip)
 	}
 	return nil

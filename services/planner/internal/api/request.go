@@ -13,8 +13,9 @@ import (
 
 // pageRequest is the paging of a list request; it is also what nextLink holds.
 type pageRequest struct {
-	Top  int `json:"top"`
-	Skip int `json:"skip"`
+	Top   int    `json:"top"`
+	Skip  int    `json:"skip"`
+	After string `json:"after"`
 }
 
 func (p pageRequest) check() error {
@@ -27,12 +28,15 @@ func (p pageRequest) check() error {
 	return nil
 }
 
-func (p pageRequest) jobs() jobs.PageRequest { return jobs.PageRequest{Top: p.Top, Skip: p.Skip} }
+func (p pageRequest) jobs() jobs.PageRequest {
+	return jobs.PageRequest{Top: p.Top, Skip: p.Skip, After: p.After}
+}
 
 // jobListRequest is the body of jobs.list: paging and an optional state, any casing.
 type jobListRequest struct {
 	Top   int    `json:"top"`
 	Skip  int    `json:"skip"`
+	After string `json:"after"`
 	State string `json:"state"`
 }
 
@@ -40,6 +44,7 @@ type jobListRequest struct {
 type historyRequest struct {
 	Top    int    `json:"top"`
 	Skip   int    `json:"skip"`
+	After  string `json:"after"`
 	Status string `json:"status"`
 }
 
@@ -71,7 +76,7 @@ func decodeJobList(body []byte) (job.State, jobs.PageRequest, error) {
 	if err := decodeBody(body, &r); err != nil {
 		return "", jobs.PageRequest{}, err
 	}
-	page := pageRequest{Top: r.Top, Skip: r.Skip}
+	page := pageRequest{Top: r.Top, Skip: r.Skip, After: r.After}
 	if err := page.check(); err != nil || r.State == "" {
 		return "", page.jobs(), err
 	}
@@ -87,7 +92,7 @@ func decodeHistory(body []byte) (job.ExecutionStatus, jobs.PageRequest, error) {
 	if err := decodeBody(body, &r); err != nil {
 		return "", jobs.PageRequest{}, err
 	}
-	page := pageRequest{Top: r.Top, Skip: r.Skip}
+	page := pageRequest{Top: r.Top, Skip: r.Skip, After: r.After}
 	if err := page.check(); err != nil || r.Status == "" {
 		return "", page.jobs(), err
 	}

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -42,6 +43,11 @@ const (
 
 // requestTimeout bounds one request's work; a client has given up long before.
 const requestTimeout = 30 * time.Second
+
+// DefaultConcurrency is how many requests one planner works on at once unless configured:
+// one slow request (a listing, Redis slow to answer) does not hold the others back, and a flood
+// of requests queues in NATS rather than in the planner's memory.
+const DefaultConcurrency = 64
 
 // op is one operation. It returns the value to encode and extra reply headers.
 type op func(ctx context.Context, r request) (any, micro.Headers, error)
@@ -67,19 +73,44 @@ var (
 	jobName        = []string{"collection", "job"}
 )
 
-// handlers answer the requests.
+// handlers answer the requests, up to a number at once.
 type handlers struct {
-	svc *jobs.Service
-	log *slog.Logger
+	svc      *jobs.Service
+	log      *slog.Logger
+	slots    chan struct{}
+	inFlight sync.WaitGroup
 }
 
-// New starts the micro service on nc. Stop it with the returned Service's Stop, which drains
-// the requests in hand.
-func New(nc *nats.Conn, svc *jobs.Service, subjects bus.Subjects, logger *slog.Logger) (micro.Service, error) {
+// Server is the running API.
+type Server struct {
+	micro.Service
+	h *handlers
+}
+
+// Stop stops taking requests and returns once those in hand are answered.
+func (s *Server) Stop() error {
+	err := s.Service.Stop()
+	s.h.inFlight.Wait()
+	return err
+}
+
+// Options are the API's settings.
+type Options struct {
+	// Concurrency is how many requests are worked on at once (DefaultConcurrency when 0).
+	Concurrency int
+}
+
+// New starts the micro service on nc. Stop it with the returned Server's Stop, which lets the
+// requests in hand finish.
+func New(nc *nats.Conn, svc *jobs.Service, subjects bus.Subjects, logger *slog.Logger, opts ...Options) (*Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	a := &handlers{svc: svc, log: logger}
+	o := Options{Concurrency: DefaultConcurrency}
+	if len(opts) > 0 && opts[0].Concurrency > 0 {
+		o = opts[0]
+	}
+	a := &handlers{svc: svc, log: logger, slots: make(chan struct{}, o.Concurrency)}
 	srv, err := micro.AddService(nc, micro.Config{
 		Name:        ServiceName,
 		Version:     version.Semver(),
@@ -100,7 +131,7 @@ func New(nc *nats.Conn, svc *jobs.Service, subjects bus.Subjects, logger *slog.L
 			return nil, fmt.Errorf("add api endpoint %s: %w", subject, err)
 		}
 	}
-	return srv, nil
+	return &Server{Service: srv, h: a}, nil
 }
 
 func (a *handlers) endpoints() []endpoint {
@@ -112,6 +143,7 @@ func (a *handlers) endpoints() []endpoint {
 		{"collections-enable", []string{"collections", "enable"}, collectionName, a.enableCollection},
 		{"collections-disable", []string{"collections", "disable"}, collectionName, a.disableCollection},
 		{"jobs-put", []string{"jobs", "put"}, jobName, a.putJob},
+		{"jobs-bulk", []string{"jobs", "bulk"}, collectionName, a.bulkPut},
 		{"jobs-patch", []string{"jobs", "patch"}, jobName, a.patchJob},
 		{"jobs-get", []string{"jobs", "get"}, jobName, a.getJob},
 		{"jobs-delete", []string{"jobs", "delete"}, jobName, a.deleteJob},
@@ -123,25 +155,36 @@ func (a *handlers) endpoints() []endpoint {
 	}
 }
 
-// handler adapts an operation to micro: names from the subject's last tokens (the wildcards),
-// checked before anything else runs.
+// handler adapts an operation to micro: the request is worked on in a goroutine of its own,
+// once one of the slots is free (micro hands requests over one at a time per endpoint).
 func (a *handlers) handler(e endpoint) micro.Handler {
 	return micro.HandlerFunc(func(req micro.Request) {
-		tokens := strings.Split(req.Subject(), ".")
-		names := tokens[len(tokens)-len(e.names):]
-		for i, n := range names {
-			if err := bus.CheckName(e.names[i], n); err != nil {
-				a.fail(req, badRequest(e.names[i], err.Error()))
-				return
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
-		defer cancel()
-		v, h, err := e.op(ctx, request{names: names, body: req.Data(), headers: req.Headers()})
-		if err != nil {
-			a.fail(req, err)
+		a.slots <- struct{}{}
+		a.inFlight.Add(1)
+		go func() {
+			defer func() { <-a.slots; a.inFlight.Done() }()
+			a.serve(e, req)
+		}()
+	})
+}
+
+// serve answers one request: names from the subject's last tokens (the wildcards), checked
+// before anything else runs.
+func (a *handlers) serve(e endpoint, req micro.Request) {
+	tokens := strings.Split(req.Subject(), ".")
+	names := tokens[len(tokens)-len(e.names):]
+	for i, n := range names {
+		if err := bus.CheckName(e.names[i], n); err != nil {
+			a.fail(req, badRequest(e.names[i], err.Error()))
 			return
 		}
-		a.reply(req, v, h)
-	})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	defer cancel()
+	v, h, err := e.op(ctx, request{names: names, body: req.Data(), headers: req.Headers()})
+	if err != nil {
+		a.fail(req, err)
+		return
+	}
+	a.reply(req, v, h)
 }

@@ -48,6 +48,7 @@ func TestDiscoverable(t *testing.T) {
 		"scheduler.api.collections.get.*",
 		"scheduler.api.collections.list",
 		"scheduler.api.collections.put.*",
+		"scheduler.api.jobs.bulk.*",
 		"scheduler.api.jobs.delete.*.*",
 		"scheduler.api.jobs.get.*.*",
 		"scheduler.api.jobs.history.*.*",

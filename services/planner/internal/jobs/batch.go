@@ -15,6 +15,7 @@ type Change struct {
 	Collection, Name string
 	Raw              []byte // the definition; nil for a delete
 	Delete           bool
+	CreateOnly       bool // a put that only creates: an existing job is a Conflict
 	// Stamp is the change's place in the intake stream (zero for the API): changes to one job
 	// end as the newest says, whatever order they are applied in (store.PutJob).
 	Stamp store.Stamp
@@ -98,7 +99,7 @@ func (s *Service) write(ctx context.Context, ch Change, colls map[string]*job.Co
 	if err != nil {
 		return store.Write{}, secrets, err
 	}
-	put.Stamp = ch.Stamp
+	put.Stamp, put.CreateOnly = ch.Stamp, ch.CreateOnly
 	return store.Write{Put: &put}, secrets, nil
 }
 

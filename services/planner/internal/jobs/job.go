@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/resched/resched/services/internal/bus"
@@ -146,56 +147,141 @@ func (s *Service) DeleteJob(ctx context.Context, c, j string) error {
 	return nil
 }
 
-// ListJobs lists a collection's jobs by name, optionally only those in one state.
+// ListJobs lists a collection's jobs by name, optionally only those in one state. Pages go by
+// the collection's index: a page costs what it holds (plus the jobs a filter passes over), at
+// any depth; nextLink continues after the last name of the page.
 func (s *Service) ListJobs(ctx context.Context, c string, state job.State, r PageRequest) (Page[*job.Definition], error) {
 	if _, err := s.collection(ctx, c); err != nil {
 		return Page[*job.Definition]{}, err
 	}
-	names, err := s.store.JobNames(ctx, c)
-	if err != nil {
-		return Page[*job.Definition]{}, err
+	top := pageSize(r.Top)
+	next := func(after string) *PageRequest { return &PageRequest{Top: top, After: after, State: string(state)} }
+	out := Page[*job.Definition]{Value: []*job.Definition{}}
+	if state == "" && r.After == "" {
+		names, err := s.store.JobNamesAt(ctx, c, max(r.Skip, 0), top+1)
+		if err != nil {
+			return out, err
+		}
+		more := len(names) > top
+		names = names[:min(len(names), top)]
+		recs, err := s.loadJobs(ctx, c, names)
+		if err != nil {
+			return out, err
+		}
+		for _, rec := range recs {
+			if rec != nil {
+				if out.Value, err = appendDefinition(out.Value, rec); err != nil {
+					return out, err
+				}
+			}
+		}
+		if more {
+			out.NextLink = next(names[len(names)-1])
+		}
+		return out, nil
 	}
+	after, toSkip := r.After, 0
+	if r.After == "" {
+		toSkip = max(r.Skip, 0)
+	}
+	chunk := max(top, DefaultPageSize)
+	for {
+		names, err := s.store.JobNamesAfter(ctx, c, after, chunk)
+		if err != nil || len(names) == 0 {
+			return out, err
+		}
+		recs, err := s.loadJobs(ctx, c, names)
+		if err != nil {
+			return out, err
+		}
+		for i, rec := range recs {
+			after = names[i]
+			if rec == nil || (state != "" && rec.State != state) {
+				continue
+			}
+			if toSkip > 0 {
+				toSkip--
+				continue
+			}
+			if out.Value, err = appendDefinition(out.Value, rec); err != nil {
+				return out, err
+			}
+			if len(out.Value) == top {
+				if i < len(recs)-1 || len(names) == chunk {
+					out.NextLink = next(after)
+				}
+				return out, nil
+			}
+		}
+		if len(names) < chunk {
+			return out, nil
+		}
+	}
+}
+
+func (s *Service) loadJobs(ctx context.Context, c string, names []string) ([]*store.Job, error) {
 	members := make([]string, len(names))
 	for i, n := range names {
 		members[i] = store.Member(c, n)
 	}
-	recs, err := s.store.LoadJobs(ctx, members)
-	if err != nil {
-		return Page[*job.Definition]{}, err
-	}
-	var defs []*job.Definition
-	for _, rec := range recs {
-		if rec == nil || (state != "" && rec.State != state) {
-			continue
-		}
-		d, err := toDefinition(rec)
-		if err != nil {
-			return Page[*job.Definition]{}, err
-		}
-		defs = append(defs, d)
-	}
-	return page(defs, r), nil
+	return s.store.LoadJobs(ctx, members)
 }
 
-// History lists a job's history, newest first, optionally only entries of one status.
+func appendDefinition(defs []*job.Definition, rec *store.Job) ([]*job.Definition, error) {
+	d, err := toDefinition(rec)
+	if err != nil {
+		return defs, err
+	}
+	return append(defs, d), nil
+}
+
+// History lists a job's history, newest first, optionally only entries of one status. Pages
+// go by position in the stored history; nextLink continues after the last entry read.
 func (s *Service) History(ctx context.Context, c, j string, status job.ExecutionStatus, r PageRequest) (Page[job.HistoryEntry], error) {
 	if _, err := s.store.GetJob(ctx, c, j); err != nil {
 		return Page[job.HistoryEntry]{}, storeError(err, c, j)
 	}
-	all, err := s.store.History(ctx, c, j, s.now())
-	if err != nil {
-		return Page[job.HistoryEntry]{}, err
+	top := pageSize(r.Top)
+	out := Page[job.HistoryEntry]{Value: []job.HistoryEntry{}}
+	pos, toSkip := max(r.Skip, 0), 0
+	if r.After != "" {
+		p, err := strconv.Atoi(r.After)
+		if err != nil || p < 0 {
+			return out, badRequest("after: not a position this listing gave")
+		}
+		pos = p
+	} else if status != "" {
+		pos, toSkip = 0, max(r.Skip, 0)
 	}
-	if status != "" {
-		kept := all[:0]
-		for _, e := range all {
-			if e.Status == status {
-				kept = append(kept, e)
+	chunk := max(top, DefaultPageSize)
+	now := s.now()
+	defer func() { store.SortHistory(out.Value) }()
+	for {
+		entries, next, err := s.store.HistoryRange(ctx, c, j, pos, chunk, now)
+		if err != nil {
+			return out, err
+		}
+		for i, e := range entries {
+			if status != "" && e.Status != status {
+				continue
+			}
+			if toSkip > 0 {
+				toSkip--
+				continue
+			}
+			out.Value = append(out.Value, e)
+			if len(out.Value) == top {
+				if i < len(entries)-1 || next >= 0 {
+					out.NextLink = &PageRequest{Top: top, After: strconv.Itoa(pos + i + 1), Status: string(status)}
+				}
+				return out, nil
 			}
 		}
-		all = kept
+		if next < 0 {
+			return out, nil
+		}
+		pos = next
 	}
-	return page(all, r), nil
 }
 
 // RunJob fires one occurrence of a job now, outside its schedule; the schedule is unchanged.

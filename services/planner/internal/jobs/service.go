@@ -97,10 +97,27 @@ type Page[T any] struct {
 	NextLink *PageRequest `json:"nextLink,omitempty"`
 }
 
-// PageRequest asks for part of a listing.
+// PageRequest asks for part of a listing; a listing's nextLink is one, to send back as it is.
 type PageRequest struct {
 	Top  int `json:"top,omitempty"`  // 0: the default page size
-	Skip int `json:"skip,omitempty"` // items to pass over
+	Skip int `json:"skip,omitempty"` // items to pass over (costs the items passed over when filtered)
+	// After continues a listing after the last item of the previous page (a cursor): each page
+	// then costs the same at any depth.
+	After string `json:"after,omitempty"`
+	// State and Status are the filters of the job and history listings, kept in nextLink.
+	State  string `json:"state,omitempty"`
+	Status string `json:"status,omitempty"`
+}
+
+// pageSize is a request's page size within the bounds.
+func pageSize(top int) int {
+	switch {
+	case top <= 0:
+		return DefaultPageSize
+	case top > MaxPageSize:
+		return MaxPageSize
+	}
+	return top
 }
 
 // DefaultPageSize and MaxPageSize bound listings.
@@ -110,13 +127,7 @@ const (
 )
 
 func page[T any](all []T, r PageRequest) Page[T] {
-	top := r.Top
-	switch {
-	case top <= 0:
-		top = DefaultPageSize
-	case top > MaxPageSize:
-		top = MaxPageSize
-	}
+	top := pageSize(r.Top)
 	skip := min(max(r.Skip, 0), len(all))
 	end := min(skip+top, len(all))
 	p := Page[T]{Value: all[skip:end]}

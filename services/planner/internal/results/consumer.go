@@ -11,8 +11,9 @@
 //   - failed inside the planner (Redis down): negatively acknowledged with a delay, so it
 //     comes back and nothing is lost.
 //
-// Results are applied one at a time in stream order, so the attempts of one occurrence land in
-// the history in the order the worker made them.
+// Results are applied in batches of those at hand, each in one round trip to Redis, by every
+// planner at once: a result is recorded once whatever order they come in (its id is
+// remembered), and the history shows the attempts in the order they started.
 package results
 
 import (
@@ -33,7 +34,7 @@ import (
 
 // Store is what the consumer needs of the planner's store.
 type Store interface {
-	ApplyResult(ctx context.Context, c, j string, o store.Outcome, now time.Time) (job.State, error)
+	ApplyResults(ctx context.Context, results []store.Result, now time.Time) []store.ResultApplied
 }
 
 // Publisher sends events (core NATS: events are notifications).
@@ -64,8 +65,11 @@ type Config struct {
 	// Timeout bounds the handling of one result; it stays below the consumer's AckWait so a
 	// result is settled before the server hands it to another planner. Default 20 s.
 	Timeout time.Duration
-	// Prefetch is how many results the server may push ahead of the one in hand. Default 256.
+	// Prefetch is how many results the server may push ahead of those in hand. Default 1,024.
 	Prefetch int
+	// Batch is the most results applied in one round trip to Redis (default 256); Handlers how
+	// many batches one planner applies at once (default 2).
+	Batch, Handlers int
 }
 
 // Consumer consumes the results stream.
@@ -93,49 +97,68 @@ func New(cfg Config) *Consumer {
 		cfg.Timeout = 20 * time.Second
 	}
 	if cfg.Prefetch <= 0 {
-		cfg.Prefetch = 256
+		cfg.Prefetch = 1024
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = 256
+	}
+	if cfg.Handlers <= 0 {
+		cfg.Handlers = 2
 	}
 	return &Consumer{cfg: cfg, log: cfg.Logger, prefix: cfg.Subjects.Prefix + ".results."}
 }
 
-// Run applies results until ctx ends, then returns nil once the result in hand is settled. It
-// returns an error when the consumer cannot be set up at start or the NATS connection is
+// Run applies results until ctx ends, then returns nil once the results in hand are settled.
+// It returns an error when the consumer cannot be set up at start or the NATS connection is
 // closed; a consumer lost later (deleted, a server restart) is set up again.
 func (rc *Consumer) Run(ctx context.Context) error {
-	return pull.Run(ctx, pull.Config{
+	return pull.RunBatches(ctx, pull.Config{
 		Name: "results", JS: rc.cfg.JS, Stream: rc.cfg.Subjects.ResultsStream(), Consumer: bus.ResultsConsumerConfig(),
-		Prefetch: rc.cfg.Prefetch, RetryDelay: rc.cfg.RetryDelay, Logger: rc.log,
+		Prefetch: rc.cfg.Prefetch, RetryDelay: rc.cfg.RetryDelay, Logger: rc.log, Batch: rc.cfg.Batch, Handlers: rc.cfg.Handlers,
 	}, rc.handle)
 }
 
-// handle applies one result and settles it. The work is not cut short when ctx ends: the
-// result in hand is finished, within Timeout.
-func (rc *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
-	r, err := rc.decode(msg)
-	if err != nil {
-		rc.cfg.Metrics.Error("result_decode")
-		rc.log.Warn("results: malformed result dropped", "subject", msg.Subject(), "error", err)
-		rc.settle(msg, msg.Term())
+// handle applies a batch of results and settles each. The work is not cut short when ctx
+// ends: the batch in hand is finished, within Timeout.
+func (rc *Consumer) handle(ctx context.Context, msgs []jetstream.Msg) {
+	rs := make([]bus.Result, 0, len(msgs))
+	writes := make([]store.Result, 0, len(msgs))
+	kept := make([]jetstream.Msg, 0, len(msgs))
+	for _, msg := range msgs {
+		r, err := rc.decode(msg)
+		if err != nil {
+			rc.cfg.Metrics.Error("result_decode")
+			rc.log.Warn("results: malformed result dropped", "subject", msg.Subject(), "error", err)
+			rc.settle(msg, msg.Term())
+			continue
+		}
+		rs = append(rs, r)
+		kept = append(kept, msg)
+		writes = append(writes, store.Result{Collection: r.Collection, Job: r.Job, Outcome: store.Outcome{
+			ID: bus.ResultMsgID(r), Entry: r.HistoryEntry(), Scheduled: r.Scheduled, Occurrence: r.Occurrence,
+			MainDone: r.MainDone, Final: r.Final, Faulted: r.Faulted,
+		}})
+	}
+	if len(writes) == 0 {
 		return
 	}
 	work, cancel := context.WithTimeout(context.WithoutCancel(ctx), rc.cfg.Timeout)
 	defer cancel()
 	now := rc.cfg.Clock()
-	state, err := rc.cfg.Store.ApplyResult(work, r.Collection, r.Job, store.Outcome{
-		ID: bus.ResultMsgID(r), Entry: r.HistoryEntry(), Scheduled: r.Scheduled, Occurrence: r.Occurrence,
-		MainDone: r.MainDone, Final: r.Final, Faulted: r.Faulted,
-	}, now)
-	if err != nil {
-		rc.cfg.Metrics.Error("result_apply")
-		rc.log.Error("results: apply failed; retrying", "collection", r.Collection, "job", r.Job, "error", err)
-		rc.settle(msg, msg.NakWithDelay(rc.cfg.RetryDelay))
-		return
+	for i, a := range rc.cfg.Store.ApplyResults(work, writes, now) {
+		r, msg := rs[i], kept[i]
+		if a.Err != nil {
+			rc.cfg.Metrics.Error("result_apply")
+			rc.log.Error("results: apply failed; retrying", "collection", r.Collection, "job", r.Job, "error", a.Err)
+			rc.settle(msg, msg.NakWithDelay(rc.cfg.RetryDelay))
+			continue
+		}
+		rc.cfg.Metrics.Result(string(r.Status))
+		rc.log.Debug("results: applied", "collection", r.Collection, "job", r.Job, "action", r.ActionName,
+			"attempt", r.Attempt, "status", r.Status, "final", r.Final, "faulted", r.Faulted)
+		rc.announce(r, a.State, now)
+		rc.settle(msg, msg.Ack())
 	}
-	rc.cfg.Metrics.Result(string(r.Status))
-	rc.log.Debug("results: applied", "collection", r.Collection, "job", r.Job, "action", r.ActionName,
-		"attempt", r.Attempt, "status", r.Status, "final", r.Final, "faulted", r.Faulted)
-	rc.announce(r, state, now)
-	rc.settle(msg, msg.Ack())
 }
 
 // decode reads a result and checks that it names the job of its subject.

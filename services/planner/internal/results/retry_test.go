@@ -23,16 +23,20 @@ type flakyStore struct {
 	done     chan struct{}
 }
 
-func (f *flakyStore) ApplyResult(_ context.Context, _, _ string, o store.Outcome, _ time.Time) (job.State, error) {
+func (f *flakyStore) ApplyResults(_ context.Context, rs []store.Result, _ time.Time) []store.ResultApplied {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.failures > 0 {
-		f.failures--
-		return "", errors.New("dial tcp: connection refused")
+	out := make([]store.ResultApplied, len(rs))
+	for i, r := range rs {
+		if f.failures > 0 {
+			f.failures--
+			out[i].Err = errors.New("dial tcp: connection refused")
+			continue
+		}
+		f.applied = append(f.applied, r.Outcome)
+		close(f.done)
 	}
-	f.applied = append(f.applied, o)
-	close(f.done)
-	return "", nil
+	return out
 }
 
 // A result that fails inside the planner comes back after the retry delay and is applied.

@@ -52,15 +52,11 @@ func (s *Store) Advance(ctx context.Context, partition int, token string, moves 
 	keys := make([]string, 0, 2+3*len(moves))
 	args := make([]any, 0, 2+10*len(moves))
 	keys = append(keys, s.k.owner(partition), s.k.due(partition))
-	args = append(args, token, HistoryMaxEntries)
+	args = append(args, token, s.historyMax)
 	for _, a := range moves {
 		var lines []string
-		for _, h := range a.History {
-			line, err := historyLine(h)
-			if err != nil {
-				return nil, time.Time{}, err
-			}
-			lines = append(lines, line)
+		for _, h := range a.History { // the planner's own Skipped entries: their messages are one line
+			lines = append(lines, historyLine(h, s.historyMessage))
 		}
 		due := a.Next
 		if a.DueAt.After(due) && !due.IsZero() {

@@ -2,25 +2,33 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/resched/resched/shared/job"
 )
 
-// History retention (docs/architecture.md): 60 days or the last 1,000 entries per job.
+// History retention unless configured (WithHistory): 60 days or the last 1,000 entries per job,
+// and a message (the target's answer) of at most 2,048 bytes.
 const (
 	HistoryMaxEntries = 1000
 	HistoryMaxAge     = 60 * 24 * time.Hour
+	HistoryMaxMessage = 2048
 )
 
 // ResultMemory is how long the ids of applied results are remembered unless configured: a
 // result delivered again within it (its planner died before acknowledging it) is ignored. It
 // matches the JetStream duplicate window of the results stream.
 const ResultMemory = 10 * time.Minute
+
+// WithHistory sets the history's retention: at most maxEntries per job, none older than maxAge,
+// messages cut to maxMessage bytes.
+func WithHistory(maxEntries int, maxAge time.Duration, maxMessage int) Option {
+	return func(s *Store) {
+		s.historyMax, s.historyAge, s.historyMessage = max(maxEntries, 1), max(maxAge, time.Hour), max(maxMessage, 0)
+	}
+}
 
 // Outcome is one attempt reported by a worker, as the store records it.
 type Outcome struct {
@@ -33,23 +41,48 @@ type Outcome struct {
 	Faulted    bool      // the main action failed through every retry
 }
 
+// Result is an attempt of a job to record.
+type Result struct {
+	Collection, Job string
+	Outcome         Outcome
+}
+
+// ResultApplied is what recording one attempt did: the job's new state when it was the final
+// attempt of its last occurrence ("" otherwise, and when the job no longer exists).
+type ResultApplied struct {
+	State job.State
+	Err   error
+}
+
 // ApplyResult records an attempt: history, status counters, and the end of the job when it
 // was the final attempt of the last occurrence. It returns the job's new state in that case
 // ("" otherwise, and when the job no longer exists).
 func (s *Store) ApplyResult(ctx context.Context, c, j string, o Outcome, now time.Time) (job.State, error) {
-	entry, err := historyLine(o.Entry)
-	if err != nil {
-		return "", err
+	a := s.ApplyResults(ctx, []Result{{Collection: c, Job: j, Outcome: o}}, now)[0]
+	return a.State, a.Err
+}
+
+// ApplyResults records a batch of attempts in one round trip to each Redis node, in order.
+func (s *Store) ApplyResults(ctx context.Context, results []Result, now time.Time) []ResultApplied {
+	cmds := s.evalAll(ctx, "apply_result", len(results), func(i int) ([]string, []any) {
+		r := results[i]
+		o := r.Outcome
+		keys := []string{s.k.state(r.Collection, r.Job), s.k.history(r.Collection, r.Job), s.k.results(r.Collection, r.Job)}
+		return keys, []any{historyLine(o.Entry, s.historyMessage), now.Add(-s.historyAge).UnixMilli(), s.historyMax,
+			string(o.Entry.ActionName), o.Entry.RetryCount, string(o.Entry.Status), o.Entry.StartTime.UnixMilli(),
+			boolArg(o.Final), boolArg(o.Faulted), o.Scheduled.UnixMilli(), o.ID, now.UnixMilli(), s.resultMemory.Milliseconds(),
+			o.Occurrence, boolArg(o.MainDone)}
+	})
+	out := make([]ResultApplied, len(results))
+	for i, cmd := range cmds {
+		state, err := cmd.Text()
+		if err != nil {
+			out[i].Err = fmt.Errorf("apply result of %s/%s: %w", results[i].Collection, results[i].Job, err)
+			continue
+		}
+		out[i].State = job.State(state)
 	}
-	keys := []string{s.k.state(c, j), s.k.history(c, j), s.k.results(c, j)}
-	state, err := s.run(ctx, "apply_result", keys, entry, now.Add(-HistoryMaxAge).UnixMilli(), HistoryMaxEntries,
-		string(o.Entry.ActionName), o.Entry.RetryCount, string(o.Entry.Status), o.Entry.StartTime.UnixMilli(),
-		boolArg(o.Final), boolArg(o.Faulted), o.Scheduled.UnixMilli(), o.ID, now.UnixMilli(), s.resultMemory.Milliseconds(),
-		o.Occurrence, boolArg(o.MainDone)).Text()
-	if err != nil {
-		return "", fmt.Errorf("apply result of %s/%s: %w", c, j, err)
-	}
-	return job.State(state), nil
+	return out
 }
 
 // AppendHistory records entries that change no status (skipped occurrences), newest last.
@@ -59,54 +92,56 @@ func (s *Store) AppendHistory(ctx context.Context, c, j string, entries ...job.H
 	}
 	lines := make([]any, len(entries))
 	for i, e := range entries {
-		line, err := historyLine(e)
-		if err != nil {
-			return err
-		}
-		lines[i] = line
+		lines[i] = historyLine(e, s.historyMessage)
 	}
 	pipe := s.rdb.TxPipeline()
 	pipe.LPush(ctx, s.k.history(c, j), lines...)
-	pipe.LTrim(ctx, s.k.history(c, j), 0, HistoryMaxEntries-1)
+	pipe.LTrim(ctx, s.k.history(c, j), 0, int64(s.historyMax)-1)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("append history of %s/%s: %w", c, j, err)
 	}
 	return nil
 }
 
-// History returns a job's history, newest first, without entries older than the retention.
+// History returns a job's history, newest first (by start: results of one job applied side by
+// side may have landed a little out of order), without entries older than the retention.
 func (s *Store) History(ctx context.Context, c, j string, now time.Time) ([]job.HistoryEntry, error) {
-	lines, err := s.rdb.LRange(ctx, s.k.history(c, j), 0, -1).Result()
+	entries, _, err := s.HistoryRange(ctx, c, j, 0, s.historyMax, now)
+	SortHistory(entries)
+	return entries, err
+}
+
+// SortHistory orders entries newest first by their start, keeping the stored order of equals.
+func SortHistory(entries []job.HistoryEntry) {
+	slices.SortStableFunc(entries, func(a, b job.HistoryEntry) int { return b.StartTime.Compare(a.StartTime) })
+}
+
+// HistoryRange reads up to n entries of a job's history from position from (0 is the newest),
+// in stored order, and returns the position after the last one read, or -1 when the history
+// ends there: a page costs the same at any depth.
+func (s *Store) HistoryRange(ctx context.Context, c, j string, from, n int, now time.Time) ([]job.HistoryEntry, int, error) {
+	lines, err := s.rdb.LRange(ctx, s.k.history(c, j), int64(from), int64(from+n-1)).Result()
 	if err != nil {
-		return nil, fmt.Errorf("read history of %s/%s: %w", c, j, err)
+		return nil, 0, fmt.Errorf("read history of %s/%s: %w", c, j, err)
 	}
-	cutoff := now.Add(-HistoryMaxAge).UnixMilli()
+	cutoff := now.Add(-s.historyAge).UnixMilli()
 	out := make([]job.HistoryEntry, 0, len(lines))
+	next := from + len(lines)
 	for _, l := range lines {
-		at, body, _ := strings.Cut(l, "|")
-		if n, _ := strconv.ParseInt(at, 10, 64); n < cutoff {
-			break // newest first: everything after is older still
+		e, at, err := parseHistoryLine(l)
+		if err != nil {
+			return nil, 0, fmt.Errorf("read history of %s/%s: %w", c, j, err)
 		}
-		var e job.HistoryEntry
-		if err := json.Unmarshal([]byte(body), &e); err != nil {
-			return nil, fmt.Errorf("read history of %s/%s: %w", c, j, err)
+		if at < cutoff {
+			next = -1 // newest first: everything after is older still
+			break
 		}
 		out = append(out, e)
 	}
-	return out, nil
-}
-
-// historyLine prefixes the entry with its time so scripts can drop old entries without JSON.
-func historyLine(e job.HistoryEntry) (string, error) {
-	b, err := json.Marshal(e)
-	if err != nil {
-		return "", fmt.Errorf("encode history entry: %w", err)
+	if len(lines) < n {
+		next = -1
 	}
-	at := e.StartTime
-	if at.IsZero() {
-		at = e.ExpectedExecutionTime
-	}
-	return strconv.FormatInt(at.UnixMilli(), 10) + "|" + string(b), nil
+	return out, next, nil
 }
 
 func boolArg(b bool) string {

@@ -96,44 +96,14 @@ const goneMemory = 24 * time.Hour
 // writes to one job apply in order); each has its own outcome.
 func (s *Store) Apply(ctx context.Context, writes []Write) []Applied {
 	out := make([]Applied, len(writes))
-	cmds := make([]*redis.Cmd, len(writes))
-	run := func(pipe redis.Pipeliner, i int) {
-		w := writes[i]
-		if w.Put != nil {
+	cmds := s.evalMixed(ctx, len(writes), func(i int) (string, []string, []any) {
+		if w := writes[i]; w.Put != nil {
 			keys, args := s.putArgs(w.Put)
-			cmds[i] = s.scripts["put_job"].EvalSha(ctx, pipe, keys, args...)
-		} else {
-			keys, args := s.deleteArgs(w.Delete)
-			cmds[i] = s.scripts["delete_job"].EvalSha(ctx, pipe, keys, args...)
+			return "put_job", keys, args
 		}
-	}
-	all := make([]int, len(writes))
-	for i := range all {
-		all[i] = i
-	}
-	for attempt := 0; len(all) > 0 && attempt < 2; attempt++ {
-		pipe := s.rdb.Pipeline()
-		for _, i := range all {
-			run(pipe, i)
-		}
-		_, _ = pipe.Exec(ctx)
-		var again []int
-		for _, i := range all {
-			if err := cmds[i].Err(); err != nil && isNoScript(err) {
-				again = append(again, i)
-			}
-		}
-		if len(again) > 0 {
-			// A Redis restarted (or a new master) without the scripts: load them, send those again.
-			if err := s.loadScripts(ctx); err != nil {
-				for _, i := range again {
-					cmds[i].SetErr(err)
-				}
-				break
-			}
-		}
-		all = again
-	}
+		keys, args := s.deleteArgs(writes[i].Delete)
+		return "delete_job", keys, args
+	})
 	for i, w := range writes {
 		out[i] = s.applied(w, cmds[i])
 	}
@@ -153,18 +123,6 @@ func (s *Store) applied(w Write, cmd *redis.Cmd) Applied {
 		return Applied{Err: fmt.Errorf("delete job %s/%s: %w", w.Delete.Collection, w.Delete.Name, err)}
 	}
 	return Applied{Created: n == 1, Stale: n == -1} // Created: the job existed
-}
-
-func isNoScript(err error) bool { return strings.HasPrefix(err.Error(), "NOSCRIPT") }
-
-// loadScripts loads every script into Redis (every master of a cluster).
-func (s *Store) loadScripts(ctx context.Context) error {
-	for name, sc := range s.scripts {
-		if err := sc.Load(ctx, s.rdb).Err(); err != nil {
-			return fmt.Errorf("load script %s: %w", name, err)
-		}
-	}
-	return nil
 }
 
 func (s *Store) putArgs(p *PutJob) ([]string, []any) {
@@ -265,6 +223,15 @@ func (s *Store) DeleteJob(ctx context.Context, c, j string) (bool, error) {
 // JobNames lists the names of a collection's jobs, sorted.
 func (s *Store) JobNames(ctx context.Context, c string) ([]string, error) {
 	names, err := s.rdb.ZRange(ctx, s.k.jobs(c), 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("list jobs of %s: %w", c, err)
+	}
+	return names, nil
+}
+
+// JobNamesAt lists up to n names of a collection's jobs from position from (by name, 0 first).
+func (s *Store) JobNamesAt(ctx context.Context, c string, from, n int) ([]string, error) {
+	names, err := s.rdb.ZRange(ctx, s.k.jobs(c), int64(from), int64(from+n-1)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("list jobs of %s: %w", c, err)
 	}

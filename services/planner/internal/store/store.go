@@ -42,6 +42,10 @@ type Store struct {
 	k            keys
 	scripts      map[string]*redis.Script
 	resultMemory time.Duration
+	// history retention (WithHistory)
+	historyMax     int
+	historyAge     time.Duration
+	historyMessage int
 }
 
 // Option changes a Store.
@@ -62,7 +66,8 @@ func New(rdb redis.UniversalClient, prefix string, opts ...Option) *Store {
 	if prefix == "" {
 		prefix = "resched"
 	}
-	s := &Store{rdb: rdb, k: newKeys(prefix, DefaultPartitions), scripts: map[string]*redis.Script{}, resultMemory: ResultMemory}
+	s := &Store{rdb: rdb, k: newKeys(prefix, DefaultPartitions), scripts: map[string]*redis.Script{}, resultMemory: ResultMemory,
+		historyMax: HistoryMaxEntries, historyAge: HistoryMaxAge, historyMessage: HistoryMaxMessage}
 	for _, o := range opts {
 		o(s)
 	}

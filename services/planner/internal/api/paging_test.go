@@ -1,0 +1,112 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/resched/resched/services/planner/internal/store"
+	"github.com/resched/resched/shared/job"
+)
+
+// pageOf is one page of a listing, its nextLink kept as the planner wrote it.
+type pageOf[T any] struct {
+	Value    []T             `json:"value"`
+	NextLink json.RawMessage `json:"nextLink"`
+}
+
+// follow asks for a listing and follows nextLink, sent back as it is, to the end.
+func follow[T any](t *testing.T, e *env, subject, first string) ([]T, []string) {
+	t.Helper()
+	var all []T
+	var links []string
+	body := first
+	for range 100 {
+		var p pageOf[T]
+		e.ok(t, subject, body, &p)
+		all = append(all, p.Value...)
+		if len(p.NextLink) == 0 {
+			return all, links
+		}
+		links = append(links, string(p.NextLink))
+		body = string(p.NextLink)
+	}
+	t.Fatal("more than 100 pages")
+	return nil, nil
+}
+
+// Listing follows the collection's index with a cursor: every job once, in name order, the
+// state filter kept across pages.
+func TestJobListingPagesByCursor(t *testing.T) {
+	e := newEnv(t)
+	e.putCollection(t, "c", `{}`)
+	var want, wantDisabled []string
+	for i := range 230 {
+		name := fmt.Sprintf("j%03d", i)
+		def := hourly
+		if i%7 == 0 {
+			def = strings.Replace(hourly, `"recurrence"`, `"state": "Disabled", "recurrence"`, 1)
+			wantDisabled = append(wantDisabled, "c/"+name)
+		}
+		e.ok(t, "jobs.put.c."+name, def, nil)
+		want = append(want, "c/"+name)
+	}
+	got, links := follow[job.Definition](t, e, "jobs.list.c", `{"top": 100}`)
+	if names := jobNames(got); !slices.Equal(names, want) {
+		t.Fatalf("listed %d jobs, want %d in order", len(names), len(want))
+	}
+	if len(links) != 2 || !strings.Contains(links[0], `"after":"j099"`) {
+		t.Errorf("nextLinks %v, want cursors after j099 and j199", links)
+	}
+	got, links = follow[job.Definition](t, e, "jobs.list.c", `{"top": 10, "state": "disabled"}`)
+	if names := jobNames(got); !slices.Equal(names, wantDisabled) {
+		t.Errorf("disabled listing %v, want %v", names, wantDisabled)
+	}
+	if len(links) == 0 || !strings.Contains(links[0], `"state":"Disabled"`) {
+		t.Errorf("the filter is not kept in nextLink: %v", links)
+	}
+	// skip still works, and a page deep in the listing answers the same jobs.
+	var p pageOf[job.Definition]
+	e.ok(t, "jobs.list.c", `{"top": 5, "skip": 200}`, &p)
+	if names := jobNames(p.Value); !slices.Equal(names, want[200:205]) {
+		t.Errorf("skip 200: %v", names)
+	}
+}
+
+// History pages by position with a cursor: every entry once, newest first, the status filter
+// kept across pages.
+func TestHistoryPagesByCursor(t *testing.T) {
+	e := newEnv(t)
+	e.putCollection(t, "c", `{}`)
+	e.ok(t, "jobs.put.c.j", hourly, nil)
+	base := time.Date(2024, 1, 1, 10, 0, 0, 0, time.UTC)
+	for i := range 45 {
+		status := job.ExecutionCompleted
+		if i%3 == 0 {
+			status = job.ExecutionFailed
+		}
+		at := base.Add(time.Duration(i) * time.Minute)
+		if _, err := e.store.ApplyResult(context.Background(), "c", "j", store.Outcome{ID: fmt.Sprint(i), Scheduled: at, Occurrence: i + 1,
+			Entry: job.HistoryEntry{StartTime: at, EndTime: at, ExpectedExecutionTime: at, ActionName: job.ActionNameMain, Status: status,
+				Message: fmt.Sprint("attempt ", i), RepeatCount: i + 1}}, base.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, _ := follow[job.HistoryEntry](t, e, "jobs.history.c.j", `{"top": 7}`)
+	if len(got) != 45 || got[0].Message != "attempt 44" || got[44].Message != "attempt 0" {
+		t.Fatalf("history: %d entries, first %q, last %q", len(got), got[0].Message, got[len(got)-1].Message)
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i].StartTime.After(got[i-1].StartTime) {
+			t.Fatalf("not newest first at %d", i)
+		}
+	}
+	failed, links := follow[job.HistoryEntry](t, e, "jobs.history.c.j", `{"top": 4, "status": "failed"}`)
+	if len(failed) != 15 || len(links) != 3 || !strings.Contains(links[0], `"status":"Failed"`) {
+		t.Errorf("failed entries: %d over %d links %v; want 15 over 3", len(failed), len(links), links)
+	}
+}

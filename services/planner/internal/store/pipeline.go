@@ -1,0 +1,62 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// evalAll runs one script n times in one pipeline (one round trip per Redis node), call i with
+// the keys and arguments args(i) gives, in order; each command carries its own outcome.
+func (s *Store) evalAll(ctx context.Context, script string, n int, args func(i int) ([]string, []any)) []*redis.Cmd {
+	return s.evalMixed(ctx, n, func(i int) (string, []string, []any) {
+		keys, a := args(i)
+		return script, keys, a
+	})
+}
+
+// evalMixed is evalAll with a script per call. Calls go as EVALSHA; those a Redis does not know
+// the script of (restarted, a new master) are sent again once the scripts are loaded.
+func (s *Store) evalMixed(ctx context.Context, n int, call func(i int) (string, []string, []any)) []*redis.Cmd {
+	cmds := make([]*redis.Cmd, n)
+	todo := make([]int, n)
+	for i := range todo {
+		todo[i] = i
+	}
+	for attempt := 0; len(todo) > 0 && attempt < 2; attempt++ {
+		pipe := s.rdb.Pipeline()
+		for _, i := range todo {
+			script, keys, args := call(i)
+			cmds[i] = s.scripts[script].EvalSha(ctx, pipe, keys, args...)
+		}
+		_, _ = pipe.Exec(ctx)
+		var again []int
+		for _, i := range todo {
+			if err := cmds[i].Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+				again = append(again, i)
+			}
+		}
+		if len(again) > 0 {
+			if err := s.loadScripts(ctx); err != nil {
+				for _, i := range again {
+					cmds[i].SetErr(err)
+				}
+				break
+			}
+		}
+		todo = again
+	}
+	return cmds
+}
+
+// loadScripts loads every script into Redis (every master of a cluster).
+func (s *Store) loadScripts(ctx context.Context) error {
+	for name, sc := range s.scripts {
+		if err := sc.Load(ctx, s.rdb).Err(); err != nil {
+			return fmt.Errorf("load script %s: %w", name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const importDef = `{"startTime": "2030-01-01T00:00:00Z",
+  "action": {"type": "Http", "request": {"uri": "http://localhost:9/x", "method": "POST"}},
+  "recurrence": {"frequency": "Hour"}}`
+
+// An import from a folder of definitions (a subfolder per collection) and an Azure export: the
+// jobs land in their collections, a refused job is named with its file and the reason, and
+// the same command run again, once the file is mended, stores only what is left.
+func TestImportFoldersAndAzureExportsAndResumes(t *testing.T) {
+	p := startPlanner(t)
+	dir := t.TempDir()
+	t.Chdir(dir) // the journal's default place
+	for _, c := range []string{"ops", "reports"} {
+		p.mustRun(t, "", "collection", "create", c)
+	}
+	folder := filepath.Join(dir, "defs")
+	for i := range 12 {
+		c := []string{"ops", "reports"}[i%2]
+		if err := os.MkdirAll(filepath.Join(folder, c), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		def := importDef
+		if i == 5 {
+			def = strings.Replace(importDef, `"Hour"`, `"Fortnight"`, 1)
+		}
+		if err := os.WriteFile(filepath.Join(folder, c, fmt.Sprintf("job-%02d.json", i)), []byte(def), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var export []map[string]any
+	for i := range 30 {
+		var props map[string]any
+		_ = json.Unmarshal([]byte(importDef), &props)
+		export = append(export, map[string]any{
+			"id":   fmt.Sprintf("/subscriptions/s/resourceGroups/g/providers/Microsoft.Scheduler/jobCollections/ops/jobs/az-%02d", i),
+			"name": fmt.Sprintf("ops/az-%02d", i), "type": "Microsoft.Scheduler/jobCollections/jobs", "properties": props,
+		})
+	}
+	exportFile := filepath.Join(dir, "export.json")
+	b, _ := json.Marshal(export)
+	if err := os.WriteFile(exportFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	code, out, errOut := p.schedctl(t, "", "job", "import", folder, exportFile, "--batch", "7")
+	if code != 2 {
+		t.Fatalf("exit %d, want 2 (a job refused)\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"imported 41 jobs", "41 created", "refused 1:", "reports/job-05 (" + filepath.Join(folder, "reports", "job-05.json") + ")",
+		"recurrence.frequency"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the summary lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(errOut, "schedctl-import.journal") {
+		t.Errorf("the error does not say where the journal is: %s", errOut)
+	}
+	list := p.mustRun(t, "", "job", "list", "ops", "--all", "-o", "json")
+	if n := strings.Count(list, `"name": "ops/`); n != 36 {
+		t.Errorf("ops holds %d jobs, want 36", n)
+	}
+
+	// Mended, the same command again: only the refused job is sent.
+	if err := os.WriteFile(filepath.Join(folder, "reports", "job-05.json"), []byte(importDef), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out = p.mustRun(t, "", "job", "import", folder, exportFile, "--batch", "7")
+	if !strings.Contains(out, "imported 1 jobs") || !strings.Contains(out, "41 already imported by an earlier run") {
+		t.Errorf("the resumed import:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "schedctl-import.journal")); !os.IsNotExist(err) {
+		t.Errorf("the journal of a finished import is left: %v", err)
+	}
+	// Another import is not confused by a journal of this one.
+	if err := os.WriteFile(filepath.Join(dir, "schedctl-import.journal"), []byte("# schedctl import something else\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.mustFail(t, "", 2, []string{"belongs to another import"}, "job", "import", "reports", exportFile)
+}
