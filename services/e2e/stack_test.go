@@ -58,12 +58,7 @@ func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
 	var addrs []string
 	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("pick a free port: %v", err)
-		}
-		defer l.Close() // held until all are picked, so none is picked twice
-		addrs = append(addrs, l.Addr().String())
+		addrs = append(addrs, testenv.FreeAddr(t)) // never the same twice in a process
 	}
 	return addrs
 }

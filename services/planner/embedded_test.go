@@ -3,7 +3,6 @@ package main
 import (
 	"net"
 	"net/http"
-	"strconv"
 	"testing"
 	"time"
 
@@ -16,12 +15,7 @@ import (
 // address and uses the API; a stop shuts the server down too.
 func TestEmbeddedNATS(t *testing.T) {
 	rs := redistest.Start(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	l.Close()
+	addr := testenv.FreeAddr(t)
 	cfg := testConfig("nats://127.0.0.1:1", rs.URL()) // NATS_URL is ignored in this mode
 	cfg.EmbeddedNATS, cfg.EmbeddedNATSDir = addr, t.TempDir()
 	base, _, stop := started(t, cfg)

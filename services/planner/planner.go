@@ -118,6 +118,10 @@ func (p *planner) startedCheck(context.Context) error {
 // dueStreamReady asks the due stream's leader for its state: with no leader (a JetStream
 // cluster that lost its quorum) no occurrence can be published, and the planner is not ready.
 func (p *planner) dueStreamReady(ctx context.Context) error {
+	if !p.nc.IsConnected() {
+		// Asked now, the question would wait out the check's time-out in the reconnect buffer.
+		return errors.New("NATS not connected")
+	}
 	st, err := p.js.Stream(ctx, p.subjects.DueStream())
 	if err != nil {
 		return fmt.Errorf("stream %s: %w", p.subjects.DueStream(), err)

@@ -40,7 +40,7 @@ func start(t *testing.T, dir, kind, name string, env ...string) *service {
 
 // status is the HTTP status of GET path, 0 when there is no answer.
 func (s *service) status(path string) int {
-	c := http.Client{Timeout: 2 * time.Second}
+	c := http.Client{Timeout: 10 * time.Second} // longer than the services' own check time-out
 	resp, err := c.Get("http://" + s.http + path)
 	if err != nil {
 		return 0

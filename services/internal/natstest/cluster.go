@@ -3,10 +3,11 @@ package natstest
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/resched/resched/services/internal/testenv"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
@@ -27,7 +28,7 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	c := &Cluster{t: t}
 	clusterPorts := make([]int, n)
 	for i := range n {
-		clusterPorts[i] = freePort(t)
+		clusterPorts[i] = testenv.FreePort(t)
 	}
 	for i := range n {
 		var routes []string
@@ -37,7 +38,7 @@ func StartCluster(t testing.TB, n int) *Cluster {
 			}
 		}
 		opts := &server.Options{
-			ServerName: fmt.Sprintf("n%d", i), Host: "127.0.0.1", Port: freePort(t),
+			ServerName: fmt.Sprintf("n%d", i), Host: "127.0.0.1", Port: testenv.FreePort(t),
 			JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
 			Cluster: server.ClusterOpts{Name: "resched", Host: "127.0.0.1", Port: clusterPorts[i]},
 			Routes:  server.RoutesFromStr(strings.Join(routes, ",")),
@@ -53,16 +54,6 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	}
 	c.WaitReady()
 	return c
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("natstest: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // URLs is every server's client URL, comma-separated, as NATS_URL takes them.

@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/resched/resched/services/internal/testenv"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -29,7 +32,9 @@ func StartCluster(t testing.TB, masters, replicas int) *Cluster {
 	c := &Cluster{t: t}
 	var addrs []string
 	for range masters * (1 + replicas) {
+		// The bus port is chosen too: the default, port+10000, may fall in the ephemeral range.
 		n := Start(t, WithPersistence(), WithArgs("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-port", strconv.Itoa(testenv.FreePort(t)),
 			"--cluster-node-timeout", fmt.Sprint(NodeTimeout.Milliseconds()), "--cluster-replica-validity-factor", "0"))
 		c.Nodes = append(c.Nodes, n)
 		addrs = append(addrs, n.Addr)

@@ -12,11 +12,14 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/resched/resched/services/internal/testenv"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/resched/resched/services/internal/tlstest"
@@ -88,7 +91,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 	if err != nil {
 		t.Fatalf("redistest: redis-server not found on PATH (install it: apt-get install redis-server): %v", err)
 	}
-	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(freePort(t)), dir: t.TempDir(), t: t,
+	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t)), dir: t.TempDir(), t: t,
 		args: []string{"--save", "", "--appendonly", "no"}}
 	for _, o := range opts {
 		o(s)
@@ -112,6 +115,13 @@ func (s *Server) port() string { _, p, _ := net.SplitHostPort(s.Addr); return p 
 func (s *Server) start(bin string) {
 	s.t.Helper()
 	s.cmd = exec.Command(bin, s.args...)
+	logPath := filepath.Join(s.dir, "redis-server.log")
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		s.t.Fatalf("redistest: %v", err)
+	}
+	defer logFile.Close()
+	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("redistest: start redis-server: %v", err)
 	}
@@ -126,7 +136,7 @@ func (s *Server) start(bin string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("redistest: redis-server on %s not ready: %v", s.Addr, err)
+			s.t.Fatalf("redistest: redis-server on %s not ready: %v\n%s", s.Addr, err, testenv.TailOf(logPath, 4<<10))
 		}
 		time.Sleep(20 * time.Millisecond) // polling a child process's readiness, not waiting for test time
 	}
@@ -197,16 +207,6 @@ func (s *Server) URL() string {
 		u.User = url.UserPassword(s.client.Username, s.client.Password)
 	}
 	return u.String()
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("redistest: free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // CPU is the CPU time the redis-server behind rdb has used so far (user and system), for

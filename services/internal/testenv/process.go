@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -36,7 +38,10 @@ func BuildInto(dir string, commands ...string) error {
 	}
 	args := []string{"build", "-buildvcs=false", "-trimpath", "-o", dir + string(filepath.Separator)}
 	for _, c := range commands {
-		args = append(args, "./"+c)
+		if !strings.Contains(c, ".") {
+			c = "./" + c // a command of the services module
+		}
+		args = append(args, c) // else a package path: github.com/nats-io/nats-server/v2
 	}
 	cmd := exec.Command("go", args...)
 	cmd.Dir = filepath.Join(root, "services")
@@ -51,12 +56,50 @@ func BuildInto(dir string, commands ...string) error {
 // FreeAddr returns a loopback address with a port free at the time of the call.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("testenv: free port: %v", err)
+	return "127.0.0.1:" + strconv.Itoa(FreePort(t))
+}
+
+// FreePort returns a loopback port free at the time of the call, below the kernel's ephemeral
+// range (32768 and up on Linux). A port the kernel handed out for ":0" may be handed out again
+// as the source port of an outgoing connection (a client redialling a killed server can even
+// connect to itself on that port) before the server the test starts binds it; ports below the
+// range are never given out that way, so a server started there does not lose its port.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	for range 1000 {
+		port := 20000 + rand.IntN(12000)
+		if portsTaken.add(port) {
+			continue
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return port
 	}
-	defer l.Close()
-	return l.Addr().String()
+	t.Fatal("testenv: no free loopback port between 20000 and 32000")
+	return 0
+}
+
+// portsTaken are the ports handed out by this process: a server that was stopped has freed its
+// port, but the test may start it again there, so no other server may take it meanwhile.
+var portsTaken = portSet{m: map[int]bool{}}
+
+type portSet struct {
+	mu sync.Mutex
+	m  map[int]bool
+}
+
+// add records port and reports whether it was already there.
+func (s *portSet) add(port int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m[port] {
+		return true
+	}
+	s.m[port] = true
+	return false
 }
 
 // Proc is a child process of a test, its output appended to a log file. It is killed at the
@@ -146,6 +189,39 @@ func (p *Proc) signal(t testing.TB, sig syscall.Signal, grace time.Duration) {
 	}
 	<-exited
 }
+
+// PID is the process's id (0 when it does not run).
+func (p *Proc) PID() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+// CPU is the CPU time the process has used so far (user and system), read from /proc.
+func (p *Proc) CPU(t testing.TB) time.Duration {
+	t.Helper()
+	return PIDCPU(t, p.PID())
+}
+
+// PIDCPU is the CPU time a process has used so far (user and system), read from /proc.
+func PIDCPU(t testing.TB, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	// The command name (field 2) may hold spaces: count fields after its closing parenthesis.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64) // fields 14 and 15 of the line
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / clockTicks
+}
+
+// clockTicks is the kernel's USER_HZ, the unit of /proc's CPU times (100 on Linux).
+const clockTicks = 100
 
 // Tail returns the last part of the log.
 func (p *Proc) Tail() string { return TailOf(p.Log, 16<<10) }
