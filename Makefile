@@ -23,6 +23,8 @@ BENCH_PKGS = \
 	shared/recurrence:$(BENCHTIME) \
 	services/planner/internal/store:$(BENCHTIME) \
 	services/planner/internal/dispatch:1x \
+	services/planner/internal/intake:1x \
+	services/planner/internal/api:1x \
 	services/worker:1x
 
 BENCHTIME ?= 1s

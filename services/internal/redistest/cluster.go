@@ -69,6 +69,18 @@ func (c *Cluster) Client(t testing.TB) *redis.ClusterClient {
 	return rc
 }
 
+// CPU is the CPU time every running node has used so far, added up.
+func (c *Cluster) CPU(t testing.TB) time.Duration {
+	t.Helper()
+	var total time.Duration
+	for _, n := range c.Nodes {
+		if n.Running() {
+			total += n.CPU(t)
+		}
+	}
+	return total
+}
+
 // WaitHealthy waits until every running node says the cluster is ok and every slot has a
 // master.
 func (c *Cluster) WaitHealthy() {

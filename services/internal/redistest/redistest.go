@@ -218,10 +218,25 @@ func CPU(t testing.TB, rdb *redis.Client) time.Duration {
 	if err != nil {
 		t.Fatalf("redistest: %v", err)
 	}
+	return cpuOf(info)
+}
+
+// CPU is the CPU time the server has used so far (user and system).
+func (s *Server) CPU(t testing.TB) time.Duration {
+	t.Helper()
+	info, err := s.do("INFO", "cpu")
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	return cpuOf(info)
+}
+
+// cpuOf adds the used_cpu_sys and used_cpu_user lines of an INFO cpu answer.
+func cpuOf(info string) time.Duration {
 	var total float64
-	for _, line := range strings.Split(info, "\r\n") {
+	for _, line := range strings.Split(info, "\n") {
 		for _, k := range []string{"used_cpu_sys:", "used_cpu_user:"} {
-			if v, ok := strings.CutPrefix(line, k); ok {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), k); ok {
 				f, _ := strconv.ParseFloat(v, 64)
 				total += f
 			}

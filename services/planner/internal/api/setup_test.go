@@ -57,7 +57,7 @@ type setup struct {
 func withKeys(k *secrets.Keyring) func(*setup) { return func(s *setup) { s.keys = k } }
 
 // newEnv starts NATS, Redis, the service and its API.
-func newEnv(t *testing.T, opts ...func(*setup)) *env {
+func newEnv(t testing.TB, opts ...func(*setup)) *env {
 	t.Helper()
 	e := &env{nats: natstest.Start(t), redis: redistest.Start(t), runner: &fakeRunner{}}
 	cfg := setup{redis: redis.Options{Addr: e.redis.Addr}}
@@ -82,7 +82,7 @@ func newEnv(t *testing.T, opts ...func(*setup)) *env {
 }
 
 // start runs an API (a planner) on conn.
-func (e *env) start(t *testing.T, conn *nats.Conn) micro.Service {
+func (e *env) start(t testing.TB, conn *nats.Conn) micro.Service {
 	t.Helper()
 	srv, err := api.New(conn, e.svc, bus.NewSubjects(""), slog.New(slog.NewTextHandler(t.Output(), nil)))
 	if err != nil {
@@ -96,7 +96,7 @@ func (e *env) start(t *testing.T, conn *nats.Conn) micro.Service {
 }
 
 // call sends a request on scheduler.api.<subject>.
-func (e *env) call(t *testing.T, subject, body string) *nats.Msg {
+func (e *env) call(t testing.TB, subject, body string) *nats.Msg {
 	t.Helper()
 	msg, err := e.nc.Request("scheduler.api."+subject, []byte(body), 5*time.Second)
 	if err != nil {
@@ -106,7 +106,7 @@ func (e *env) call(t *testing.T, subject, body string) *nats.Msg {
 }
 
 // ok sends a request that must succeed and decodes its answer into out (when not nil).
-func (e *env) ok(t *testing.T, subject, body string, out any) *nats.Msg {
+func (e *env) ok(t testing.TB, subject, body string, out any) *nats.Msg {
 	t.Helper()
 	msg := e.call(t, subject, body)
 	if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
@@ -158,7 +158,7 @@ func (e *env) fail(t *testing.T, subject, body string, status, code string) apiE
 }
 
 // putCollection creates a collection with the given properties JSON.
-func (e *env) putCollection(t *testing.T, name, props string) {
+func (e *env) putCollection(t testing.TB, name, props string) {
 	t.Helper()
 	e.ok(t, "collections.put."+name, `{"properties": `+props+`}`, nil)
 }

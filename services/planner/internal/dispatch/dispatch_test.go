@@ -35,7 +35,8 @@ type env struct {
 	t           testing.TB
 	nats        *natstest.Server
 	redis       *redistest.Server
-	redisClient *redis.Client
+	redisClient *redis.Client                  // nil over a cluster
+	redisCPU    func(testing.TB) time.Duration // the CPU every Redis server has used so far
 	clock       *clock
 	store       *store.Store
 	svc         *jobs.Service
@@ -46,6 +47,22 @@ type env struct {
 }
 
 func setup(t testing.TB, redisOpts ...redistest.Option) *env {
+	t.Helper()
+	rs := redistest.Start(t, redisOpts...)
+	rc := rs.Client(t)
+	e := setupOn(t, rc, rs.CPU)
+	e.redis, e.redisClient = rs, rc
+	return e
+}
+
+// setupCluster is setup against a Redis Cluster of 3 masters without replicas.
+func setupCluster(t testing.TB) *env {
+	t.Helper()
+	c := redistest.StartCluster(t, 3, 0)
+	return setupOn(t, c.Client(t), c.CPU)
+}
+
+func setupOn(t testing.TB, rc redis.UniversalClient, cpu func(testing.TB) time.Duration) *env {
 	t.Helper()
 	ctx := context.Background()
 	ns := natstest.Start(t)
@@ -58,9 +75,7 @@ func setup(t testing.TB, redisOpts ...redistest.Option) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs := redistest.Start(t, redisOpts...)
-	rc := rs.Client(t)
-	e := &env{t: t, nats: ns, redis: rs, redisClient: rc, clock: newClock(t0), store: store.New(rc, ""), js: js, subj: subj, validator: v}
+	e := &env{t: t, nats: ns, redisCPU: cpu, clock: newClock(t0), store: store.New(rc, ""), js: js, subj: subj, validator: v}
 	e.svc = jobs.New(jobs.Config{Store: e.store, Validator: v, Subjects: subj, Clock: e.clock.now})
 	if _, _, err := e.svc.PutCollection(ctx, "c", []byte(`{"properties":{}}`), false); err != nil {
 		t.Fatal(err)
