@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
+
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -55,6 +57,7 @@ func manifestChecks(bus busContract) map[string]manifestCheck {
 		"shared settings":              checkSharedSettings,
 		"authentication":               checkAuthentication,
 		"network policies":             checkNetworkPolicies,
+		"NATS cluster":                 checkNATSCluster,
 	}
 }
 
@@ -381,20 +384,50 @@ func (m *manifests) checkClusterAddress(hostport, namespace string, qualified bo
 		return fmt.Errorf("%q is not host:port", hostport)
 	}
 	labels := strings.Split(host, ".")
+	inCluster := func(rest []string) bool { // "", or <namespace>.svc[.cluster.local]
+		return (len(rest) == 0 && !qualified) || (len(rest) >= 2 && rest[0] == namespace && rest[1] == "svc" &&
+			(len(rest) == 2 || strings.Join(rest[2:], ".") == "cluster.local"))
+	}
+	var s *corev1.Service
 	switch {
-	case len(labels) == 1 && !qualified:
-	case len(labels) >= 3 && labels[1] == namespace && labels[2] == "svc" &&
-		(len(labels) == 3 || strings.Join(labels[3:], ".") == "cluster.local"):
+	case inCluster(labels[1:]):
+		if s = m.service(labels[0]); s == nil {
+			return fmt.Errorf("no Service %s", labels[0])
+		}
+	case len(labels) >= 2 && inCluster(labels[2:]) && m.service(labels[1]) != nil:
+		// <pod>.<headless service>: one server of a StatefulSet, as a cluster's clients list them.
+		s = m.service(labels[1])
+		if err := m.checkStatefulPod(labels[0], s); err != nil {
+			return err
+		}
 	default:
 		return fmt.Errorf("host %q is not <service>.%s.svc.cluster.local", host, namespace)
-	}
-	s := m.service(labels[0])
-	if s == nil {
-		return fmt.Errorf("no Service %s", labels[0])
 	}
 	port, _ := strconv.Atoi(portText)
 	if !slices.ContainsFunc(s.Spec.Ports, func(p corev1.ServicePort) bool { return int(p.Port) == port }) {
 		return fmt.Errorf("Service %s has no port %s", s.Name, portText)
 	}
 	return nil
+}
+
+// checkStatefulPod: pod is one of the pods of a StatefulSet governed by the headless Service s.
+func (m *manifests) checkStatefulPod(pod string, s *corev1.Service) error {
+	if s.Spec.ClusterIP != corev1.ClusterIPNone {
+		return fmt.Errorf("%s.%s: Service %s is not headless, so its pods have no names", pod, s.Name, s.Name)
+	}
+	for _, sts := range ofType[*appsv1.StatefulSet](m) {
+		i, err := strconv.Atoi(strings.TrimPrefix(pod, sts.Name+"-"))
+		if sts.Spec.ServiceName != s.Name || !strings.HasPrefix(pod, sts.Name+"-") || err != nil {
+			continue
+		}
+		replicas := 1
+		if sts.Spec.Replicas != nil {
+			replicas = int(*sts.Spec.Replicas)
+		}
+		if i < 0 || i >= replicas {
+			return fmt.Errorf("%s.%s: StatefulSet %s has %d replicas", pod, s.Name, sts.Name, replicas)
+		}
+		return nil
+	}
+	return fmt.Errorf("%s.%s: no StatefulSet of Service %s has that pod", pod, s.Name, s.Name)
 }

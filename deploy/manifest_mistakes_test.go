@@ -126,6 +126,26 @@ spec:
 		extra: jsonPatch("NetworkPolicy", "nats", `[{"op": "remove", "path": "/spec/ingress/0/from/0"}]`),
 	},
 	{
+		name: "a fourth NATS server no route names", from: "overlays/scale-out", check: "NATS cluster", want: "nats-3.nats",
+		extra: "replicas: [{name: nats, count: 4}]\n",
+	},
+	{
+		name: "NATS routes blocked", from: "overlays/scale-out", check: "NATS cluster", want: "reaching each other",
+		extra: jsonPatch("NetworkPolicy", "nats", `[{"op": "remove", "path": "/spec/ingress/2"}]`),
+	},
+	{
+		name: "three replicas on one NATS server", from: "overlays/scale-out", check: "NATS cluster", want: "3 stream replicas on 1",
+		extra: "replicas: [{name: nats, count: 1}]\n",
+	},
+	{
+		name: "NATS_URL naming a server that does not exist", from: "overlays/scale-out", check: "connection URLs", want: "has 2 replicas",
+		extra: "replicas: [{name: nats, count: 2}]\n",
+	},
+	{
+		name: "Redis Cluster password in the URL", from: "overlays/scale-out", check: "connection URLs", want: "holds credentials",
+		extra: secretPatch("redis-url", "redis+cluster://:pw@redis-cluster-0.redis-cluster:6379/"),
+	},
+	{
 		name: "Namespace missing", from: "base", check: "namespace", want: "0 Namespace objects",
 		extra: patch("v1", "Namespace", "resched", "$patch: delete"),
 	},

@@ -13,7 +13,7 @@ import (
 )
 
 // kustomizations are the directories under deploy/ that `kubectl apply -k` accepts.
-var kustomizations = []string{"base", "overlays/example"}
+var kustomizations = []string{"base", "overlays/example", "overlays/scale-out"}
 
 // readBusContract reads the worker consumer's name and the due stream's suffix from the code
 // that creates them, so the KEDA trigger cannot drift from it.

@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"slices"
 	"strings"
@@ -22,6 +23,9 @@ func checkStorage(m *manifests) []string {
 			if s.Name == name {
 				sts = s
 			}
+		}
+		if sts == nil && name == "redis" && m.externalRedis() {
+			continue // the operator's Redis: its storage is theirs
 		}
 		if sts == nil {
 			problems = append(problems, "no StatefulSet "+name)
@@ -125,6 +129,12 @@ func checkConnectionURLs(m *manifests) []string {
 				if !ok {
 					continue
 				}
+				if key == "REDIS_URL" && m.externalRedis() {
+					if err := checkExternalRedisURL(v); err != nil {
+						problems = append(problems, fmt.Sprintf("%s: %s: %v", program, key, err))
+					}
+					continue
+				}
 				for _, raw := range strings.Split(v, ",") {
 					if err := m.checkURL(strings.TrimSpace(raw), schemes); err != nil {
 						problems = append(problems, fmt.Sprintf("%s: %s: %v", program, key, err))
@@ -165,6 +175,36 @@ func (m *manifests) checkURL(raw string, schemes []string) error {
 			if v, ok := m.envValue(c, "REDIS_PASSWORD"); ok && v != password {
 				return fmt.Errorf("the password differs from the REDIS_PASSWORD of %s", w)
 			}
+		}
+	}
+	return nil
+}
+
+// externalRedis: the install runs no Redis of its own; the planners use the operator's (a Redis
+// Cluster, Sentinel, a managed service).
+func (m *manifests) externalRedis() bool {
+	_, ok := m.workload("StatefulSet", "redis")
+	return !ok
+}
+
+// redisSchemes are REDIS_URL's topologies (docs/operations.md, Redis).
+var redisSchemes = []string{"redis", "rediss", "redis+cluster", "rediss+cluster", "redis+sentinel", "rediss+sentinel"}
+
+// checkExternalRedisURL: a Redis outside the install is named by a URL of a known topology, with
+// at least one host:port, and no password in it: the password comes from REDIS_PASSWORD (a
+// Secret), so the URL can be shown.
+func checkExternalRedisURL(raw string) error {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok || !slices.Contains(redisSchemes, scheme) {
+		return fmt.Errorf("scheme %q is not one of %v", scheme, redisSchemes)
+	}
+	authority, _, _ := strings.Cut(rest, "/")
+	if strings.Contains(authority, "@") {
+		return fmt.Errorf("the URL holds credentials: set REDIS_PASSWORD from a Secret instead")
+	}
+	for _, hp := range strings.Split(authority, ",") {
+		if host, port, err := net.SplitHostPort(hp); err != nil || host == "" || port == "" {
+			return fmt.Errorf("%q is not host:port", hp)
 		}
 	}
 	return nil

@@ -59,7 +59,7 @@ func checkAuthentication(m *manifests) []string {
 				problems = append(problems, fmt.Sprintf("%s: NATS_PASSWORD is not, from a Secret, the password nats.conf gives user %q", program, user))
 			}
 			if program == "planner" {
-				if got, _ := m.envValue(c, "REDIS_PASSWORD"); got != redisPassword || !fromSecret(c, "REDIS_PASSWORD") {
+				if got, _ := m.envValue(c, "REDIS_PASSWORD"); (got != redisPassword && !m.externalRedis()) || !fromSecret(c, "REDIS_PASSWORD") {
 					problems = append(problems, "planner: REDIS_PASSWORD is not, from a Secret, the password Redis requires")
 				}
 			}
@@ -157,7 +157,9 @@ func checkNetworkPolicies(m *manifests) []string {
 	redis, _ := m.workload("StatefulSet", "redis")
 	nats, _ := m.workload("StatefulSet", "nats")
 	for _, src := range m.workloads() {
-		if admits := m.admits(src, redis, "redis"); admits != (src.name == "planner") {
+		if m.externalRedis() {
+			// The operator's Redis: its own network rules apply.
+		} else if admits := m.admits(src, redis, "redis"); admits != (src.name == "planner") {
 			problems = append(problems, fmt.Sprintf("%s can reach Redis: %v (only the planners may)", src.name, admits))
 		}
 		if (src.name == "planner" || src.name == "worker") && !m.admits(src, nats, "client") {
