@@ -1,13 +1,15 @@
 -- Records one attempt reported by a worker: the history entry, the status counters, and the
 -- end of the job when this was the final attempt of its last occurrence.
 -- KEYS: 1 st, 2 hist, 3 rid (sorted set of applied result ids, scored by when applied)
--- ARGV: 1 history entry "<ms>|<json>", 2 cutoff (ms): older entries are dropped, 3 max entries,
+-- ARGV: 1 history entry (historyline.go), 2 cutoff (ms): older entries are dropped, 3 max entries,
 --       4 action name, 5 attempt (0 = first), 6 status, 7 attempt start (ms), 8 final (0|1),
 --       9 faulted (0|1), 10 scheduled time of the occurrence (ms), 11 result id ("" for none),
 --       12 now (ms), 13 how long result ids are remembered (ms), 14 occurrence number (0 for a
 --       run-now, which never ends the job), 15 "1" when this result ends the main action
 -- Returns the job's new state when this result ended it ("Completed" or "Faulted"), else "".
-if redis.call('EXISTS', KEYS[1]) == 0 then
+-- Read once: the state says whether the job still exists, and the rest whether it ends here.
+local st = redis.call('HMGET', KEYS[1], 'state', 'next', 'lastOcc')
+if not st[1] then
   return '' -- the job was deleted meanwhile
 end
 -- A result is acknowledged after it is applied; a planner that dies in between leaves it to be
@@ -43,17 +45,17 @@ if ARGV[4] == 'MainAction' then
     redis.call('HINCRBY', KEYS[1], 'fail', 1)
   end
 end
-redis.call('HSET', KEYS[1], 'last', ARGV[7])
 if ARGV[9] == '1' then
   redis.call('HINCRBY', KEYS[1], 'faulted', 1)
 end
 if ARGV[8] == '1' and ARGV[14] ~= '0' then
-  redis.call('HSET', KEYS[1], 'finalOcc', ARGV[10], 'finalFault', ARGV[9])
-  local st = redis.call('HMGET', KEYS[1], 'next', 'lastOcc', 'state')
-  if st[1] == '' and st[2] == ARGV[10] and st[3] == 'Enabled' then
+  if st[2] == '' and st[3] == ARGV[10] and st[1] == 'Enabled' then
     local s = ARGV[9] == '1' and 'Faulted' or 'Completed'
-    redis.call('HSET', KEYS[1], 'state', s)
+    redis.call('HSET', KEYS[1], 'last', ARGV[7], 'finalOcc', ARGV[10], 'finalFault', ARGV[9], 'state', s)
     return s
   end
+  redis.call('HSET', KEYS[1], 'last', ARGV[7], 'finalOcc', ARGV[10], 'finalFault', ARGV[9])
+  return ''
 end
+redis.call('HSET', KEYS[1], 'last', ARGV[7])
 return ''
