@@ -23,6 +23,9 @@ func (s *Service) PutCollection(ctx context.Context, c string, raw []byte, creat
 		return nil, false, invalid(err)
 	}
 	coll.ID, coll.Type, coll.Name = "/jobCollections/"+c, "Microsoft.Scheduler/jobCollections", c
+	if err := applyPlan(&coll.Properties); err != nil {
+		return nil, false, err
+	}
 	state := coll.Properties.State
 	if state == "" {
 		state = job.CollectionEnabled
@@ -39,6 +42,11 @@ func (s *Service) PutCollection(ctx context.Context, c string, raw []byte, creat
 		return nil, false, conflict("job collection %s already exists: update it, or put it to replace it", c)
 	case err == nil:
 		oldState = old.State
+		if sku := coll.Properties.Sku; sku != nil && sku.Name == job.SkuFree {
+			if err := s.checkDowngrade(ctx, c, coll); err != nil {
+				return nil, false, err
+			}
+		}
 	case !errors.Is(err, store.ErrNotFound):
 		return nil, false, err
 	}

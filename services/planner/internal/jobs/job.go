@@ -64,6 +64,9 @@ func (s *Service) prepare(coll *job.Collection, c, j string, p job.Properties, n
 	if err := certificates(&p); err != nil {
 		return store.PutJob{}, err
 	}
+	if err := checkFreeJob(coll, p); err != nil {
+		return store.PutJob{}, err
+	}
 	sched, err := Compile(p, now)
 	if err != nil {
 		return store.PutJob{}, err
