@@ -13,7 +13,7 @@ export GOFLAGS
 MODULES := $(shell go work edit -json | sed -n 's/.*"DiskPath": "\(.*\)".*/\1/p')
 
 BIN      := bin
-COMMANDS := planner worker schedctl target
+COMMANDS := planner worker schedctl target gateway
 VERSION  ?= $(shell git describe --tags --always 2>/dev/null || echo dev)
 LDFLAGS  := -X github.com/resched/resched/services/internal/version.linked=$(VERSION)
 

@@ -1,21 +1,14 @@
 package api_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/base64"
 	"fmt"
-	"math/big"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/resched/resched/services/internal/tlstest"
 	"github.com/resched/resched/shared/job"
-	"software.sslmate.com/src/go-pkcs12"
 )
 
 // The cases of a code review of the intake (issue 9), each through the API; each failed before
@@ -88,7 +81,7 @@ func TestHugeMaxRecurrenceDoesNotOverflow(t *testing.T) {
 func TestRefusedAtPutRatherThanAtEveryFire(t *testing.T) {
 	e := newEnv(t)
 	e.putCollection(t, "c", `{}`)
-	pfx := newPFX(t, "right")
+	pfx := tlstest.PFX(t, "right")
 	request := func(inner string) string {
 		return `{"action":{"type":"Https","request":{"uri":"https://x/","method":"POST",` + inner + `}}}`
 	}
@@ -114,7 +107,7 @@ func TestRefusedAtPutRatherThanAtEveryFire(t *testing.T) {
 func TestClientCertificateDetailsAreReturned(t *testing.T) {
 	e := newEnv(t)
 	e.putCollection(t, "c", `{}`)
-	pfx := newPFX(t, "right")
+	pfx := tlstest.PFX(t, "right")
 	e.ok(t, "jobs.put.c.j", `{"action":{"type":"Https","request":{"uri":"https://x/","method":"POST",
 		"authentication":{"type":"ClientCertificate","pfx":"`+pfx+`","password":"right"}}}}`, nil)
 	for _, op := range []struct{ subject, body string }{{"jobs.get.c.j", ""}, {"jobs.patch.c.j", `{"state":"Disabled"}`}} {
@@ -128,29 +121,4 @@ func TestClientCertificateDetailsAreReturned(t *testing.T) {
 			t.Errorf("%s answered a secret: %s", op.subject, msg.Data)
 		}
 	}
-}
-
-// newPFX returns a base64 PFX of a self-signed certificate (CN=resched test, expiring at the
-// start of 2030) under password.
-func newPFX(t *testing.T, password string) string {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "resched test"},
-		NotBefore: time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), NotAfter: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pfx, err := pkcs12.Modern.Encode(key, cert, nil, password)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return base64.StdEncoding.EncodeToString(pfx)
 }

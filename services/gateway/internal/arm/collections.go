@@ -1,0 +1,278 @@
+package arm
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+	"github.com/resched/resched/shared/job"
+)
+
+// armCollection is a job collection as ARM answers it.
+type armCollection struct {
+	ID         string                   `json:"id"`
+	Type       string                   `json:"type"`
+	Name       string                   `json:"name"`
+	Location   string                   `json:"location,omitempty"`
+	Tags       map[string]string        `json:"tags,omitempty"`
+	Properties job.CollectionProperties `json:"properties"`
+}
+
+const collectionType = "Microsoft.Scheduler/jobCollections"
+
+// toARM turns a planner's collection into its ARM form; ok is false for a collection that was
+// not made through the gateway (no ARM scope of its own).
+func toARM(c job.Collection) (armCollection, scope, bool) {
+	s, ok := parseScope(c.Tags[armScopeTag])
+	name := c.Tags[armNameTag]
+	if !ok || name == "" {
+		return armCollection{}, scope{}, false
+	}
+	tags := map[string]string{}
+	for k, v := range c.Tags {
+		if k != armScopeTag && k != armNameTag {
+			tags[k] = v
+		}
+	}
+	if len(tags) == 0 {
+		tags = nil
+	}
+	return armCollection{ID: collectionID(s, name), Type: collectionType, Name: name, Location: c.Location, Tags: tags,
+		Properties: c.Properties}, s, true
+}
+
+// plannerCollection is the planners' name of the path's collection.
+func (c *call) plannerCollection() (string, error) {
+	name, err := c.scope().plannerName(c.vars["c"])
+	if err != nil {
+		return "", badRequest("%v", err)
+	}
+	return name, nil
+}
+
+// collection reads the path's collection; a collection of another scope is not found.
+func (s *Server) collection(c *call) (job.Collection, string, error) {
+	pname, err := c.plannerCollection()
+	if err != nil {
+		return job.Collection{}, "", err
+	}
+	var coll job.Collection
+	if _, err := s.planners.call(c.ctx, nil, &coll, "collections", "get", pname); err != nil {
+		return job.Collection{}, "", s.named(err, "job collection", c.vars["c"])
+	}
+	if _, sc, ok := toARM(coll); !ok || !sc.same(c.scope()) {
+		return job.Collection{}, "", notFound("the job collection %s was not found in resource group %s", c.vars["c"], c.vars["rg"])
+	}
+	return coll, pname, nil
+}
+
+// named gives a planner's 404 the ARM resource's name rather than the planners' one.
+func (s *Server) named(err error, kind, name string) error {
+	if e, ok := err.(*apiError); ok && e.Status == http.StatusNotFound {
+		return notFound("the %s %s was not found", kind, name)
+	}
+	return err
+}
+
+func (s *Server) getCollection(c *call) error {
+	coll, _, err := s.collection(c)
+	if err != nil {
+		return err
+	}
+	out, _, _ := toARM(coll)
+	writeJSON(c.w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) putCollection(c *call) error {
+	var in job.Collection
+	if err := json.Unmarshal(c.body, &in); err != nil {
+		return badRequest("the body is not a job collection: %v", err)
+	}
+	return s.storeCollection(c, in)
+}
+
+// storeCollection checks what only the gateway knows (the ARM name, the subscription's Free
+// collection) and puts the collection with its scope.
+func (s *Server) storeCollection(c *call, in job.Collection) error {
+	pname, err := c.plannerCollection()
+	if err != nil {
+		return err
+	}
+	if in.Name != "" && !strings.EqualFold(in.Name, c.vars["c"]) {
+		return badRequest("name %q is not the job collection of the path, %s", in.Name, c.vars["c"])
+	}
+	for k := range in.Tags {
+		if strings.HasPrefix(strings.ToLower(k), "resched.") {
+			return badRequest("tags: the tag %q is reserved (resched.* tags are the gateway's)", k)
+		}
+	}
+	if sku := in.Properties.Sku; sku != nil && sku.Name == job.SkuFree {
+		if err := s.checkOneFree(c, pname); err != nil {
+			return err
+		}
+	}
+	if in.Tags == nil {
+		in.Tags = map[string]string{}
+	}
+	in.Tags[armScopeTag], in.Tags[armNameTag] = c.scope().String(), c.vars["c"]
+	in.ID, in.Type, in.Name = "", "", ""
+	var stored job.Collection
+	reply, err := s.planners.call(c.ctx, in, &stored, "collections", "put", pname)
+	if err != nil {
+		return err
+	}
+	out, _, _ := toARM(stored)
+	writeJSON(c.w, createdStatus(reply), out)
+	return nil
+}
+
+// checkOneFree refuses a second Free collection in a subscription, as the service did.
+func (s *Server) checkOneFree(c *call, pname string) error {
+	all, err := s.allCollections(c)
+	if err != nil {
+		return err
+	}
+	for _, coll := range all {
+		out, sc, ok := toARM(coll)
+		if ok && strings.EqualFold(sc.Subscription, c.vars["s"]) && coll.Name != pname &&
+			out.Properties.Sku != nil && out.Properties.Sku.Name == job.SkuFree {
+			return conflict("The subscription already has a free job collection. Only one free job collection can be created per subscription.")
+		}
+	}
+	return nil
+}
+
+func (s *Server) patchCollection(c *call) error {
+	coll, _, err := s.collection(c)
+	if err != nil {
+		return err
+	}
+	cur, _, _ := toARM(coll)
+	merged, err := mergePatch(cur, c.body)
+	if err != nil {
+		return err
+	}
+	var in job.Collection
+	if err := json.Unmarshal(merged, &in); err != nil {
+		return badRequest("the patched job collection is invalid: %v", err)
+	}
+	return s.storeCollection(c, in)
+}
+
+func (s *Server) deleteCollection(c *call) error {
+	_, pname, err := s.collection(c)
+	if err != nil {
+		return err
+	}
+	if _, err := s.planners.call(c.ctx, nil, nil, "collections", "delete", pname); err != nil {
+		return err
+	}
+	c.w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// setCollectionState enables or disables: 200 and no body, as the clients expect.
+func (s *Server) setCollectionState(op string) func(*call) error {
+	return func(c *call) error {
+		_, pname, err := s.collection(c)
+		if err != nil {
+			return err
+		}
+		if _, err := s.planners.call(c.ctx, nil, nil, "collections", op, pname); err != nil {
+			return err
+		}
+		c.w.WriteHeader(http.StatusOK)
+		return nil
+	}
+}
+
+func (s *Server) listCollectionsBySubscription(c *call) error { return s.listCollections(c, "") }
+
+func (s *Server) listCollectionsByResourceGroup(c *call) error {
+	return s.listCollections(c, c.vars["rg"])
+}
+
+// listCollections lists the collections of the subscription (rg "") or of one resource group
+// that the caller may see, in one page.
+func (s *Server) listCollections(c *call, rg string) error {
+	all, err := s.allCollections(c)
+	if err != nil {
+		return err
+	}
+	value := []armCollection{}
+	for _, coll := range all {
+		out, sc, ok := toARM(coll)
+		if !ok || !strings.EqualFold(sc.Subscription, c.vars["s"]) || (rg != "" && !strings.EqualFold(sc.ResourceGroup, rg)) ||
+			!c.grant.Covers(sc.Subscription, sc.ResourceGroup) {
+			continue
+		}
+		value = append(value, out)
+	}
+	writeJSON(c.w, http.StatusOK, map[string]any{"value": value})
+	return nil
+}
+
+// allCollections reads every collection of the planners, page by page.
+func (s *Server) allCollections(c *call) ([]job.Collection, error) {
+	var all []job.Collection
+	var req any = map[string]int{"top": 1000}
+	for {
+		var page struct {
+			Value    []job.Collection `json:"value"`
+			NextLink json.RawMessage  `json:"nextLink"`
+		}
+		if _, err := s.planners.call(c.ctx, req, &page, "collections", "list"); err != nil {
+			return nil, err
+		}
+		all = append(all, page.Value...)
+		if len(page.NextLink) == 0 || string(page.NextLink) == "null" {
+			return all, nil
+		}
+		req = []byte(page.NextLink)
+	}
+}
+
+// createdStatus is 201 when the planner says it created the resource, else 200.
+func createdStatus(reply *nats.Msg) int {
+	if reply.Header.Get("Scheduler-Created") == "true" {
+		return http.StatusCreated
+	}
+	return http.StatusOK
+}
+
+// mergePatch applies a JSON merge patch (RFC 7386) to the JSON of cur.
+func mergePatch(cur any, patch []byte) ([]byte, error) {
+	base, err := json.Marshal(cur)
+	if err != nil {
+		return nil, err
+	}
+	var doc, p any
+	if err := json.Unmarshal(base, &doc); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(patch, &p); err != nil {
+		return nil, badRequest("the body is not JSON: %v", err)
+	}
+	return json.Marshal(merge(doc, p))
+}
+
+func merge(doc, patch any) any {
+	pm, ok := patch.(map[string]any)
+	if !ok {
+		return patch
+	}
+	dm, ok := doc.(map[string]any)
+	if !ok {
+		dm = map[string]any{}
+	}
+	for k, v := range pm {
+		if v == nil {
+			delete(dm, k)
+			continue
+		}
+		dm[k] = merge(dm[k], v)
+	}
+	return dm
+}
