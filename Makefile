@@ -25,6 +25,7 @@ BENCH_PKGS = \
 	services/planner/internal/dispatch:1x \
 	services/planner/internal/intake:1x \
 	services/planner/internal/api:1x \
+	services/gateway/sdktest:1x \
 	services/worker:1x
 
 BENCHTIME ?= 1s

@@ -68,6 +68,8 @@ pick NATS_ADDR 127.0.0.1 4222 "NATS"
 pick TARGET_ADDR 127.0.0.1 8080 "example target"
 pick PLANNER_HTTP 127.0.0.1 8081 "planner's HTTP"
 pick WORKER_HTTP 127.0.0.1 8082 "worker's HTTP"
+pick GATEWAY_ADDR 127.0.0.1 8090 "Azure REST gateway"
+pick GATEWAY_HTTP 127.0.0.1 8084 "gateway's HTTP"
 REDIS_ADDR=$REDIS_PORT
 REDIS_PORT=${REDIS_ADDR##*:}
 
@@ -138,6 +140,13 @@ if [ ! -s "$DATA/secret-keys" ]; then
 	(umask 077 && printf 'k1=%s\n' "$(head -c 32 /dev/urandom | base64)" >"$DATA/secret-keys")
 fi
 export RESCHED_SECRET_KEYS_FILE="${RESCHED_SECRET_KEYS_FILE:-$DATA/secret-keys}"
+# The gateway's access: one random operator token for every subscription, made once.
+if [ ! -s "$DATA/gateway-token" ]; then
+	(umask 077 && head -c 24 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n' >"$DATA/gateway-token")
+fi
+GATEWAY_TOKEN=$(cat "$DATA/gateway-token")
+(umask 077 && printf '{"tokens": [{"name": "make-run", "token": "%s", "role": "operator", "scopes": ["*"]}]}\n' \
+	"$GATEWAY_TOKEN" >"$DATA/gateway-access.json")
 
 say "redis-server on $REDIS_ADDR (data in $DATA/redis)"
 start redis-server "$DATA/redis.log" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$DATA/redis" \
@@ -157,6 +166,12 @@ wait_for "the planner's NATS server" "$NATS_ADDR"
 say "worker (log: $DATA/worker.log)"
 NATS_URL="nats://$NATS_ADDR" RESCHED_WORKER_HTTP_ADDR="$WORKER_HTTP" \
 	start worker "$DATA/worker.log" "$BIN/worker" >>"$DATA/worker.log" 2>&1
+
+say "Azure REST gateway on http://$GATEWAY_ADDR (log: $DATA/gateway.log)"
+NATS_URL="nats://$NATS_ADDR" RESCHED_GATEWAY_ADDR="$GATEWAY_ADDR" RESCHED_GATEWAY_HTTP_ADDR="$GATEWAY_HTTP" \
+	RESCHED_GATEWAY_ACCESS_FILE="$DATA/gateway-access.json" \
+	start gateway "$DATA/gateway.log" "$BIN/gateway" >>"$DATA/gateway.log" 2>&1
+wait_for "the gateway" "$GATEWAY_ADDR"
 
 export NATS_URL="nats://$NATS_ADDR"
 say "collection $COLLECTION and the example jobs, through schedctl"
@@ -178,6 +193,9 @@ resched is running. Try, in another terminal:
   export NATS_URL=nats://$NATS_ADDR
   $BIN/schedctl job list $COLLECTION
   $BIN/schedctl job history $COLLECTION/http-every-10-seconds
+The Azure Scheduler REST API (docs/azure-migration.md), with the token in $DATA/gateway-token:
+  curl -H "Authorization: Bearer \$(cat $DATA/gateway-token)" \\
+    "http://$GATEWAY_ADDR/subscriptions/local/providers/Microsoft.Scheduler/jobCollections?api-version=2016-03-01"
 Press Ctrl-C to stop everything.
 
 MSG

@@ -105,6 +105,7 @@ func TestEndToEnd(t *testing.T) {
 		checkServiceBus(t, receiveSubscription(t, sb, sbTopic, sbSub), sbWant{job: "sbtopic", body: "weekly digest",
 			correlationID: "digest"}, begin)
 	})
+	t.Run("Azure REST gateway", func(t *testing.T) { checkGateway(t, s) })
 	t.Run("history", func(t *testing.T) { checkHistory(t, s) })
 	t.Run("status", func(t *testing.T) { checkStatus(t, s) })
 	t.Run("events", func(t *testing.T) {

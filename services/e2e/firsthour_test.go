@@ -104,7 +104,7 @@ func cleanEnv(extra ...string) []string {
 		name, _, _ := strings.Cut(kv, "=")
 		switch {
 		case strings.HasPrefix(name, "RESCHED_"), name == "NATS_URL", name == "NATS_ADDR", name == "REDIS_PORT",
-			name == "TARGET_ADDR", name == "PLANNER_HTTP", name == "WORKER_HTTP", name == "BIN", name == "JOBS", name == "COLLECTION":
+			name == "TARGET_ADDR", name == "PLANNER_HTTP", name == "WORKER_HTTP", name == "GATEWAY_ADDR", name == "GATEWAY_HTTP", name == "BIN", name == "JOBS", name == "COLLECTION":
 			continue
 		}
 		env = append(env, kv)

@@ -31,7 +31,7 @@ const (
 )
 
 // commands are the binaries run.sh starts, built once by the test.
-var commands = []string{"planner", "worker", "schedctl", "target"}
+var commands = []string{"planner", "worker", "schedctl", "target", "gateway"}
 
 // stack is scripts/run.sh running as a child of the test, with its own addresses and data.
 type stack struct {
@@ -71,10 +71,11 @@ func startStack(t *testing.T, root, bin, jobs string, emu emulators) *stack {
 		// run.sh would try to install it; a test must not.
 		t.Fatal("redis-server is not on PATH: install it (Debian: apt-get install redis-server; .ci/run does)")
 	}
-	a := freeAddrs(t, 5)
+	a := freeAddrs(t, 7)
 	s := &stack{
 		bin: bin, data: t.TempDir(), natsURL: "nats://" + a[1], target: "http://" + a[2],
-		addrs:  map[string]string{"redis": a[0], "nats": a[1], "target": a[2], "planner http": a[3], "worker http": a[4]},
+		addrs:  map[string]string{"redis": a[0], "nats": a[1], "target": a[2], "planner http": a[3], "worker http": a[4],
+			"gateway": a[5], "gateway http": a[6]},
 		out:    newOutput(),
 		exited: make(chan struct{}),
 	}
@@ -84,6 +85,7 @@ func startStack(t *testing.T, root, bin, jobs string, emu emulators) *stack {
 	s.cmd.Env = append(os.Environ(),
 		"BIN="+bin, "RESCHED_DATA="+s.data, "COLLECTION=demo", "JOBS="+jobs,
 		"REDIS_PORT="+redisPort, "NATS_ADDR="+a[1], "TARGET_ADDR="+a[2], "PLANNER_HTTP="+a[3], "WORKER_HTTP="+a[4],
+		"GATEWAY_ADDR="+a[5], "GATEWAY_HTTP="+a[6],
 		"RESCHED_WORKER_STORAGE_QUEUE_ENDPOINT="+emu.storageEndpoint,
 		"RESCHED_WORKER_SERVICEBUS_ENDPOINT="+emu.serviceBusEndpoint,
 		"RESCHED_WORKER_SERVICEBUS_EMULATOR=true",
@@ -130,7 +132,7 @@ func startStack(t *testing.T, root, bin, jobs string, emu emulators) *stack {
 		running = append(running, s.service(cmd))
 	}
 	slices.Sort(running)
-	if want := []string{"planner", "redis-server", "target", "worker"}; runtime.GOOS == "linux" && !slices.Equal(running, want) {
+	if want := []string{"gateway", "planner", "redis-server", "target", "worker"}; runtime.GOOS == "linux" && !slices.Equal(running, want) {
 		t.Errorf("run.sh runs %v, want %v", running, want)
 	}
 	return s

@@ -39,20 +39,24 @@ const audience = "api://resched-gateway"
 // tokens), with an HTTP target, as an operator runs them.
 type stack struct {
 	base    string       // the gateway's HTTPS URL
+	natsURL string       // the planners' NATS server
 	client  *http.Client // trusts the gateway's CA and validates every answer against the swagger
 	checker *swaggerChecker
 	target  *target
 	issuer  *issuer
 	gateway *testenv.Proc
+
+	fastOnce   sync.Once
+	fastClient *http.Client
 }
 
-func startStack(t *testing.T) *stack {
+func startStack(t testing.TB) *stack {
 	t.Helper()
 	dir := t.TempDir()
 	rdb := redistest.Start(t)
 	ns := natstest.Start(t)
 	bin := testenv.Build(t, "planner", "worker", "gateway")
-	s := &stack{target: startTarget(t), issuer: startIssuer(t)}
+	s := &stack{target: startTarget(t), issuer: startIssuer(t), natsURL: ns.ClientURL()}
 
 	plannerHTTP := testenv.FreeAddr(t)
 	planner := testenv.Start(t, dir, "planner", filepath.Join(bin, "planner"), []string{"NATS_URL=" + ns.ClientURL(),
@@ -106,7 +110,7 @@ func status(url string) int {
 	return resp.StatusCode
 }
 
-func writeJSON(t *testing.T, path string, v any) {
+func writeJSON(t testing.TB, path string, v any) {
 	t.Helper()
 	data, err := json.Marshal(v)
 	if err != nil {
@@ -117,7 +121,7 @@ func writeJSON(t *testing.T, path string, v any) {
 	}
 }
 
-func pool(t *testing.T, caFile string) *x509.CertPool {
+func pool(t testing.TB, caFile string) *x509.CertPool {
 	t.Helper()
 	pem, err := os.ReadFile(caFile)
 	if err != nil {
@@ -166,14 +170,14 @@ func (s *stack) answers() string {
 // swaggerChecker validates answers against the official swagger (converted to OpenAPI 3 by
 // kin-openapi), and counts the operations it checked.
 type swaggerChecker struct {
-	t      *testing.T
+	t      testing.TB
 	router routers.Router
 	mu     sync.Mutex
 	errs   []string
 	seen   map[string]int // operationId → answers checked
 }
 
-func newSwaggerChecker(t *testing.T, base string) *swaggerChecker {
+func newSwaggerChecker(t testing.TB, base string) *swaggerChecker {
 	t.Helper()
 	raw, err := os.ReadFile("testdata/scheduler-2016-03-01.json")
 	if err != nil {
@@ -232,7 +236,7 @@ type target struct {
 	got map[string]int // path → requests
 }
 
-func startTarget(t *testing.T) *target {
+func startTarget(t testing.TB) *target {
 	tg := &target{got: map[string]int{}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tg.mu.Lock()
@@ -261,7 +265,7 @@ type issuer struct {
 	key *rsa.PrivateKey
 }
 
-func startIssuer(t *testing.T) *issuer {
+func startIssuer(t testing.TB) *issuer {
 	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
