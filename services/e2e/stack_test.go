@@ -74,7 +74,7 @@ func startStack(t *testing.T, root, bin, jobs string, emu emulators) *stack {
 	a := freeAddrs(t, 7)
 	s := &stack{
 		bin: bin, data: t.TempDir(), natsURL: "nats://" + a[1], target: "http://" + a[2],
-		addrs:  map[string]string{"redis": a[0], "nats": a[1], "target": a[2], "planner http": a[3], "worker http": a[4],
+		addrs: map[string]string{"redis": a[0], "nats": a[1], "target": a[2], "planner http": a[3], "worker http": a[4],
 			"gateway": a[5], "gateway http": a[6]},
 		out:    newOutput(),
 		exited: make(chan struct{}),
