@@ -63,7 +63,7 @@ func composeNATSUsers(p *types.Project) []string {
 	for _, m := range natsUserLine.FindAllStringSubmatch(conf, -1) {
 		users[m[1]] = exported[m[2]]
 	}
-	for _, name := range []string{"planner", "worker", "jobs"} {
+	for _, name := range []string{"planner", "worker", "jobs", "gateway"} {
 		s, ok := p.Services[name]
 		if !ok {
 			continue

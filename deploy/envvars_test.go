@@ -54,6 +54,19 @@ var knownEnv = map[string]serviceVars{
 		listen:   "RESCHED_WORKER_HTTP_ADDR",
 		port:     8082,
 	},
+	"gateway": {
+		sources: []string{"services/gateway/config.go", natsSource},
+		prefix:  "RESCHED_GATEWAY_",
+		names: slices.Concat(natsVars, []string{
+			"RESCHED_GATEWAY_LOG_LEVEL", "RESCHED_GATEWAY_SUBJECT_PREFIX", "RESCHED_GATEWAY_ADDR",
+			"RESCHED_GATEWAY_TLS_CERT", "RESCHED_GATEWAY_TLS_KEY", "RESCHED_GATEWAY_HTTP_ADDR",
+			"RESCHED_GATEWAY_ACCESS_FILE", "RESCHED_GATEWAY_OIDC_ISSUER", "RESCHED_GATEWAY_OIDC_AUDIENCE",
+			"RESCHED_GATEWAY_PUBLIC_URL", "RESCHED_GATEWAY_REQUEST_TIMEOUT", "RESCHED_GATEWAY_SHUTDOWN_TIMEOUT",
+		}),
+		required: []string{"NATS_URL", "RESCHED_GATEWAY_ACCESS_FILE"},
+		listen:   "RESCHED_GATEWAY_HTTP_ADDR",
+		port:     8084,
+	},
 	"target": {
 		sources: []string{"services/target/main.go"},
 		names:   []string{"TARGET_ADDR"},

@@ -114,6 +114,14 @@ spec:
 		extra: jsonPatch("Deployment", "worker", `[{"op": "remove", "path": "/spec/template/spec/volumes"}, {"op": "remove", "path": "/spec/template/spec/containers/0/volumeMounts"}]`),
 	},
 	{
+		name: "gateway without its access file", from: "base", check: "authentication", want: "gateway: RESCHED_GATEWAY_ACCESS_FILE",
+		extra: jsonPatch("Deployment", "gateway", `[{"op": "remove", "path": "/spec/template/spec/volumes"}, {"op": "remove", "path": "/spec/template/spec/containers/0/volumeMounts"}]`),
+	},
+	{
+		name: "gateway logging in as the planner", from: "base", check: "authentication", want: `nats.conf gives user "planner"`,
+		extra: mergeConfig("gateway-config", "NATS_USER=planner"),
+	},
+	{
 		name: "no default deny", from: "base", check: "network policies", want: "denies ingress by default",
 		extra: patch("networking.k8s.io/v1", "NetworkPolicy", "default-deny-ingress", "$patch: delete"),
 	},

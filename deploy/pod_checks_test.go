@@ -226,6 +226,9 @@ func checkSharedSettings(m *manifests) []string {
 			if knownEnv[program].prefix == "" {
 				continue // not a scheduler service
 			}
+			if !knownEnv[program].knows(knownEnv[program].prefix + suffix) {
+				continue // the setting is not one of this program's
+			}
 			for _, c := range containers {
 				v, ok := m.envValue(c, knownEnv[program].prefix+suffix)
 				if !ok {

@@ -63,12 +63,20 @@ func checkAuthentication(m *manifests) []string {
 					problems = append(problems, "planner: REDIS_PASSWORD is not, from a Secret, the password Redis requires")
 				}
 			}
-			file, _ := m.envValue(c, "RESCHED_SECRET_KEYS_FILE")
-			source, err := secretFile(c, m.podOf(program), file)
-			if err != nil {
-				problems = append(problems, fmt.Sprintf("%s: RESCHED_SECRET_KEYS_FILE %q: %v", program, file, err))
+			// Files of secrets: the keys that seal job secrets, the gateway's access file.
+			for _, v := range []string{"RESCHED_SECRET_KEYS_FILE", knownEnv[program].prefix + "ACCESS_FILE"} {
+				if !knownEnv[program].knows(v) {
+					continue
+				}
+				file, _ := m.envValue(c, v)
+				source, err := secretFile(c, m.podOf(program), file)
+				if err != nil {
+					problems = append(problems, fmt.Sprintf("%s: %s %q: %v", program, v, file, err))
+				}
+				if v == "RESCHED_SECRET_KEYS_FILE" {
+					keys[program] = source
+				}
 			}
-			keys[program] = source
 		}
 	}
 	if keys["planner"] != keys["worker"] {

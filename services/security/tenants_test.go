@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,7 +20,7 @@ import (
 // identities the manifests give the planner, the worker and the operator's schedctl.
 func TestTheDeployedNATSConfiguration(t *testing.T) {
 	conf := filepath.Join(testenv.RepoRoot(t), "deploy", "base", "nats.conf")
-	for _, v := range []string{"PLANNER_PASSWORD", "WORKER_PASSWORD", "ADMIN_PASSWORD"} {
+	for _, v := range []string{"PLANNER_PASSWORD", "WORKER_PASSWORD", "ADMIN_PASSWORD", "GATEWAY_PASSWORD"} {
 		t.Setenv(v, strings.ToLower(v)+"-x")
 	}
 	srv := natstest.StartFromConfig(t, conf)
@@ -33,6 +34,27 @@ func TestTheDeployedNATSConfiguration(t *testing.T) {
 		redis:   []string{"REDIS_URL=" + redistest.Start(t).URL()}})
 	sc.deliver(t, "ops", "deployed", "pw-deployed")
 	sc.ctl(t, "job", "list") // the operator lists across collections
+
+	// The gateway's user reaches the API on its own inbox, and nothing else.
+	var refused atomic.Int32
+	gw, err := nats.Connect(srv.ClientURL(), nats.UserInfo("gateway", "gateway_password-x"), nats.CustomInboxPrefix("_INBOX_gateway"),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			if strings.Contains(err.Error(), "Permissions Violation") {
+				refused.Add(1)
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Close()
+	if _, err := gw.Request("scheduler.api.collections.list", nil, 5*time.Second); err != nil {
+		t.Errorf("the gateway's user cannot call the API: %v", err)
+	}
+	if err := gw.Publish("scheduler.jobs.ops.sneaky", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	_ = gw.Flush()
+	testenv.Eventually(t, 5*time.Second, "the intake refused to the gateway", func() bool { return refused.Load() > 0 })
 
 	// The service identities are the same here as in the tenant configuration of the guide.
 	deployed, err := server.ProcessConfigFile(conf)
