@@ -12,15 +12,11 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 
+	"github.com/resched/resched/services/internal/startup"
 	"github.com/resched/resched/services/internal/version"
 )
 
@@ -28,28 +24,25 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }
 
+// run is main without the process: it returns the exit status. Logs go to stdout, usage and
+// configuration errors to stderr.
 func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	cfg, err := parseConfig(args, getenv, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "gateway:", err)
-		return 2
-	}
-	logger := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go func() { <-ctx.Done(); stop() }()
+	return startup.Service[Config]{
+		Name:  "gateway",
+		Parse: func() (Config, error) { return parseConfig(args, getenv, stderr) },
+		Level: func(c Config) slog.Level { return c.LogLevel },
+		Serve: serve,
+	}.Run(stdout, stderr)
+}
+
+// serve runs the gateway until ctx is done, then stops it. It returns nil after a clean stop.
+func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	logger.Info("gateway started", "version", version.String(), "config", cfg)
 	g, err := newGateway(ctx, cfg, logger)
-	if err == nil {
-		err = g.run(ctx)
-	}
 	if err != nil {
-		logger.Error("gateway failed", "error", err)
-		return 1
+		return err
 	}
+	err = g.run(ctx)
 	logger.Info("gateway stopped")
-	return 0
+	return err
 }

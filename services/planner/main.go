@@ -11,17 +11,13 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"runtime/debug"
-	"syscall"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/resched/resched/services/internal/startup"
 	"github.com/resched/resched/services/internal/version"
 )
 
@@ -40,31 +36,15 @@ func main() {
 // run is main without the process: it returns the exit status. Logs go to stdout, usage and
 // configuration errors to stderr.
 func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	cfg, err := parseConfig(args, getenv, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "planner:", err)
-		return 2
-	}
-	logger := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	// go-redis logs through one process-wide logger, plain text on stderr unless told otherwise;
-	// the process is the right owner of that setting, so it is set here and not in serve.
-	redis.SetLogger(redisLogger{logger})
-
-	// Registered before serve logs "planner started", so a signal sent after that line is
-	// always seen as a shutdown request, never as the default (killing) action.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	// Once a stop has begun, a second signal kills the process the default way, for an
-	// operator who will not wait for the shutdown timeout.
-	go func() { <-ctx.Done(); stop() }()
-	if err := serve(ctx, cfg, logger); err != nil {
-		logger.Error("planner failed", "error", err)
-		return 1
-	}
-	return 0
+	return startup.Service[Config]{
+		Name:  "planner",
+		Parse: func() (Config, error) { return parseConfig(args, getenv, stderr) },
+		Level: func(c Config) slog.Level { return c.LogLevel },
+		// go-redis logs through one process-wide logger, plain text on stderr unless told
+		// otherwise; the process is the right owner of that setting.
+		Logger: func(l *slog.Logger) { redis.SetLogger(redisLogger{l}) },
+		Serve:  serve,
+	}.Run(stdout, stderr)
 }
 
 // serve runs the planner until ctx is done, then stops it within cfg.ShutdownTimeout. It

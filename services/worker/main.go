@@ -14,15 +14,11 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 
+	"github.com/resched/resched/services/internal/startup"
 	"github.com/resched/resched/services/internal/version"
 )
 
@@ -33,28 +29,12 @@ func main() {
 // run is main without the process: it returns the exit status. Logs go to stdout, usage and
 // configuration errors to stderr.
 func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	cfg, err := parseConfig(args, getenv, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "worker:", err)
-		return 2
-	}
-	logger := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: cfg.LogLevel}))
-
-	// Registered before serve logs "worker started", so a signal sent after that line is
-	// always seen as a shutdown request, never as the default (killing) action.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	// Once a stop has begun, a second signal kills the process the default way, for an
-	// operator who will not wait for the shutdown timeout.
-	go func() { <-ctx.Done(); stop() }()
-	if err := serve(ctx, cfg, logger); err != nil {
-		logger.Error("worker failed", "error", err)
-		return 1
-	}
-	return 0
+	return startup.Service[Config]{
+		Name:  "worker",
+		Parse: func() (Config, error) { return parseConfig(args, getenv, stderr) },
+		Level: func(c Config) slog.Level { return c.LogLevel },
+		Serve: serve,
+	}.Run(stdout, stderr)
 }
 
 // serve runs the worker until ctx is done, then stops it. It returns nil after a clean stop.
