@@ -4,7 +4,9 @@
 #   redis    redis-server on PATH (through the system's package manager)
 #   emulators  the Node packages of scripts/emulators (Azurite, rhea), from its lockfile
 #   shells   zsh and fish, whose completion scripts schedctl's tests run
-# Usage: scripts/deps.sh redis [emulators] [shells]
+#   browser  Debian's chromium and playwright-core (scripts/browser, from its lockfile), for the
+#            dashboard's browser test; no browser is ever downloaded
+# Usage: scripts/deps.sh redis [emulators] [shells] [browser]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -64,6 +66,21 @@ emulators() {
 	say "installing the test emulators (npm ci --prefix scripts/emulators)"
 	npm ci --prefix scripts/emulators --no-audit --no-fund >&2
 	cp scripts/emulators/package-lock.json "$stamp"
+}
+
+browser() {
+	if ! command -v chromium >/dev/null; then
+		say "chromium is not installed: installing it with the system's package manager"
+		pkg_install chromium || echo "could not install chromium: the dashboard's browser test will fail" >&2
+	fi
+	command -v npm >/dev/null || pkg_install nodejs npm || true
+	local stamp=scripts/browser/node_modules/.resched-installed-lock.json
+	if cmp -s scripts/browser/package-lock.json "$stamp"; then
+		return
+	fi
+	say "installing playwright-core (npm ci --prefix scripts/browser)"
+	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --prefix scripts/browser --no-audit --no-fund >&2
+	cp scripts/browser/package-lock.json "$stamp"
 }
 
 shells() {

@@ -193,7 +193,8 @@ resched is running. Try, in another terminal:
   export NATS_URL=nats://$NATS_ADDR
   $BIN/schedctl job list $COLLECTION
   $BIN/schedctl job history $COLLECTION/http-every-10-seconds
-The Azure Scheduler REST API (docs/azure-migration.md), with the token in $DATA/gateway-token:
+The dashboard (docs/dashboard.md): http://$GATEWAY_ADDR/dashboard/ (sign in with the token in $DATA/gateway-token)
+The Azure Scheduler REST API (docs/azure-migration.md), with the same token:
   curl -H "Authorization: Bearer \$(cat $DATA/gateway-token)" \\
     "http://$GATEWAY_ADDR/subscriptions/local/providers/Microsoft.Scheduler/jobCollections?api-version=2016-03-01"
 Press Ctrl-C to stop everything.

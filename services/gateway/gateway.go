@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/resched/resched/services/gateway/internal/access"
 	"github.com/resched/resched/services/gateway/internal/arm"
+	"github.com/resched/resched/services/gateway/internal/dashboard"
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/internal/health"
 	"github.com/resched/resched/services/internal/natsconn"
@@ -43,8 +44,18 @@ func newGateway(ctx context.Context, cfg Config, logger *slog.Logger) (*gateway,
 	if g.conn, err = natsconn.Connect(cfg.NATS, "resched-gateway", logger); err != nil {
 		return nil, err
 	}
-	handler := arm.New(arm.Config{NATS: g.conn.Conn, Subjects: bus.NewSubjects(cfg.SubjectPrefix), Auth: auth, Logger: logger,
+	subjects := bus.NewSubjects(cfg.SubjectPrefix)
+	rest := arm.New(arm.Config{NATS: g.conn.Conn, Subjects: subjects, Auth: auth, Logger: logger,
 		PublicURL: cfg.PublicURL, Timeout: cfg.RequestTimeout, Metrics: reg})
+	board, err := dashboard.New(dashboard.Config{NATS: g.conn.Conn, Subjects: subjects, Auth: auth, Logger: logger, Timeout: cfg.RequestTimeout})
+	if err != nil {
+		g.conn.Close()
+		return nil, fmt.Errorf("dashboard: %w", err)
+	}
+	handler := http.NewServeMux()
+	handler.Handle("/dashboard", board)
+	handler.Handle("/dashboard/", board)
+	handler.Handle("/", rest)
 	g.api = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	if g.apiLn, err = net.Listen("tcp", cfg.Addr); err != nil {

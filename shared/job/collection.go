@@ -9,6 +9,9 @@ type Collection struct {
 	Location   string               `json:"location,omitempty"`
 	Tags       map[string]string    `json:"tags,omitempty"`
 	Properties CollectionProperties `json:"properties"`
+	// JobCount is how many jobs the collection holds (read-only; an extension the planners
+	// answer, ignored in requests).
+	JobCount *int `json:"jobCount,omitempty"`
 }
 
 // CollectionProperties are the plan, state and quotas of a collection.

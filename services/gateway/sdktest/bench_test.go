@@ -127,7 +127,7 @@ func (s *stack) checkTokens(b *testing.B) {
 }
 
 // plannerName finds the planners' name of an ARM collection, through the NATS API.
-func plannerName(b *testing.B, nc *nats.Conn, armName string) string {
+func plannerName(b testing.TB, nc *nats.Conn, armName string) string {
 	msg, err := nc.Request("scheduler.api.collections.list", []byte(`{"top": 1000}`), 10*time.Second)
 	if err != nil {
 		b.Fatal(err)

@@ -1,4 +1,5 @@
-// Package sdktest drives the gateway (services/gateway) with the unmodified Azure SDK for Go
-// (track 1, v68, package services/scheduler/mgmt/2016-03-01/scheduler) against a real
-// planner, worker, Redis and NATS, and validates every answer against the official swagger.
+// Package sdktest drives the gateway (services/gateway) as its users do, against a real
+// planner, worker, Redis and NATS: the REST surface with the unmodified Azure SDK for Go (track
+// 1, v68, package services/scheduler/mgmt/2016-03-01/scheduler), every answer validated against
+// the official swagger; and the dashboard in Debian's Chromium with playwright-core.
 package sdktest

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/resched/resched/services/gateway/internal/access"
+	"github.com/resched/resched/services/gateway/internal/schedapi"
 	"github.com/resched/resched/services/internal/bus"
 )
 
@@ -22,6 +23,9 @@ const APIVersion = "2016-03-01"
 
 // maxBody bounds a request body: a job is at most 16 KB in the original service.
 const maxBody = 64 << 10
+
+// Requester sends a request to the planners: a *nats.Conn.
+type Requester = schedapi.Requester
 
 // Authenticator finds who calls.
 type Authenticator interface {
@@ -57,7 +61,7 @@ func New(cfg Config) *Server {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 30 * time.Second
 	}
-	s := &Server{cfg: cfg, planners: planners{nc: cfg.NATS, subjects: cfg.Subjects}, metrics: newMetrics(cfg.Metrics)}
+	s := &Server{cfg: cfg, planners: planners{client: schedapi.Client{NC: cfg.NATS, Subjects: cfg.Subjects}}, metrics: newMetrics(cfg.Metrics)}
 	s.routes = s.routeTable()
 	return s
 }

@@ -59,6 +59,9 @@ func (a *handlers) history(ctx context.Context, r request) (any, micro.Headers, 
 type previewReply struct {
 	Value  []string `json:"value"`
 	Reason string   `json:"reason,omitempty"` // why fewer than asked for: the series ends
+	// Local are the same times in the schedule's time zone, with its offset then: a change of
+	// offset between two runs is a daylight-saving change (the dashboard marks it).
+	Local []string `json:"local,omitempty"`
 }
 
 func (a *handlers) preview(_ context.Context, r request) (any, micro.Headers, error) {
@@ -70,9 +73,10 @@ func (a *handlers) preview(_ context.Context, r request) (any, micro.Headers, er
 	if err != nil {
 		return nil, nil, err
 	}
-	out := previewReply{Value: make([]string, len(times)), Reason: reason}
+	out := previewReply{Value: make([]string, len(times)), Local: make([]string, len(times)), Reason: reason}
 	for i, t := range times {
 		out.Value[i] = t.UTC().Format(time.RFC3339)
+		out.Local[i] = t.Format(time.RFC3339)
 	}
 	return out, nil, nil
 }

@@ -22,7 +22,7 @@ func (s *Service) PutCollection(ctx context.Context, c string, raw []byte, creat
 	if err != nil {
 		return nil, false, invalid(err)
 	}
-	coll.ID, coll.Type, coll.Name = "/jobCollections/"+c, "Microsoft.Scheduler/jobCollections", c
+	coll.ID, coll.Type, coll.Name, coll.JobCount = "/jobCollections/"+c, "Microsoft.Scheduler/jobCollections", c, nil
 	if err := applyPlan(&coll.Properties); err != nil {
 		return nil, false, err
 	}
@@ -94,6 +94,8 @@ func (s *Service) collection(ctx context.Context, c string) (*job.Collection, er
 		return nil, fmt.Errorf("decode stored collection %s: %w", c, err)
 	}
 	coll.Properties.State = rec.State
+	n := rec.JobCount
+	coll.JobCount = &n
 	return &coll, nil
 }
 

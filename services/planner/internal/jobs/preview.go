@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/resched/resched/shared/timezone"
+
 	"github.com/resched/resched/shared/job"
 	"github.com/resched/resched/shared/recurrence"
 )
@@ -36,6 +38,14 @@ func (s *Service) Preview(r PreviewRequest) ([]time.Time, string, error) {
 		return nil, "", err
 	}
 	times, reason := sched.Upcoming(min(n, MaxPageSize))
+	if rec := def.Properties.Recurrence; rec != nil && rec.TimeZone != "" {
+		// In the schedule's zone: the caller sees its offsets, and a change of them (DST).
+		if loc, err := timezone.Load(rec.TimeZone); err == nil {
+			for i := range times {
+				times[i] = times[i].In(loc)
+			}
+		}
+	}
 	if reason == recurrence.NotDone {
 		return times, "", nil
 	}

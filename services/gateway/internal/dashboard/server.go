@@ -1,0 +1,515 @@
+package dashboard
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/resched/resched/services/gateway/internal/access"
+	"github.com/resched/resched/services/gateway/internal/schedapi"
+	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/shared/job"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// Authenticator finds who calls.
+type Authenticator interface {
+	Authenticate(r *http.Request) (access.Grant, error)
+}
+
+// Config is what the dashboard needs.
+type Config struct {
+	NATS     *nats.Conn
+	Subjects bus.Subjects
+	Auth     Authenticator
+	Logger   *slog.Logger
+	Timeout  time.Duration // bound on one request to the planners
+}
+
+// Server serves the dashboard.
+type Server struct {
+	cfg    Config
+	api    schedapi.Client
+	scopes *scopes
+	hub    *hub
+	mux    *http.ServeMux
+}
+
+// New builds the dashboard and subscribes to the live messages.
+func New(cfg Config) (*Server, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	s := &Server{cfg: cfg, api: schedapi.Client{NC: cfg.NATS, Subjects: cfg.Subjects}}
+	s.scopes = &scopes{api: s.api}
+	s.hub = newHub(s.scopes, cfg.Logger)
+	if err := s.hub.start(cfg.NATS, cfg.Subjects); err != nil {
+		return nil, err
+	}
+	static, err := fs.Sub(assets, "assets")
+	if err != nil {
+		return nil, err
+	}
+	s.mux = http.NewServeMux()
+	s.mux.Handle("GET /dashboard/", http.StripPrefix("/dashboard/", http.FileServer(http.FS(static))))
+	s.mux.Handle("GET /dashboard", http.RedirectHandler("/dashboard/", http.StatusMovedPermanently))
+	api := func(pattern string, write bool, h func(*call) (any, error)) {
+		s.mux.HandleFunc(pattern, s.endpoint(write, h))
+	}
+	api("GET /dashboard/api/me", false, func(c *call) (any, error) {
+		return map[string]any{"subject": c.grant.Subject, "role": c.grant.Role, "scopes": c.grant.Scopes}, nil
+	})
+	api("GET /dashboard/api/overview", false, s.overview)
+	api("GET /dashboard/api/collections", false, s.collections)
+	api("GET /dashboard/api/jobs", false, s.jobs)
+	api("GET /dashboard/api/jobs/{c}/{j}", false, s.job)
+	api("GET /dashboard/api/jobs/{c}/{j}/history", false, s.history)
+	api("POST /dashboard/api/jobs/{c}/{j}/run", true, s.jobOp("run"))
+	api("POST /dashboard/api/jobs/{c}/{j}/enable", true, s.setState(job.StateEnabled))
+	api("POST /dashboard/api/jobs/{c}/{j}/disable", true, s.setState(job.StateDisabled))
+	api("DELETE /dashboard/api/jobs/{c}/{j}", true, s.jobOp("delete"))
+	api("PUT /dashboard/api/jobs/{c}/{j}", true, s.putJob)
+	api("POST /dashboard/api/preview", false, s.preview)
+	s.mux.HandleFunc("GET /dashboard/api/live", s.live)
+	return s, nil
+}
+
+// ServeHTTP serves the assets and the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	s.mux.ServeHTTP(w, r)
+}
+
+// call is one API request.
+type call struct {
+	ctx   context.Context
+	r     *http.Request
+	grant access.Grant
+	body  []byte
+}
+
+// httpError is an error answer of the dashboard's API: {"error": {"code", "message", "details"}}.
+type httpError struct {
+	Status  int              `json:"-"`
+	Code    string           `json:"code"`
+	Message string           `json:"message"`
+	Details []bus.ErrorEntry `json:"details,omitempty"`
+}
+
+func (e *httpError) Error() string { return e.Message }
+
+func (s *Server) endpoint(write bool, h func(*call) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		g, err := s.cfg.Auth.Authenticate(r)
+		if err != nil {
+			writeErr(w, &httpError{Status: http.StatusUnauthorized, Code: "Unauthorized", Message: err.Error()})
+			return
+		}
+		if write && !g.CanWrite() {
+			writeErr(w, &httpError{Status: http.StatusForbidden, Code: "Forbidden", Message: "the role reader does not allow this"})
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+		defer cancel()
+		c := &call{ctx: ctx, r: r, grant: g}
+		if r.Method == http.MethodPut || r.Method == http.MethodPost {
+			if c.body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10)); err != nil {
+				writeErr(w, &httpError{Status: http.StatusBadRequest, Code: "BadRequest", Message: "the body is too large"})
+				return
+			}
+		}
+		out, err := h(c)
+		if err != nil {
+			var he *httpError
+			var se *schedapi.Error
+			switch {
+			case errors.As(err, &he):
+			case errors.As(err, &se):
+				he = &httpError{Status: se.Status, Code: se.Code, Message: se.Message, Details: se.Details}
+			default:
+				s.cfg.Logger.Error("dashboard request failed", "path", r.URL.Path, "error", err)
+				he = &httpError{Status: http.StatusInternalServerError, Code: "InternalError", Message: "internal error; try again"}
+			}
+			writeErr(w, he)
+			return
+		}
+		writeJSON(w, http.StatusOK, out)
+	}
+}
+
+func writeErr(w http.ResponseWriter, e *httpError) {
+	writeJSON(w, e.Status, map[string]any{"error": e})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// collection reads a collection the grant may see; any other is not found.
+func (s *Server) collection(c *call, name string) (job.Collection, error) {
+	var coll job.Collection
+	if _, err := s.api.Call(c.ctx, nil, &coll, "collections", "get", name); err != nil {
+		return coll, err
+	}
+	if !visible(c.grant, coll.Tags[armScopeTag]) {
+		return coll, &httpError{Status: http.StatusNotFound, Code: "ResourceNotFound", Message: "job collection " + name + " not found"}
+	}
+	return coll, nil
+}
+
+// visibleCollections are every collection the grant may see, by name.
+func (s *Server) visibleCollections(c *call) ([]job.Collection, error) {
+	var all []job.Collection
+	var req any = map[string]int{"top": 1000}
+	for {
+		var page struct {
+			Value    []job.Collection `json:"value"`
+			NextLink json.RawMessage  `json:"nextLink"`
+		}
+		if _, err := s.api.Call(c.ctx, req, &page, "collections", "list"); err != nil {
+			return nil, err
+		}
+		for _, coll := range page.Value {
+			if visible(c.grant, coll.Tags[armScopeTag]) {
+				all = append(all, coll)
+			}
+		}
+		if len(page.NextLink) == 0 || string(page.NextLink) == "null" {
+			break
+		}
+		req = []byte(page.NextLink)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
+	return all, nil
+}
+
+func (s *Server) collections(c *call) (any, error) {
+	all, err := s.visibleCollections(c)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]collectionInfo, len(all))
+	for i, coll := range all {
+		out[i] = infoOf(coll)
+	}
+	return map[string]any{"value": out}, nil
+}
+
+func (s *Server) overview(c *call) (any, error) {
+	all, err := s.visibleCollections(c)
+	if err != nil {
+		return nil, err
+	}
+	infos := make([]collectionInfo, len(all))
+	for i, coll := range all {
+		infos[i] = infoOf(coll)
+	}
+	minutes, failures := s.hub.lastHour(c.ctx, c.grant)
+	out := map[string]any{"collections": infos, "minutes": minutes, "failures": failures}
+	if backlog, ok := s.backlog(c.ctx); ok {
+		out["backlog"] = backlog
+	}
+	return out, nil
+}
+
+// backlog is the due occurrences waiting for a worker: the workers' consumer's pending count.
+func (s *Server) backlog(ctx context.Context) (map[string]uint64, bool) {
+	subject := "$JS.API.CONSUMER.INFO." + s.cfg.Subjects.DueStream() + "." + bus.WorkerConsumer
+	msg, err := s.cfg.NATS.RequestWithContext(ctx, subject, nil)
+	if err != nil {
+		return nil, false
+	}
+	var info struct {
+		NumPending    uint64 `json:"num_pending"`
+		NumAckPending uint64 `json:"num_ack_pending"`
+	}
+	if json.Unmarshal(msg.Data, &info) != nil {
+		return nil, false
+	}
+	return map[string]uint64{"waiting": info.NumPending, "inFlight": info.NumAckPending}, true
+}
+
+// jobRow is a job in a listing.
+type jobRow struct {
+	Collection string            `json:"collection"`
+	Name       string            `json:"name"`
+	State      string            `json:"state"` // effective: Paused when the collection is disabled
+	Action     string            `json:"action"`
+	Status     *job.Status       `json:"status,omitempty"`
+	Last       *job.HistoryEntry `json:"last,omitempty"`
+}
+
+// jobs lists jobs of one collection (collection=) or of every visible one, top at a time,
+// continuing after the cursor "<collection>/<job>", with a name prefix (q), a state and an
+// action type.
+func (s *Server) jobs(c *call) (any, error) {
+	q := c.r.URL.Query()
+	top, _ := strconv.Atoi(q.Get("top"))
+	if top <= 0 || top > 200 {
+		top = 50
+	}
+	prefix, state, actionType := q.Get("q"), q.Get("state"), strings.ToLower(q.Get("type"))
+	afterColl, afterJob, _ := strings.Cut(q.Get("after"), "/")
+	var colls []job.Collection
+	if name := q.Get("collection"); name != "" {
+		coll, err := s.collection(c, name)
+		if err != nil {
+			return nil, err
+		}
+		colls = []job.Collection{coll}
+	} else {
+		var err error
+		if colls, err = s.visibleCollections(c); err != nil {
+			return nil, err
+		}
+	}
+	rows := []jobRow{}
+	next := ""
+	for _, coll := range colls {
+		if afterColl != "" && coll.Name < afterColl {
+			continue
+		}
+		after := ""
+		if coll.Name == afterColl {
+			after = afterJob
+		}
+		if after == "" && prefix != "" {
+			after = justBefore(prefix)
+		}
+		more, last, err := s.collectionJobs(c, coll, after, prefix, state, actionType, top-len(rows))
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, more...)
+		if len(rows) >= top {
+			next = coll.Name + "/" + last
+			break
+		}
+	}
+	s.lastRuns(c, rows)
+	return map[string]any{"value": rows, "next": next}, nil
+}
+
+// collectionJobs reads up to want matching jobs of a collection after a name, page by page; last
+// is the last name read, to continue from.
+func (s *Server) collectionJobs(c *call, coll job.Collection, after, prefix, state, actionType string, want int) ([]jobRow, string, error) {
+	var rows []jobRow
+	last := after
+	for len(rows) < want {
+		var page struct {
+			Value    []job.Definition `json:"value"`
+			NextLink json.RawMessage  `json:"nextLink"`
+		}
+		req := map[string]any{"top": 100, "after": last}
+		if state != "" && state != "Paused" {
+			req["state"] = state
+		}
+		if _, err := s.api.Call(c.ctx, req, &page, "jobs", "list", coll.Name); err != nil {
+			return nil, "", err
+		}
+		for _, d := range page.Value {
+			name := d.Name
+			if _, j, ok := strings.Cut(d.Name, "/"); ok {
+				name = j
+			}
+			if prefix != "" && !strings.HasPrefix(name, prefix) {
+				return rows, name, nil // past the prefix: the index is in name order
+			}
+			last = name
+			row := jobRow{Collection: coll.Name, Name: name, State: string(d.Properties.State), Status: d.Properties.Status}
+			if row.State == "" {
+				row.State = string(job.StateEnabled)
+			}
+			if coll.Properties.State != job.CollectionEnabled && coll.Properties.State != "" && row.State == string(job.StateEnabled) {
+				row.State = "Paused"
+			}
+			if d.Properties.Action != nil {
+				row.Action = string(d.Properties.Action.Type)
+			}
+			if (state == "Paused" && row.State != "Paused") || (actionType != "" && strings.ToLower(row.Action) != actionType) {
+				continue
+			}
+			rows = append(rows, row)
+			if len(rows) == want {
+				return rows, name, nil
+			}
+		}
+		if len(page.NextLink) == 0 || string(page.NextLink) == "null" {
+			break
+		}
+	}
+	return rows, last, nil
+}
+
+// justBefore is the largest job name below every name that starts with prefix: the cursor
+// from which a listing reaches them first (names are letters, digits, '-' and '_').
+func justBefore(prefix string) string {
+	b := []byte(prefix)
+	b[len(b)-1]--
+	return string(b) + "~"
+}
+
+// lastRuns adds each row's latest history entry, a few requests at a time.
+func (s *Server) lastRuns(c *call, rows []jobRow) {
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, 8)
+	for i := range rows {
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			var page struct {
+				Value []job.HistoryEntry `json:"value"`
+			}
+			if _, err := s.api.Call(c.ctx, map[string]int{"top": 1}, &page, "jobs", "history", rows[i].Collection, rows[i].Name); err == nil && len(page.Value) > 0 {
+				rows[i].Last = &page.Value[0]
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func (s *Server) job(c *call) (any, error) {
+	coll, err := s.collection(c, c.r.PathValue("c"))
+	if err != nil {
+		return nil, err
+	}
+	var d job.Definition
+	if _, err := s.api.Call(c.ctx, nil, &d, "jobs", "get", coll.Name, c.r.PathValue("j")); err != nil {
+		return nil, err
+	}
+	var runs struct {
+		Value  []string `json:"value"`
+		Reason string   `json:"reason"`
+	}
+	_, _ = s.api.Call(c.ctx, map[string]int{"count": 20}, &runs, "jobs", "runs", coll.Name, c.r.PathValue("j"))
+	return map[string]any{"collection": infoOf(coll), "job": d, "runs": runs.Value, "reason": runs.Reason}, nil
+}
+
+func (s *Server) history(c *call) (any, error) {
+	coll, err := s.collection(c, c.r.PathValue("c"))
+	if err != nil {
+		return nil, err
+	}
+	q := c.r.URL.Query()
+	req := map[string]any{"top": 25}
+	if v := q.Get("status"); v != "" {
+		req["status"] = v
+	}
+	if v := q.Get("after"); v != "" {
+		req["after"] = v
+	}
+	var page struct {
+		Value    []job.HistoryEntry `json:"value"`
+		NextLink map[string]any     `json:"nextLink"`
+	}
+	if _, err := s.api.Call(c.ctx, req, &page, "jobs", "history", coll.Name, c.r.PathValue("j")); err != nil {
+		return nil, err
+	}
+	next := ""
+	if page.NextLink != nil {
+		next, _ = page.NextLink["after"].(string)
+	}
+	if page.Value == nil {
+		page.Value = []job.HistoryEntry{}
+	}
+	return map[string]any{"value": page.Value, "next": next}, nil
+}
+
+func (s *Server) jobOp(op string) func(*call) (any, error) {
+	return func(c *call) (any, error) {
+		coll, err := s.collection(c, c.r.PathValue("c"))
+		if err != nil {
+			return nil, err
+		}
+		if _, err := s.api.Call(c.ctx, nil, nil, "jobs", op, coll.Name, c.r.PathValue("j")); err != nil {
+			return nil, err
+		}
+		return map[string]string{}, nil
+	}
+}
+
+func (s *Server) setState(state job.State) func(*call) (any, error) {
+	return func(c *call) (any, error) {
+		coll, err := s.collection(c, c.r.PathValue("c"))
+		if err != nil {
+			return nil, err
+		}
+		var d job.Definition
+		_, err = s.api.Call(c.ctx, map[string]any{"properties": map[string]any{"state": state}}, &d, "jobs", "patch", coll.Name, c.r.PathValue("j"))
+		return d, err
+	}
+}
+
+func (s *Server) putJob(c *call) (any, error) {
+	coll, err := s.collection(c, c.r.PathValue("c"))
+	if err != nil {
+		return nil, err
+	}
+	var d job.Definition
+	_, err = s.api.Call(c.ctx, c.body, &d, "jobs", "put", coll.Name, c.r.PathValue("j"))
+	return d, err
+}
+
+func (s *Server) preview(c *call) (any, error) {
+	var out json.RawMessage
+	_, err := s.api.Call(c.ctx, c.body, &out, "preview")
+	return out, err
+}
+
+// live streams the events and results the grant may see as server-sent events, with a comment
+// every 15 s so that proxies keep the connection and the page knows it is alive.
+func (s *Server) live(w http.ResponseWriter, r *http.Request) {
+	g, err := s.cfg.Auth.Authenticate(r)
+	if err != nil {
+		writeErr(w, &httpError{Status: http.StatusUnauthorized, Code: "Unauthorized", Message: err.Error()})
+		return
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		writeErr(w, &httpError{Status: http.StatusInternalServerError, Code: "InternalError", Message: "streaming unsupported"})
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.WriteString(w, ": connected\n\n")
+	flusher.Flush()
+	sub := s.hub.subscribe(g)
+	defer s.hub.unsubscribe(sub)
+	tick := time.NewTicker(15 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case data := <-sub.out:
+			_, _ = io.WriteString(w, "data: ")
+			_, _ = w.Write(data)
+			_, _ = io.WriteString(w, "\n\n")
+		case <-tick.C:
+			_, _ = io.WriteString(w, ": alive\n\n")
+		}
+		flusher.Flush()
+	}
+}

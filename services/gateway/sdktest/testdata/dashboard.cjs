@@ -1,0 +1,167 @@
+// The dashboard in Chromium, driven by playwright-core: run by TestDashboardInChromium with
+// BASE (the gateway), OPERATOR and READER (tokens), COLLECTION (the planners' name of the test's
+// collection) and CHROMIUM. Any failed check exits 1 with what was wrong.
+"use strict";
+const { chromium } = require("playwright-core");
+
+const { BASE, OPERATOR, READER, COLLECTION, CHROMIUM } = process.env;
+function check(cond, what) { if (!cond) throw new Error("check failed: " + what); }
+const step = (name) => console.log("step: " + name);
+const consoleErrors = [];
+
+(async () => {
+  const browser = await chromium.launch({ executablePath: CHROMIUM,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"] });
+  try {
+    const context = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 1200, height: 900 } });
+    const page = await context.newPage();
+    const outside = [];
+    page.on("request", (r) => { if (!r.url().startsWith(BASE)) outside.push(r.url()); });
+    page.on("console", (m) => { if (m.type() === "error") consoleErrors.push(m.text()); });
+    page.on("pageerror", (e) => consoleErrors.push(e.message));
+
+    step("sign in");
+    await page.goto(BASE + "/dashboard/");
+    await page.waitForSelector("#token");
+    check(page.url().endsWith("#/login"), "an unsigned page goes to the sign-in: " + page.url());
+    await page.fill("#token", "not-a-token");
+    await page.press("#token", "Enter");
+    await page.waitForSelector("[role=alert] >> text=refused");
+    await page.fill("#token", OPERATOR);
+    await page.press("#token", "Enter");
+    await page.waitForSelector("h1 >> text=Overview");
+    await page.waitForSelector("#live.on", { timeout: 10000 });
+
+    step("overview");
+    await page.waitForSelector("text=orders");
+    const cells = await page.$$eval("table tbody tr", (rows) => rows.map((r) => r.textContent));
+    check(cells.some((t) => t.includes("orders") && t.includes("Standard") && t.includes("/ 50")), "the collection with its plan and quota use: " + cells);
+
+    step("jobs, search and filters");
+    await page.goto(BASE + "/dashboard/#/jobs?collection=" + COLLECTION);
+    await page.waitForSelector("text=3 jobs shown");
+    await page.fill("input[name=q]", "http-");
+    await page.click("button >> text=Filter");
+    await page.waitForSelector("text=2 jobs shown");
+    await page.selectOption("select[name=state]", "Disabled");
+    await page.click("button >> text=Filter");
+    await page.waitForSelector("text=No job matches.");
+    await page.goto(BASE + "/dashboard/#/jobs?type=Https");
+    await page.waitForSelector("text=1 jobs shown");
+    check((await page.textContent("tbody")).includes("report"), "across collections, filtered by action type");
+
+    step("a job: definition, next runs, calendar");
+    await page.goto(BASE + `/dashboard/#/job/${COLLECTION}/report`);
+    await page.waitForSelector("h1 >> text=orders/report");
+    check((await page.$$("#runs li")).length === 20, "20 next runs");
+    check((await page.textContent("main")).includes("action.request.authentication.password: set"), "a secret shown as set");
+    check(!(await page.textContent("main")).includes("report-secret"), "the secret itself never reaches the page");
+    check((await page.$$(".cal .on")).length > 0, "the month view marks the runs");
+
+    step("run now, history live");
+    await page.goto(BASE + `/dashboard/#/job/${COLLECTION}/http-ok`);
+    await page.waitForSelector("#history");
+    check((await page.$$("#history tbody tr")).length === 0, "no history yet");
+    await page.click("button >> text=Run now");
+    await page.waitForSelector("#history tbody tr td.status-Completed", { timeout: 20000 });
+
+    step("disable, enable, delete with confirmation");
+    await page.click("button >> text=Disable");
+    await page.waitForSelector("button >> text=Enable");
+    await page.click("button >> text=Enable");
+    await page.waitForSelector("button >> text=Disable");
+    await page.goto(BASE + `/dashboard/#/job/${COLLECTION}/http-fail`);
+    await page.click("button >> text=Delete");
+    await page.click("dialog button >> text=Cancel");
+    await page.waitForTimeout(300);
+    check(page.url().includes("/job/"), "a cancelled delete leaves the job");
+    await page.click("main button >> text=Delete");
+    await page.click("dialog button >> text=Delete");
+    await page.waitForSelector("h1 >> text=Jobs");
+    await page.waitForSelector("text=2 jobs shown");
+
+    step("recurrence builder");
+    await page.goto(BASE + "/dashboard/#/builder");
+    await page.waitForFunction(() => document.querySelectorAll("#preview li").length === 20);
+    const first = await page.textContent("#preview li");
+    check(/17:00(:00)? \+0[12]:00$/.test(first.trim()), "the last Friday at 17:00 in W. Europe time: " + first);
+    // 20 monthly runs cross daylight-saving changes: the month views show them marked.
+    let dst = 0;
+    for (let i = 0; i < 24 && dst === 0; i++) {
+      dst = (await page.$$("#preview-calendar .cal .dst")).length;
+      if (!dst) await page.click("#preview-calendar button[aria-label='Next month']");
+    }
+    check(dst > 0, "a daylight-saving change marked");
+    await page.fill("#f-hours", "25");
+    await page.waitForFunction(() => document.getElementById("f-hours-error").textContent.length > 0);
+    await page.fill("#f-hours", "9");
+    await page.waitForFunction(() => document.getElementById("f-hours-error").textContent === "" && document.querySelectorAll("#preview li").length === 20);
+    const json = JSON.parse(await page.inputValue("#builder-json"));
+    json.recurrence.frequency = "Week";
+    json.recurrence.schedule = { weekDays: ["Monday"], hours: [8], minutes: [30] };
+    await page.fill("#builder-json", JSON.stringify(json));
+    await page.waitForFunction(() => document.getElementById("f-frequency").value === "Week" &&
+      document.querySelector("input[value=Monday]").checked);
+    await page.waitForFunction(() => /08:30/.test(document.querySelector("#preview li").textContent));
+    await page.fill("#f-count", "3");
+    await page.waitForFunction(() => document.querySelectorAll("#preview li").length === 3 && document.getElementById("preview-reason").textContent.length > 0);
+    let ends = 0;
+    for (let i = 0; i < 3 && ends === 0; i++) {
+      ends = (await page.$$("#preview-calendar .cal .end")).length;
+      if (!ends) await page.click("#preview-calendar button[aria-label='Next month']");
+    }
+    check(ends === 1, "the end of the series marked");
+
+    step("live connection lost");
+    await page.route("**/dashboard/api/live", (r) => r.abort());
+    await page.evaluate(() => live.start());
+    await page.waitForSelector("#live:not(.on)");
+    check((await page.textContent("#live")).includes("offline"), "the page says it lost the connection");
+    await page.unroute("**/dashboard/api/live");
+    await page.waitForSelector("#live.on", { timeout: 10000 });
+
+    step("reader");
+    await page.click("#signout");
+    await page.fill("#token", READER);
+    await page.press("#token", "Enter");
+    await page.waitForSelector("h1 >> text=Overview");
+    await page.goto(BASE + `/dashboard/#/job/${COLLECTION}/report`);
+    await page.waitForSelector("h1 >> text=orders/report");
+    check((await page.$$("button >> text=Run now")).length === 0, "a reader gets no run button");
+    const status = await page.evaluate(async (c) => (await fetch(`/dashboard/api/jobs/${c}/report/run`, { method: "POST",
+      headers: { Authorization: "Bearer " + sessionStorage.getItem("resched-token") } })).status, COLLECTION);
+    check(status === 403, "a reader's run is refused: " + status);
+
+    step("phone width, keyboard, dark");
+    await page.setViewportSize({ width: 375, height: 800 });
+    await page.goto(BASE + "/dashboard/#/jobs");
+    await page.waitForSelector("text=jobs shown");
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    check(overflow <= 0, "no sideways scrolling at phone width: " + overflow);
+    // The first focusable element skips to the content, and shows when focused; the next tab
+    // stops are the navigation.
+    check(await page.evaluate(() => document.querySelector("a[href], button, input, select, textarea").className) === "skip",
+      "the first tab stop skips to the content");
+    await page.focus("a.skip");
+    check(await page.evaluate(() => document.activeElement.getBoundingClientRect().left >= 0), "the skip link shows when focused");
+    await page.keyboard.press("Tab");
+    await page.keyboard.press("Tab");
+    check(await page.evaluate(() => document.activeElement.textContent) === "Overview", "the navigation by keyboard");
+    await page.keyboard.press("Enter");
+    await page.waitForSelector("h1 >> text=Overview");
+    await page.emulateMedia({ colorScheme: "dark" });
+    const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    check(bg === "rgb(15, 20, 25)", "dark when the system is: " + bg);
+
+    check(outside.length === 0, "requests outside the gateway: " + outside.join(", "));
+    check(consoleErrors.filter((e) => !e.includes("net::ERR_FAILED") && !e.includes("Failed to load resource")).length === 0,
+      "console errors: " + consoleErrors.join(" | "));
+    console.log("dashboard: all checks passed");
+  } finally {
+    await browser.close();
+  }
+})().catch((e) => {
+  console.error(e.stack || String(e));
+  if (consoleErrors.length) console.error("the page's console errors: " + consoleErrors.join(" | "));
+  process.exit(1);
+});
