@@ -214,24 +214,10 @@ func (s *Server) listCollections(c *call, rg string) error {
 	return nil
 }
 
-// allCollections reads every collection of the planners, page by page.
+// allCollections reads every collection of the planners.
 func (s *Server) allCollections(c *call) ([]job.Collection, error) {
-	var all []job.Collection
-	var req any = map[string]int{"top": 1000}
-	for {
-		var page struct {
-			Value    []job.Collection `json:"value"`
-			NextLink json.RawMessage  `json:"nextLink"`
-		}
-		if _, err := s.planners.call(c.ctx, req, &page, "collections", "list"); err != nil {
-			return nil, err
-		}
-		all = append(all, page.Value...)
-		if len(page.NextLink) == 0 || string(page.NextLink) == "null" {
-			return all, nil
-		}
-		req = []byte(page.NextLink)
-	}
+	all, err := s.planners.client.Collections(c.ctx)
+	return all, armError(err)
 }
 
 // createdStatus is 201 when the planner says it created the resource, else 200.

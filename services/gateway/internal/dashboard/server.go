@@ -180,25 +180,15 @@ func (s *Server) collection(c *call, name string) (job.Collection, error) {
 
 // visibleCollections are every collection the grant may see, by name.
 func (s *Server) visibleCollections(c *call) ([]job.Collection, error) {
+	every, err := s.api.Collections(c.ctx)
+	if err != nil {
+		return nil, err
+	}
 	var all []job.Collection
-	var req any = map[string]int{"top": 1000}
-	for {
-		var page struct {
-			Value    []job.Collection `json:"value"`
-			NextLink json.RawMessage  `json:"nextLink"`
+	for _, coll := range every {
+		if visible(c.grant, coll.Tags[armScopeTag]) {
+			all = append(all, coll)
 		}
-		if _, err := s.api.Call(c.ctx, req, &page, "collections", "list"); err != nil {
-			return nil, err
-		}
-		for _, coll := range page.Value {
-			if visible(c.grant, coll.Tags[armScopeTag]) {
-				all = append(all, coll)
-			}
-		}
-		if len(page.NextLink) == 0 || string(page.NextLink) == "null" {
-			break
-		}
-		req = []byte(page.NextLink)
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
 	return all, nil

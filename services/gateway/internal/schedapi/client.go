@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/shared/job"
 )
 
 // Requester sends a request to the planners and waits for the answer: a *nats.Conn.
@@ -94,4 +95,24 @@ func decodeError(code string, reply *nats.Msg) *Error {
 		e.Code, e.Message, e.Details = body.Error.Code, body.Error.Message, body.Error.Details
 	}
 	return e
+}
+
+// Collections reads every collection of the planners, page by page.
+func (c Client) Collections(ctx context.Context) ([]job.Collection, error) {
+	var all []job.Collection
+	var req any = map[string]int{"top": 1000}
+	for {
+		var page struct {
+			Value    []job.Collection `json:"value"`
+			NextLink json.RawMessage  `json:"nextLink"`
+		}
+		if _, err := c.Call(ctx, req, &page, "collections", "list"); err != nil {
+			return nil, err
+		}
+		all = append(all, page.Value...)
+		if len(page.NextLink) == 0 || string(page.NextLink) == "null" {
+			return all, nil
+		}
+		req = []byte(page.NextLink)
+	}
 }
