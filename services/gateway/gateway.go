@@ -23,6 +23,7 @@ import (
 
 // gateway is the running service: the API listener, the health listener, the NATS connection.
 type gateway struct {
+	board  *dashboard.Server
 	cfg    Config
 	log    *slog.Logger
 	conn   *natsconn.Conn
@@ -52,6 +53,7 @@ func newGateway(ctx context.Context, cfg Config, logger *slog.Logger) (*gateway,
 		g.conn.Close()
 		return nil, fmt.Errorf("dashboard: %w", err)
 	}
+	g.board = board
 	handler := http.NewServeMux()
 	handler.Handle("/dashboard", board)
 	handler.Handle("/dashboard/", board)
@@ -80,6 +82,9 @@ func newGateway(ctx context.Context, cfg Config, logger *slog.Logger) (*gateway,
 }
 
 func (g *gateway) close() {
+	if g.board != nil {
+		g.board.Close()
+	}
 	_ = g.apiLn.Close()
 	g.conn.Close()
 }
@@ -109,6 +114,7 @@ func (g *gateway) run(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(context.Background(), g.cfg.ShutdownTimeout)
 	defer cancel()
 	err := errors.Join(g.api.Shutdown(sctx), g.health.Shutdown(sctx))
+	g.board.Close()
 	_ = g.conn.Drain()
 	if cause := context.Cause(runCtx); ctx.Err() == nil {
 		return errors.Join(cause, err)

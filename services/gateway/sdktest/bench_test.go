@@ -4,12 +4,17 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/resched/resched/services/internal/testenv"
 
 	"github.com/nats-io/nats.go"
 )
@@ -140,4 +145,73 @@ func plannerName(b testing.TB, nc *nats.Conn, armName string) string {
 	}
 	b.Fatalf("no planner collection for %s in %s", armName, msg.Data)
 	return ""
+}
+
+// BenchmarkDashboardJobsPage: the dashboard's jobs page of a collection of 100,000 jobs
+// (RESCHED_BENCH_DEPTH), in Chromium: the time from the navigation to its first 50 jobs on
+// screen (each with its last run, read from the history), five times; reported as the median
+// and the slowest.
+func BenchmarkDashboardJobsPage(b *testing.B) {
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		b.Fatal("chromium is not on PATH: run scripts/deps.sh browser")
+	}
+	n := 100_000
+	if v := os.Getenv("RESCHED_BENCH_DEPTH"); v != "" {
+		fmt.Sscan(v, &n)
+	}
+	s := startStack(b)
+	nc, err := nats.Connect(s.natsURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := nc.Request("scheduler.api.collections.put.big", []byte(`{}`), 10*time.Second); err != nil {
+		b.Fatal(err)
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			var body strings.Builder
+			for first := next.Add(1000) - 1000; first < int64(n); first = next.Add(1000) - 1000 {
+				body.Reset()
+				body.WriteString(`{"jobs": [`)
+				for i := first; i < first+1000 && i < int64(n); i++ {
+					if i > first {
+						body.WriteByte(',')
+					}
+					fmt.Fprintf(&body, `{"name": "job-%06d", "properties": %s}`, i, strings.TrimSuffix(strings.TrimPrefix(benchJob, `{"properties": `), "}"))
+				}
+				body.WriteString(`]}`)
+				if _, err := nc.Request("scheduler.api.jobs.bulk.big", []byte(body.String()), time.Minute); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	root := testenv.RepoRoot(b)
+	cmd := exec.Command("node", filepath.Join("testdata", "dashboard-bench.cjs"))
+	cmd.Env = append(os.Environ(), "NODE_PATH="+filepath.Join(root, "scripts", "browser", "node_modules"), "BASE="+s.base,
+		"TOKEN=reader-token", "COLLECTION=big", "CHROMIUM="+chromium, "RUNS=5")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		b.Fatalf("%v\n%s", err, out)
+	}
+	var ms []float64
+	for _, line := range strings.Split(string(out), "\n") {
+		var v float64
+		if _, err := fmt.Sscanf(line, "first-page-ms %g", &v); err == nil {
+			ms = append(ms, v)
+		}
+	}
+	if len(ms) == 0 {
+		b.Fatalf("no timing in:\n%s", out)
+	}
+	slices.Sort(ms)
+	b.ReportMetric(ms[len(ms)/2], "first-page-median-ms")
+	b.ReportMetric(ms[len(ms)-1], "first-page-max-ms")
+	b.ReportMetric(float64(n), "jobs")
 }

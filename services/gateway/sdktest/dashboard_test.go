@@ -65,11 +65,28 @@ func TestDashboardInChromium(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", filepath.Join("testdata", "dashboard.cjs"))
-	cmd.Env = append(os.Environ(), "NODE_PATH="+modules, "BASE="+s.base, "OPERATOR=operator-token", "READER=reader-token",
-		"COLLECTION="+plannerName(t, nc, "orders"), "CHROMIUM="+chromium)
+	cmd.Env = append(os.Environ(), "NODE_PATH="+modules, "BASE="+s.base, "OPERATOR=admin-token", "READER=reader-token",
+		"COLLECTION="+plannerName(t, nc, "orders"), "CHROMIUM="+chromium, "TARGET="+s.target.url, "SCREENSHOTS="+screenshots(t))
 	out, err := cmd.CombinedOutput()
 	t.Logf("%s", out)
 	if err != nil {
 		t.Fatalf("the browser checks failed: %v", err)
 	}
+}
+
+// screenshots is where the test writes a screenshot of each page: RESCHED_SCREENSHOTS (the
+// README's and docs/dashboard.md's come from RESCHED_SCREENSHOTS=docs/images), else a directory
+// of the test.
+func screenshots(t *testing.T) string {
+	if dir := os.Getenv("RESCHED_SCREENSHOTS"); dir != "" {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(abs, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return abs
+	}
+	return t.TempDir()
 }

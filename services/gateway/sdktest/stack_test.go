@@ -72,6 +72,7 @@ func startStack(t testing.TB) *stack {
 		"tokens": []map[string]any{
 			{"name": "operator", "token": "operator-token", "role": "operator", "scopes": []string{"/subscriptions/sub-1", "/subscriptions/sub-2/resourceGroups/rg-x"}},
 			{"name": "reader", "token": "reader-token", "role": "reader", "scopes": []string{"*"}},
+			{"name": "admin", "token": "admin-token", "role": "operator", "scopes": []string{"*"}},
 		},
 		"principals": []map[string]any{{"claim": "sub", "value": "alice", "role": "operator", "scopes": []string{"/subscriptions/sub-1"}}},
 	})

@@ -24,15 +24,24 @@ type hub struct {
 
 	mu       sync.Mutex
 	minutes  [60]counts // by minute of the hour
+	backlog  [60]sample // the due backlog, by minute of the hour
 	failures []failure
 	subs     map[*subscriber]struct{}
 }
 
-// minute counts the first attempts (fires) and the failed attempts of one minute.
+// minute counts the first attempts (fires) and the failed attempts of one minute, and the due
+// backlog then (nil when not sampled).
 type minute struct {
-	At     int64 `json:"at"` // unix seconds of the minute's start
-	Fires  int   `json:"fires"`
-	Failed int   `json:"failed"`
+	At      int64   `json:"at"` // unix seconds of the minute's start
+	Fires   int     `json:"fires"`
+	Failed  int     `json:"failed"`
+	Backlog *uint64 `json:"backlog,omitempty"`
+}
+
+// sample is the due backlog seen in a minute: the most occurrences waiting for a worker.
+type sample struct {
+	at      int64
+	waiting uint64
 }
 
 // counts are one minute's figures per collection, so a page sums only what it may see.
@@ -182,9 +191,14 @@ func (h *hub) lastHour(ctx context.Context, g access.Grant) ([]minute, []failure
 	}
 	fails := append([]failure(nil), h.failures...)
 	h.mu.Unlock()
+	backlog := h.backlog
 	out := make([]minute, 60)
 	for i := range 60 {
 		out[i].At = now - int64(59-i)*60
+		if b := backlog[out[i].At/60%60]; b.at == out[i].At {
+			w := b.waiting
+			out[i].Backlog = &w
+		}
 		for coll, m := range per[i] {
 			if sc, ok := h.scopes.of(ctx, coll); ok && visible(g, sc) {
 				out[i].Fires += m.Fires
@@ -199,4 +213,33 @@ func (h *hub) lastHour(ctx context.Context, g access.Grant) ([]minute, []failure
 		}
 	}
 	return out, seen
+}
+
+// record keeps a backlog sample: the largest of the minute.
+func (h *hub) record(waiting uint64) {
+	at := h.now().Unix() / 60 * 60
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	b := &h.backlog[at/60%60]
+	if b.at != at || waiting > b.waiting {
+		*b = sample{at: at, waiting: waiting}
+	}
+}
+
+// sampleBacklog records the due backlog every 20 s until ctx ends.
+func (h *hub) sampleBacklog(ctx context.Context, read func(context.Context) (map[string]uint64, bool)) {
+	tick := time.NewTicker(20 * time.Second)
+	defer tick.Stop()
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if b, ok := read(rctx); ok {
+			h.record(b["waiting"])
+		}
+		cancel()
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/resched/resched/services/gateway/internal/schedapi"
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/shared/job"
+	"github.com/resched/resched/shared/timezone"
 )
 
 //go:embed assets
@@ -41,6 +42,7 @@ type Config struct {
 
 // Server serves the dashboard.
 type Server struct {
+	stop   context.CancelFunc // ends the backlog sampling
 	cfg    Config
 	api    schedapi.Client
 	scopes *scopes
@@ -62,6 +64,9 @@ func New(cfg Config) (*Server, error) {
 	if err := s.hub.start(cfg.NATS, cfg.Subjects); err != nil {
 		return nil, err
 	}
+	ctx, stop := context.WithCancel(context.Background())
+	s.stop = stop
+	go s.hub.sampleBacklog(ctx, s.backlog)
 	static, err := fs.Sub(assets, "assets")
 	if err != nil {
 		return nil, err
@@ -85,10 +90,14 @@ func New(cfg Config) (*Server, error) {
 	api("POST /dashboard/api/jobs/{c}/{j}/disable", true, s.setState(job.StateDisabled))
 	api("DELETE /dashboard/api/jobs/{c}/{j}", true, s.jobOp("delete"))
 	api("PUT /dashboard/api/jobs/{c}/{j}", true, s.putJob)
+	api("PUT /dashboard/api/collections/{c}", true, s.putCollection)
 	api("POST /dashboard/api/preview", false, s.preview)
 	s.mux.HandleFunc("GET /dashboard/api/live", s.live)
 	return s, nil
 }
+
+// Close stops the dashboard's background work.
+func (s *Server) Close() { s.stop() }
 
 // ServeHTTP serves the assets and the API.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -393,7 +402,8 @@ func (s *Server) job(c *call) (any, error) {
 		Reason string   `json:"reason"`
 	}
 	_, _ = s.api.Call(c.ctx, map[string]int{"count": 20}, &runs, "jobs", "runs", coll.Name, c.r.PathValue("j"))
-	return map[string]any{"collection": infoOf(coll), "job": d, "runs": runs.Value, "reason": runs.Reason}, nil
+	return map[string]any{"collection": infoOf(coll), "job": d, "runs": runs.Value, "local": inZone(runs.Value, d.Properties.Recurrence),
+		"reason": runs.Reason}, nil
 }
 
 func (s *Server) history(c *call) (any, error) {
@@ -461,6 +471,23 @@ func (s *Server) putJob(c *call) (any, error) {
 	return d, err
 }
 
+// putCollection creates a collection on NATS (without an ARM scope): only a grant of every
+// scope may, since no scope would cover it otherwise. An existing collection is left alone.
+func (s *Server) putCollection(c *call) (any, error) {
+	if !visible(c.grant, "") {
+		return nil, &httpError{Status: http.StatusForbidden, Code: "Forbidden",
+			Message: "a collection made here has no subscription or resource group: only a grant of every scope (\"*\") may make one; use the REST API for a scoped one"}
+	}
+	msg := nats.NewMsg(s.cfg.Subjects.API("collections", "put", c.r.PathValue("c")))
+	msg.Header.Set("If-None-Match", "*")
+	msg.Data = c.body
+	var coll job.Collection
+	if _, err := s.api.Send(c.ctx, msg, &coll); err != nil {
+		return nil, err
+	}
+	return infoOf(coll), nil
+}
+
 func (s *Server) preview(c *call) (any, error) {
 	var out json.RawMessage
 	_, err := s.api.Call(c.ctx, c.body, &out, "preview")
@@ -502,4 +529,25 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 		}
 		flusher.Flush()
 	}
+}
+
+// inZone gives times (RFC 3339) in the schedule's time zone, so the page sees its offsets and a
+// change of them (daylight saving); as they are without a zone.
+func inZone(times []string, rec *job.Recurrence) []string {
+	if rec == nil || rec.TimeZone == "" {
+		return times
+	}
+	loc, err := timezone.Load(rec.TimeZone)
+	if err != nil {
+		return times
+	}
+	out := make([]string, len(times))
+	for i, v := range times {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return times
+		}
+		out[i] = t.In(loc).Format(time.RFC3339)
+	}
+	return out
 }

@@ -4,7 +4,10 @@
 "use strict";
 const { chromium } = require("playwright-core");
 
-const { BASE, OPERATOR, READER, COLLECTION, CHROMIUM } = process.env;
+const { BASE, OPERATOR, READER, COLLECTION, CHROMIUM, TARGET, SCREENSHOTS } = process.env;
+const path = require("path");
+// shot writes a screenshot of the page as it is now (SCREENSHOTS: where).
+async function shot(page, name) { await page.screenshot({ path: path.join(SCREENSHOTS, name + ".png"), fullPage: true }); }
 function check(cond, what) { if (!cond) throw new Error("check failed: " + what); }
 const step = (name) => console.log("step: " + name);
 const consoleErrors = [];
@@ -27,6 +30,7 @@ const consoleErrors = [];
     await page.fill("#token", "not-a-token");
     await page.press("#token", "Enter");
     await page.waitForSelector("[role=alert] >> text=refused");
+    await shot(page, "sign-in");
     await page.fill("#token", OPERATOR);
     await page.press("#token", "Enter");
     await page.waitForSelector("h1 >> text=Overview");
@@ -36,6 +40,7 @@ const consoleErrors = [];
     await page.waitForSelector("text=orders");
     const cells = await page.$$eval("table tbody tr", (rows) => rows.map((r) => r.textContent));
     check(cells.some((t) => t.includes("orders") && t.includes("Standard") && t.includes("/ 50")), "the collection with its plan and quota use: " + cells);
+    await shot(page, "overview");
 
     step("jobs, search and filters");
     await page.goto(BASE + "/dashboard/#/jobs?collection=" + COLLECTION);
@@ -48,6 +53,11 @@ const consoleErrors = [];
     await page.waitForSelector("text=No job matches.");
     await page.goto(BASE + "/dashboard/#/jobs?type=Https");
     await page.waitForSelector("text=1 jobs shown");
+    await page.goto(BASE + "/dashboard/#/jobs");
+    await page.waitForSelector("text=3 jobs shown");
+    await shot(page, "jobs");
+    await page.goto(BASE + "/dashboard/#/jobs?type=Https");
+    await page.waitForSelector("text=1 jobs shown");
     check((await page.textContent("tbody")).includes("report"), "across collections, filtered by action type");
 
     step("a job: definition, next runs, calendar");
@@ -57,6 +67,9 @@ const consoleErrors = [];
     check((await page.textContent("main")).includes("action.request.authentication.password: set"), "a secret shown as set");
     check(!(await page.textContent("main")).includes("report-secret"), "the secret itself never reaches the page");
     check((await page.$$(".cal .on")).length > 0, "the month view marks the runs");
+    check(!(await page.evaluate(() => [...document.querySelectorAll("main > :not(pre)")].map((e) => e.textContent).join(" "))).includes("null"),
+      "no stray null on the job page");
+    await shot(page, "job");
 
     step("run now, history live");
     await page.goto(BASE + `/dashboard/#/job/${COLLECTION}/http-ok`);
@@ -83,8 +96,10 @@ const consoleErrors = [];
     step("recurrence builder");
     await page.goto(BASE + "/dashboard/#/builder");
     await page.waitForFunction(() => document.querySelectorAll("#preview li").length === 20);
+    await shot(page, "builder");
     const first = await page.textContent("#preview li");
     check(/17:00(:00)? \+0[12]:00$/.test(first.trim()), "the last Friday at 17:00 in W. Europe time: " + first);
+    check(!(await page.textContent("main")).includes("null"), "no stray null on the page");
     // 20 monthly runs cross daylight-saving changes: the month views show them marked.
     let dst = 0;
     for (let i = 0; i < 24 && dst === 0; i++) {
@@ -112,6 +127,27 @@ const consoleErrors = [];
     }
     check(ends === 1, "the end of the series marked");
 
+    step("the builder saves a job in a new collection; it fires, its history shows without reload");
+    await page.fill("#builder-json", JSON.stringify({ recurrence: { frequency: "Second", interval: 2 } }));
+    await page.waitForFunction(() => document.getElementById("f-frequency").value === "Second" && document.querySelectorAll("#preview li").length === 20);
+    await page.fill("#f-tz", "W. Europe Standard Time");
+    await page.fill("#f-hours", "");
+    await page.fill("#f-minutes", "");
+    await page.fill("#s-new", "made-here");
+    await page.fill("#s-name", "from-builder");
+    await page.fill("#s-uri", TARGET + "/builder");
+    await page.click("button >> text=Save job");
+    await page.waitForSelector("h1 >> text=made-here/from-builder");
+    await page.waitForSelector("#history tbody tr td.status-Completed", { timeout: 20000 });
+    await page.click("button >> text=Run now");
+    await page.waitForSelector("text=Run now: done.");
+    await page.click("button >> text=Disable");
+    await page.waitForSelector("button >> text=Enable");
+    check((await page.textContent(".card b")).trim() === "Disabled", "the job shows Disabled");
+    await page.click("main button >> text=Delete");
+    await page.click("dialog button >> text=Delete");
+    await page.waitForSelector("h1 >> text=Jobs");
+
     step("live connection lost");
     await page.route("**/dashboard/api/live", (r) => r.abort());
     await page.evaluate(() => live.start());
@@ -131,12 +167,20 @@ const consoleErrors = [];
     const status = await page.evaluate(async (c) => (await fetch(`/dashboard/api/jobs/${c}/report/run`, { method: "POST",
       headers: { Authorization: "Bearer " + sessionStorage.getItem("resched-token") } })).status, COLLECTION);
     check(status === 403, "a reader's run is refused: " + status);
+    check((await page.$$("main button >> text=Delete")).length === 0 && (await page.$$("main button >> text=Edit")).length === 0, "no change buttons for a reader");
+    const putStatus = await page.evaluate(async (c) => (await fetch(`/dashboard/api/jobs/${c}/report`, { method: "PUT",
+      headers: { Authorization: "Bearer " + sessionStorage.getItem("resched-token"), "Content-Type": "application/json" }, body: "{}" })).status, COLLECTION);
+    check(putStatus === 403, "a reader's edit is refused: " + putStatus);
+    await page.goto(BASE + "/dashboard/#/builder");
+    await page.waitForFunction(() => document.querySelectorAll("#preview li").length === 20);
+    check((await page.$$("#save-form")).length === 0, "no save in the builder for a reader");
 
     step("phone width, keyboard, dark");
     await page.setViewportSize({ width: 375, height: 800 });
     await page.goto(BASE + "/dashboard/#/jobs");
     await page.waitForSelector("text=jobs shown");
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    await shot(page, "jobs-phone");
     check(overflow <= 0, "no sideways scrolling at phone width: " + overflow);
     // The first focusable element skips to the content, and shows when focused; the next tab
     // stops are the navigation.
@@ -152,6 +196,10 @@ const consoleErrors = [];
     await page.emulateMedia({ colorScheme: "dark" });
     const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
     check(bg === "rgb(15, 20, 25)", "dark when the system is: " + bg);
+    await page.setViewportSize({ width: 1200, height: 900 });
+    await page.goto(BASE + "/dashboard/#/builder");
+    await page.waitForFunction(() => document.querySelectorAll("#preview li").length === 20);
+    await shot(page, "builder-dark");
 
     check(outside.length === 0, "requests outside the gateway: " + outside.join(", "));
     check(consoleErrors.filter((e) => !e.includes("net::ERR_FAILED") && !e.includes("Failed to load resource")).length === 0,

@@ -24,8 +24,14 @@ function el(tag, attrs, ...children) {
   return e;
 }
 
+// pageListeners are the live listeners of the page shown; a new page drops them.
+let pageListeners = [];
+function onLive(fn) { pageListeners.push(live.on(fn)); }
+
 function show(...nodes) {
-  main.replaceChildren(...nodes);
+  for (const off of pageListeners) off();
+  pageListeners = [];
+  main.replaceChildren(...nodes.filter((n) => n !== null && n !== undefined && n !== false));
   main.focus({ preventScroll: true });
 }
 
@@ -169,6 +175,12 @@ async function overviewPage() {
   const chart = el("div", { class: "chart", role: "img", "aria-label": `Fires per minute over the last hour: ${fires} fires, ${failed} failed attempts` },
     o.minutes.map((m) => el("span", { class: m.failed ? "failed" : "", title: `${new Date(m.at * 1000).toLocaleTimeString()}: ${m.fires} fires, ${m.failed} failed`, style: null, "data-h": Math.round(100 * (m.fires + m.failed) / top) })));
   for (const s of chart.children) s.style.height = s.dataset.h + "%";
+  const sampled = o.minutes.filter((m) => m.backlog !== undefined);
+  const btop = Math.max(1, ...sampled.map((m) => m.backlog));
+  const backlogChart = el("div", { class: "chart", id: "backlog-chart", role: "img", "aria-label": `Due occurrences waiting for a worker, sampled each minute: at most ${sampled.length ? btop : 0}` },
+    o.minutes.map((m) => el("span", { title: m.backlog === undefined ? "not sampled" : `${new Date(m.at * 1000).toLocaleTimeString()}: ${m.backlog} waiting`,
+      "data-h": m.backlog === undefined ? 0 : Math.round(100 * m.backlog / btop) })));
+  for (const s of backlogChart.children) s.style.height = s.dataset.h + "%";
   const collections = el("div", { class: "table" }, el("table", {},
     el("thead", {}, el("tr", {}, ["Collection", "Scope", "State", "Plan", "Jobs"].map((h) => el("th", { scope: "col" }, h)))),
     el("tbody", {}, o.collections.map((c) => el("tr", {},
@@ -191,6 +203,7 @@ async function overviewPage() {
       el("div", { class: "card" }, el("b", { id: "stat-failed", class: failed ? "status-Failed" : "" }, String(failed)), "failed attempts, last hour"),
       el("div", { class: "card" }, el("b", {}, o.backlog ? String(o.backlog.waiting) : "—"), "due, waiting for a worker")),
     el("h2", {}, "Fires per minute"), chart,
+    el("h2", {}, "Due backlog"), backlogChart,
     el("h2", {}, "Collections"), collections,
     el("h2", {}, "Recent failures"), failures);
 }
@@ -243,6 +256,9 @@ async function jobsPage() {
   }
   more.addEventListener("click", load);
   await load();
+  // A state or a run of a listed job changes: the page reads its jobs again.
+  const reload = debounce(() => { body.replaceChildren(); after = q.get("after") || ""; load(); }, 1000);
+  onLive((m) => { if (body.querySelector(`tr[data-job="${CSS.escape(m.collection + "/" + m.job)}"]`)) reload(); });
 }
 
 // ---- one job ----------------------------------------------------------------------------------
@@ -298,14 +314,17 @@ async function jobPage(c, j) {
       el("div", { class: "card" }, el("b", {}, String((props.status || {}).failureCount || 0)), "failures"),
       el("div", { class: "card" }, el("b", {}, String((props.status || {}).faultedCount || 0)), "faulted")),
     el("h2", {}, "Next runs"),
-    d.runs && d.runs.length ? el("ol", { id: "runs" }, d.runs.map((t) => el("li", {}, fmtTime(t)))) : el("p", { class: "muted" }, "No run left."),
+    d.runs && d.runs.length ? el("ol", { id: "runs" }, (d.local || d.runs).map((t) => el("li", {}, fmtTime(t)))) : el("p", { class: "muted" }, "No run left."),
     d.reason ? el("p", { class: "muted" }, "The list ends: " + d.reason) : null,
-    calendar(d.runs || [], d.runs || [], !!d.reason),
+    calendar(d.runs || [], d.local || d.runs || [], !!d.reason),
     el("h2", {}, "History"), hist,
     el("h2", {}, "Definition"),
     secrets.length ? el("ul", {}, secrets.map((s) => el("li", {}, s))) : null,
     el("pre", {}, JSON.stringify(shown, null, 2)));
   historyTable(hist, c, j);
+  // Its state changes elsewhere (another page, the end of its series): the page shows it.
+  const again = debounce(() => { if (location.hash.startsWith(`#/job/${encodeURIComponent(c)}/`)) jobPage(c, j); }, 500);
+  onLive((m) => { if (m.kind === "event" && m.collection === c && m.job === j) again(); });
 }
 
 async function historyTable(box, c, j) {
@@ -331,10 +350,7 @@ async function historyTable(box, c, j) {
   box.replaceChildren(el("div", { class: "row" }, filter), el("div", { class: "table" }, el("table", { id: "history" },
     el("thead", {}, el("tr", {}, ["Started", "Expected", "Status", "Action", "Retry", "Answer"].map((h) => el("th", { scope: "col" }, h)))), body)), more);
   await load(true);
-  const off = live.on((m) => {
-    if (m.kind === "result" && m.collection === c && m.job === j) load(true);
-  });
-  window.addEventListener("hashchange", off, { once: true });
+  onLive((m) => { if (m.kind === "result" && m.collection === c && m.job === j) load(true); });
 }
 
 function confirmDialog(text) {
@@ -452,10 +468,11 @@ function builderPage() {
   const list = el("ol", { id: "preview" });
   const reason = el("p", { class: "muted", id: "preview-reason" });
   const cal = el("div", { id: "preview-calendar" });
+  const save = canWrite() ? saveForm(() => fromForm()) : null;
   show(el("h1", {}, "Recurrence builder"),
     el("p", { class: "muted" }, "Build a schedule with the form or edit its JSON; the next 20 runs are computed by the planners as you type."),
     el("div", { class: "builder" }, form, el("div", {}, json, jsonErr)),
-    el("h2", {}, "Next 20 runs"), list, reason, cal);
+    el("h2", {}, "Next 20 runs"), list, reason, cal, save);
 
   const split = (s) => s.split(",").map((x) => x.trim()).filter(Boolean);
   const ints = (s) => split(s).map(Number);
@@ -490,15 +507,18 @@ function builderPage() {
     for (const c of form.querySelectorAll("input[name=wd]")) c.checked = (sch.weekDays || []).some((d) => d.toLowerCase() === c.value.toLowerCase());
   }
   const run = debounce(async (props) => {
+    if (!form.isConnected) return; // the page changed meanwhile
     for (const id of Object.keys(fieldPaths)) document.getElementById(id + "-error").textContent = "";
     jsonErr.textContent = "";
     const job = { properties: Object.assign({ action: { type: "Http", request: { uri: "https://example.com/", method: "GET" } } }, props) };
     try {
       const r = await api("preview", { method: "POST", body: { job, count: 20 } });
+      if (!form.isConnected) return;
       list.replaceChildren(...r.value.map((t, i) => el("li", {}, fmtTime((r.local || r.value)[i]))));
       reason.textContent = r.reason ? "The series ends: " + r.reason : r.value.length ? "" : "No run.";
       cal.replaceChildren(calendar(r.value, r.local || r.value, !!r.reason));
     } catch (err) {
+      if (!form.isConnected) return;
       list.replaceChildren(); cal.replaceChildren(); reason.textContent = "";
       let placed = false;
       for (const d of err.details || []) {
@@ -522,6 +542,39 @@ function builderPage() {
   const start = new Date(Date.now() + 86400000).toISOString().slice(0, 10) + "T00:00:00";
   document.getElementById("f-start").value = start;
   fromFormChanged();
+}
+
+// saveForm saves the builder's schedule as a job with an HTTP action, in an existing
+// collection or a new one (a grant of every scope only: a new collection has no ARM scope).
+function saveForm(schedule) {
+  const msg = el("div", { role: "status" });
+  const sel = el("select", { id: "s-collection", name: "collection" });
+  const newColl = el("input", { id: "s-new", name: "new", pattern: "[A-Za-z0-9_\\-]{1,64}", placeholder: "or a new collection" });
+  const name = el("input", { id: "s-name", required: true, pattern: "[A-Za-z0-9_\\-]{1,64}" });
+  const uri = el("input", { id: "s-uri", type: "url", required: true, placeholder: "https://example.com/hook" });
+  const method = el("select", { id: "s-method" }, ["POST", "GET", "PUT"].map((m) => el("option", { value: m }, m)));
+  api("collections").then((r) => sel.replaceChildren(...r.value.map((c) => el("option", { value: c.name }, c.display + (c.scope ? ` (${c.scope.split("/")[4]})` : ""))))).catch(() => {});
+  const everyScope = me && (me.scopes || []).includes("*");
+  const form = el("form", { id: "save-form", onsubmit: async (e) => {
+    e.preventDefault();
+    const c = newColl.value.trim() || sel.value;
+    try {
+      if (newColl.value.trim()) {
+        await api(`collections/${encodeURIComponent(c)}`, { method: "PUT", body: {} }).catch((err) => { if (err.status !== 409) throw err; });
+      }
+      const props = Object.assign(schedule(), { action: { type: uri.value.startsWith("https:") ? "Https" : "Http", request: { uri: uri.value, method: method.value } } });
+      await api(`jobs/${encodeURIComponent(c)}/${encodeURIComponent(name.value)}`, { method: "PUT", body: { properties: props } });
+      location.hash = `#/job/${encodeURIComponent(c)}/${encodeURIComponent(name.value)}`;
+    } catch (err) { msg.replaceChildren(errorBox(err), el("ul", {}, (err.details || []).map((x) => el("li", {}, `${x.path}: ${x.message}`)))); }
+  } },
+    el("div", { class: "row" },
+      el("label", { for: "s-collection" }, "Collection", sel),
+      everyScope ? el("label", { for: "s-new" }, "New collection", newColl) : null,
+      el("label", { for: "s-name" }, "Job name", name),
+      el("label", { for: "s-uri" }, "Calls (HTTP)", uri),
+      el("label", { for: "s-method" }, "Method", method),
+      el("button", { type: "submit" }, "Save job")), msg);
+  return el("section", { "aria-labelledby": "save-title" }, el("h2", { id: "save-title" }, "Save as a job"), form);
 }
 
 // ---- routing ----------------------------------------------------------------------------------
