@@ -32,7 +32,7 @@ BENCHTIME ?= 1s
 FUZZTIME  ?= 30s
 TESTFLAGS ?=
 
-.PHONY: help deps build test test-race bench fuzz run chaos tidy fmt lint clean
+.PHONY: help deps build test test-race bench bench-e2e fuzz run chaos tidy fmt lint clean
 
 help: ## list the targets
 	@echo "usage: make <target>"
@@ -65,6 +65,9 @@ bench: ## run the Go benchmarks of BENCH_PKGS (figures in docs/benchmarks.md)
 		echo "==> $$p (-benchtime=$$t)"; \
 		(cd $${p%%/*} && go test -run='^$$' -bench=. -benchmem -benchtime="$$t" -timeout=30m ./$${p#*/}/); \
 	done
+
+bench-e2e: build deps ## the whole system end to end (processes, HTTP sink): a burst of 100,000 and 1,000/s and 5,000/s for 60 s (docs/benchmarks.md)
+	cd services && RESCHED_E2E=full go test -count=1 -v -timeout 30m -run '^TestEndToEnd$$' ./e2ebench/
 
 chaos: deps ## the full fault run of docs/reliability.md (about 8 minutes): kills, restarts, an outage of every planner
 	cd services && RESCHED_CHAOS=full go test -count=1 -v -timeout 30m -run '^TestChaos$$' ./chaos/

@@ -1,0 +1,141 @@
+package e2ebench
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/resched/resched/services/internal/testenv"
+)
+
+// sizes are the runs: make bench-e2e sets RESCHED_E2E=full; make test runs the short ones.
+type sizes struct {
+	burst    int
+	rates    []int
+	duration time.Duration
+}
+
+func sizesFor() sizes {
+	if os.Getenv("RESCHED_E2E") == "full" {
+		return sizes{burst: 100_000, rates: []int{1000, 5000}, duration: 60 * time.Second}
+	}
+	return sizes{burst: 2_000, rates: []int{200}, duration: 5 * time.Second}
+}
+
+const (
+	dueStream      = "SCHEDULER_DUE"
+	resultsStream  = "SCHEDULER_RESULTS"
+	resultsReaders = "planner-results"
+)
+
+// TestEndToEnd runs the burst and the steady rates with one planner and two workers, and
+// reports what docs/benchmarks.md ("End to end") lists. It fails on an early fire or an
+// occurrence not delivered or not recorded, never on a figure.
+func TestEndToEnd(t *testing.T) {
+	sz := sizesFor()
+	s := startStack(t, 2)
+	sk := startSink(t)
+	t.Logf("load average before: %s", loadAverage())
+	burst(t, s, sk, sz.burst)
+	for _, rate := range sz.rates {
+		steady(t, s, sk, rate, sz.duration)
+	}
+	t.Logf("load average after: %s", loadAverage())
+}
+
+func action(url string) string {
+	return `"action": {"type": "Http", "request": {"uri": "` + url + `", "method": "POST", "body": "x"}, "retryPolicy": {"retryType": "None"}}`
+}
+
+// burst: n one-time jobs due at the same second.
+func burst(t *testing.T, s *stack, sk *sink, n int) {
+	sk.reset()
+	t0 := time.Now().Add(5*time.Second + time.Duration(n)*120*time.Microsecond).Truncate(time.Second)
+	body := `{"startTime": "` + t0.UTC().Format(time.RFC3339) + `", ` + action(sk.url+"/burst") + `}`
+	s.putJobs(t, "burst", n, func(int) string { return body })
+	if time.Now().After(t0.Add(-500 * time.Millisecond)) {
+		t.Fatalf("loading %d jobs outlasted their due time", n)
+	}
+	dueBase, resBase := s.lastSeq(t, dueStream), s.lastSeq(t, resultsStream)
+	cpu := s.cpu(t)
+	var onStream, delivered, recorded time.Duration
+	deadline := t0.Add(5 * time.Minute)
+	for recorded == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("burst: after 5 minutes, %d on the due stream, %d delivered, %d results", s.lastSeq(t, dueStream)-dueBase, sk.count(), s.lastSeq(t, resultsStream)-resBase)
+		}
+		time.Sleep(20 * time.Millisecond) // polling other processes' progress
+		if onStream == 0 && s.lastSeq(t, dueStream)-dueBase >= uint64(n) {
+			onStream = time.Since(t0)
+		}
+		if delivered == 0 && sk.count() >= n {
+			_, _, _, _, last := sk.stats()
+			delivered = last.Sub(t0)
+		}
+		if delivered != 0 && s.lastSeq(t, resultsStream)-resBase >= uint64(n) && s.pending(t, resultsStream, resultsReaders) == 0 {
+			recorded = time.Since(t0)
+		}
+	}
+	p50, p99, max, early, _ := sk.stats()
+	report(t, fmt.Sprintf("burst of %d", n), n, cpu, s.cpu(t),
+		fmt.Sprintf("on the due stream %.2f s, delivered %.2f s, recorded %.2f s after T0; lag p50 %v p99 %v max %v; early %d",
+			onStream.Seconds(), delivered.Seconds(), recorded.Seconds(), p50.Round(time.Millisecond), p99.Round(time.Millisecond), max.Round(time.Millisecond), early))
+	if early > 0 {
+		t.Errorf("%d occurrences delivered before their time", early)
+	}
+	s.request(t, "collections.delete.burst", "")
+}
+
+// steady: rate jobs every second (aligned on whole seconds, as the engine schedules) for d.
+func steady(t *testing.T, s *stack, sk *sink, rate int, d time.Duration) {
+	sk.reset()
+	t1 := time.Now().Add(4*time.Second + time.Duration(rate)*150*time.Microsecond).Truncate(time.Second)
+	end := t1.Add(d)
+	body := `{"startTime": "` + t1.UTC().Format(time.RFC3339) + `", "recurrence": {"frequency": "Second", "interval": 1, "endTime": "` +
+		end.Add(-time.Second).UTC().Format(time.RFC3339) + `"}, ` + action(sk.url+"/steady") + `}`
+	s.putJobs(t, "steady", rate, func(int) string { return body })
+	if time.Now().After(t1.Add(-500 * time.Millisecond)) {
+		t.Fatalf("loading %d jobs outlasted their first due time", rate)
+	}
+	cpu := s.cpu(t)
+	want := rate * int(d/time.Second)
+	testenv.Eventually(t, time.Until(end)+2*time.Minute, "every occurrence delivered", func() bool { return sk.count() >= want })
+	time.Sleep(time.Until(end.Add(time.Second))) // the real clock is what is measured: nothing more may come
+	testenv.Eventually(t, time.Minute, "every result recorded", func() bool { return s.pending(t, resultsStream, resultsReaders) == 0 })
+	p50, p99, max, early, _ := sk.stats()
+	report(t, fmt.Sprintf("steady %d/s for %v", rate, d), sk.count(), cpu, s.cpu(t),
+		fmt.Sprintf("%d delivered (%.0f/s); lag p50 %v p99 %v max %v; early %d", sk.count(), float64(sk.count())/d.Seconds(),
+			p50.Round(time.Millisecond), p99.Round(time.Millisecond), max.Round(time.Millisecond), early))
+	if early > 0 {
+		t.Errorf("%d occurrences delivered before their time", early)
+	}
+	s.request(t, "collections.delete.steady", "")
+}
+
+// report logs a run's figures and the CPU each process spent per fire.
+func report(t *testing.T, name string, fires int, before, after map[string]time.Duration, figures string) {
+	var names []string
+	for k := range after {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var parts []string
+	var total time.Duration
+	for _, k := range names {
+		d := after[k] - before[k]
+		total += d
+		parts = append(parts, fmt.Sprintf("%s %.0f", k, float64(d.Microseconds())/float64(fires)))
+	}
+	t.Logf("%s: %s; CPU µs per fire: %s; all %.0f", name, figures, strings.Join(parts, ", "), float64(total.Microseconds())/float64(fires))
+}
+
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.Join(strings.Fields(string(b))[:3], " ")
+}

@@ -1,0 +1,154 @@
+package e2ebench
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/resched/resched/services/internal/redistest"
+	"github.com/resched/resched/services/internal/testenv"
+)
+
+// stack is the system as a user runs it: processes for NATS, Redis, a planner and workers.
+type stack struct {
+	nats    *testenv.Proc
+	redis   *redistest.Server
+	planner *testenv.Proc
+	workers []*testenv.Proc
+	nc      *nats.Conn
+	js      jetstream.JetStream
+}
+
+func startStack(t testing.TB, workers int) *stack {
+	t.Helper()
+	bin := testenv.Build(t, "planner", "worker", "github.com/nats-io/nats-server/v2")
+	dir := t.TempDir()
+	natsAddr := testenv.FreeAddr(t)
+	host, port, _ := strings.Cut(natsAddr, ":")
+	s := &stack{redis: redistest.Start(t)}
+	s.nats = testenv.Start(t, dir, "nats-server", filepath.Join(bin, "nats-server"), nil,
+		"-js", "-sd", filepath.Join(dir, "jetstream"), "-a", host, "-p", port)
+	url := "nats://" + natsAddr
+	testenv.Eventually(t, 20*time.Second, "nats-server up", func() bool {
+		nc, err := nats.Connect(url)
+		if err != nil {
+			return false
+		}
+		s.nc = nc
+		return true
+	}, s.nats.Tail)
+	t.Cleanup(s.nc.Close)
+	var err error
+	if s.js, err = jetstream.New(s.nc); err != nil {
+		t.Fatal(err)
+	}
+	plannerHTTP := testenv.FreeAddr(t)
+	s.planner = testenv.Start(t, dir, "planner", filepath.Join(bin, "planner"), []string{"NATS_URL=" + url,
+		"REDIS_URL=" + s.redis.URL(), "RESCHED_PLANNER_HTTP_ADDR=" + plannerHTTP, "RESCHED_PLANNER_LOG_LEVEL=warn"})
+	for i := range workers {
+		s.workers = append(s.workers, testenv.Start(t, dir, fmt.Sprint("worker-", i), filepath.Join(bin, "worker"), []string{
+			"NATS_URL=" + url, "RESCHED_WORKER_HTTP_ADDR=" + testenv.FreeAddr(t), "RESCHED_WORKER_LOG_LEVEL=warn",
+			"RESCHED_WORKER_CONCURRENCY=64"}))
+	}
+	testenv.Eventually(t, 30*time.Second, "the planner answers", func() bool {
+		_, err := s.nc.Request("scheduler.api.collections.list", nil, time.Second)
+		return err == nil
+	}, s.planner.Tail)
+	return s
+}
+
+// cpu is each process's CPU time so far.
+func (s *stack) cpu(t testing.TB) map[string]time.Duration {
+	out := map[string]time.Duration{"planner": s.planner.CPU(t), "nats-server": s.nats.CPU(t), "redis": s.redis.CPU(t)}
+	for _, w := range s.workers {
+		out["workers"] += w.CPU(t)
+	}
+	return out
+}
+
+// lastSeq is a stream's last sequence: how many messages it has taken.
+func (s *stack) lastSeq(t testing.TB, stream string) uint64 {
+	st, err := s.js.Stream(context.Background(), stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.LastSeq
+}
+
+// pending is what a consumer has not yet had acknowledged.
+func (s *stack) pending(t testing.TB, stream, consumer string) uint64 {
+	c, err := s.js.Consumer(context.Background(), stream, consumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.NumPending + uint64(info.NumAckPending)
+}
+
+// request calls the NATS API and fails on an error answer.
+func (s *stack) request(t testing.TB, subject, body string) {
+	msg, err := s.nc.Request("scheduler.api."+subject, []byte(body), time.Minute)
+	if err != nil {
+		t.Fatalf("%s: %v", subject, err)
+	}
+	if code := msg.Header.Get("Nats-Service-Error-Code"); code != "" {
+		t.Fatalf("%s: %s %s", subject, code, msg.Data)
+	}
+}
+
+// putJobs puts n jobs named j<i> in collection c through jobs.bulk, 1,000 a request, 8 at once;
+// props(i) is a job's properties JSON.
+func (s *stack) putJobs(t testing.TB, c string, n int, props func(i int) string) {
+	t.Helper()
+	s.request(t, "collections.put."+c, `{}`)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() {
+			var b strings.Builder
+			for first := next.Add(1000) - 1000; first < int64(n); first = next.Add(1000) - 1000 {
+				b.Reset()
+				b.WriteString(`{"jobs": [`)
+				for i := first; i < min(first+1000, int64(n)); i++ {
+					if i > first {
+						b.WriteByte(',')
+					}
+					b.WriteString(`{"name": "j` + strconv.FormatInt(i, 10) + `", "properties": ` + props(int(i)) + `}`)
+				}
+				b.WriteString(`]}`)
+				msg, err := s.nc.Request("scheduler.api.jobs.bulk."+c, []byte(b.String()), time.Minute)
+				if err == nil && msg.Header.Get("Nats-Service-Error-Code") != "" {
+					err = fmt.Errorf("bulk: %s", msg.Data)
+				}
+				if err == nil && strings.Contains(string(msg.Data), `"error"`) {
+					err = fmt.Errorf("bulk refused a job: %.300s", msg.Data)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
