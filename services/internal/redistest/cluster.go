@@ -41,7 +41,10 @@ func StartCluster(t testing.TB, masters, replicas int) *Cluster {
 	}
 	args := append([]string{"--cluster", "create"}, addrs...)
 	args = append(args, "--cluster-replicas", fmt.Sprint(replicas), "--cluster-yes")
-	if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
+	// Bounded: redis-cli waits without end for nodes that cannot reach each other's bus.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "redis-cli", args...).CombinedOutput(); err != nil {
 		t.Fatalf("redistest: redis-cli %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	c.WaitHealthy()

@@ -63,17 +63,22 @@ func FreeAddr(t testing.TB) string {
 // range (32768 and up on Linux). A port the kernel handed out for ":0" may be handed out again
 // as the source port of an outgoing connection (a client redialling a killed server can even
 // connect to itself on that port) before the server the test starts binds it; ports below the
-// range are never given out that way, so a server started there does not lose its port.
+// range are never given out that way. The test binaries of one `go test ./...` run side by side,
+// so a port is also reserved across processes, by a file in portsDir, for the test's duration:
+// a server stopped and started again keeps its port meanwhile.
 func FreePort(t testing.TB) int {
 	t.Helper()
+	if err := os.MkdirAll(portsDir, 0o777); err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
 	for range 1000 {
 		port := 20000 + rand.IntN(12000)
-		if portsTaken.add(port) {
+		if !reservePort(t, port) {
 			continue
 		}
 		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 		if err != nil {
-			continue
+			continue // in use by something else: the reservation stays, harmlessly, until cleanup
 		}
 		l.Close()
 		return port
@@ -82,24 +87,27 @@ func FreePort(t testing.TB) int {
 	return 0
 }
 
-// portsTaken are the ports handed out by this process: a server that was stopped has freed its
-// port, but the test may start it again there, so no other server may take it meanwhile.
-var portsTaken = portSet{m: map[int]bool{}}
+// portsDir holds the port reservations of the tests running on this machine.
+var portsDir = filepath.Join(os.TempDir(), "resched-test-ports")
 
-type portSet struct {
-	mu sync.Mutex
-	m  map[int]bool
-}
-
-// add records port and reports whether it was already there.
-func (s *portSet) add(port int) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m[port] {
-		return true
+// reservePort takes port for the test, unless another test holds it. A reservation older than
+// an hour is a crashed run's, and is taken over.
+func reservePort(t testing.TB, port int) bool {
+	path := filepath.Join(portsDir, strconv.Itoa(port))
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		info, serr := os.Stat(path)
+		if serr != nil || time.Since(info.ModTime()) < time.Hour {
+			return false
+		}
+		_ = os.Remove(path)
+		if f, err = os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644); err != nil {
+			return false
+		}
 	}
-	s.m[port] = true
-	return false
+	f.Close()
+	t.Cleanup(func() { _ = os.Remove(path) })
+	return true
 }
 
 // Proc is a child process of a test, its output appended to a log file. It is killed at the
