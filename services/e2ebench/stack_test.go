@@ -6,10 +6,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/resched/resched/services/internal/apitest"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -111,44 +111,9 @@ func (s *stack) request(t testing.TB, subject, body string) {
 	}
 }
 
-// putJobs puts n jobs named j<i> in collection c through jobs.bulk, 1,000 a request, 8 at once;
-// props(i) is a job's properties JSON.
+// putJobs puts n jobs named j<i> in a new collection c; props(i) is a job's properties JSON.
 func (s *stack) putJobs(t testing.TB, c string, n int, props func(i int) string) {
 	t.Helper()
 	s.request(t, "collections.put."+c, `{}`)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for range 8 {
-		wg.Go(func() {
-			var b strings.Builder
-			for first := next.Add(1000) - 1000; first < int64(n); first = next.Add(1000) - 1000 {
-				b.Reset()
-				b.WriteString(`{"jobs": [`)
-				for i := first; i < min(first+1000, int64(n)); i++ {
-					if i > first {
-						b.WriteByte(',')
-					}
-					b.WriteString(`{"name": "j` + strconv.FormatInt(i, 10) + `", "properties": ` + props(int(i)) + `}`)
-				}
-				b.WriteString(`]}`)
-				msg, err := s.nc.Request("scheduler.api.jobs.bulk."+c, []byte(b.String()), time.Minute)
-				if err == nil && msg.Header.Get("Nats-Service-Error-Code") != "" {
-					err = fmt.Errorf("bulk: %s", msg.Data)
-				}
-				if err == nil && strings.Contains(string(msg.Data), `"error"`) {
-					err = fmt.Errorf("bulk refused a job: %.300s", msg.Data)
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	apitest.BulkPut(t, s.nc, c, n, func(i int) string { return "j" + strconv.Itoa(i) }, props)
 }

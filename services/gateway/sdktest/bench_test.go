@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/resched/resched/services/internal/apitest"
+
 	"github.com/resched/resched/services/internal/testenv"
 
 	"github.com/nats-io/nats.go"
@@ -169,29 +171,8 @@ func BenchmarkDashboardJobsPage(b *testing.B) {
 	if _, err := nc.Request("scheduler.api.collections.put.big", []byte(`{}`), 10*time.Second); err != nil {
 		b.Fatal(err)
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			var body strings.Builder
-			for first := next.Add(1000) - 1000; first < int64(n); first = next.Add(1000) - 1000 {
-				body.Reset()
-				body.WriteString(`{"jobs": [`)
-				for i := first; i < first+1000 && i < int64(n); i++ {
-					if i > first {
-						body.WriteByte(',')
-					}
-					fmt.Fprintf(&body, `{"name": "job-%06d", "properties": %s}`, i, strings.TrimSuffix(strings.TrimPrefix(benchJob, `{"properties": `), "}"))
-				}
-				body.WriteString(`]}`)
-				if _, err := nc.Request("scheduler.api.jobs.bulk.big", []byte(body.String()), time.Minute); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
+	props := strings.TrimSuffix(strings.TrimPrefix(benchJob, `{"properties": `), "}")
+	apitest.BulkPut(b, nc, "big", n, func(i int) string { return fmt.Sprintf("job-%06d", i) }, func(int) string { return props })
 	root := testenv.RepoRoot(b)
 	cmd := exec.Command("node", filepath.Join("testdata", "dashboard-bench.cjs"))
 	cmd.Env = append(os.Environ(), "NODE_PATH="+filepath.Join(root, "scripts", "browser", "node_modules"), "BASE="+s.base,

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/resched/resched/services/internal/apitest"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/resched/resched/services/internal/testenv"
@@ -101,30 +103,11 @@ func BenchmarkListPage(b *testing.B) {
 	}
 }
 
-// bulkLoad puts n jobs named jobName(1..n) in collection c through jobs.bulk, 1,000 a request,
-// 8 requests in flight.
+// bulkLoad puts n jobs named jobName(1..n) in collection c through jobs.bulk, as schedctl job
+// import sends them.
 func bulkLoad(b *testing.B, e *env, n int) {
 	b.Helper()
-	const per, inFlight = 1000, 8
-	var next atomic.Int64
-	run(b, inFlight, func(int) error {
-		var body strings.Builder
-		for first := next.Add(per) - per + 1; first <= int64(n); first = next.Add(per) - per + 1 {
-			body.Reset()
-			body.WriteString(`{"jobs": [`)
-			for i := first; i < first+per && i <= int64(n); i++ {
-				if i > first {
-					body.WriteByte(',')
-				}
-				fmt.Fprintf(&body, `{"name": %q, "properties": %s}`, jobName(int(i)), hourly)
-			}
-			body.WriteString(`]}`)
-			if err := request(e.nc, "jobs.bulk.c", []byte(body.String())); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	apitest.BulkPut(b, e.nc, "c", n, func(i int) string { return jobName(i + 1) }, func(int) string { return hourly })
 }
 
 // jobName keeps names in index order: j0000001 < j0000002.
