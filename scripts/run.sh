@@ -41,7 +41,9 @@ holder() {
 }
 
 # pick VAR DEFAULT_HOST DEFAULT_PORT KIND: sets VAR to host:port. A value the user set is kept
-# and must be free; a busy default moves to the next free port.
+# and must be free; a busy default moves to the next port that is free and not picked already
+# (nothing listens on a picked port yet: a moved default could land on the next one's default).
+picked=" "
 pick() {
 	local var=$1 host=$2 port=$3 kind=$4 given=${!1:-}
 	if [ -n "$given" ]; then
@@ -52,15 +54,17 @@ pick() {
 			die "the $kind port $port ($var=$given) is in use$(holder "$port"): stop that program or set $var to a free port"
 		fi
 		printf -v "$var" '%s:%s' "$host" "$port"
+		picked+="$port "
 		return
 	fi
 	local p=$port
-	while listening "$host" "$p"; do
+	while listening "$host" "$p" || [[ $picked == *" $p "* ]]; do
 		[ "$p" = "$port" ] && warn "the $kind port $port is in use$(holder "$port"): using the next free port (set $var to choose one)"
 		p=$((p + 1))
 		[ $((p - port)) -lt 100 ] || die "no free port for the $kind between $port and $p: set $var"
 	done
 	printf -v "$var" '%s:%s' "$host" "$p"
+	picked+="$p "
 }
 
 pick REDIS_PORT 127.0.0.1 6390 "Redis"

@@ -64,6 +64,13 @@ func TestMakeRunWithABusyDefaultPort(t *testing.T) {
 		t.Fatalf("hold the default NATS port: %v", err)
 	}
 	defer l.Close()
+	// The target's default too: it moves to the next port, which is the planner's default, so
+	// the planner must move further rather than take the same one.
+	target, err := net.Listen("tcp", "127.0.0.1:8080")
+	if err != nil {
+		t.Fatalf("hold the default target port: %v", err)
+	}
+	defer target.Close()
 	clone := freshClone(t)
 
 	busy := startMakeRun(t, clone, []string{"NATS_ADDR=127.0.0.1:4222"})
@@ -78,7 +85,7 @@ func TestMakeRunWithABusyDefaultPort(t *testing.T) {
 	run.waitFor(t, 10*time.Second, "the NATS_URL to use", func(l string) bool { return strings.Contains(l, "export NATS_URL=") })
 	out := run.output()
 	for _, want := range []string{"the NATS port 4222 is in use by ", "using the next free port (set NATS_ADDR to choose one)",
-		"export NATS_URL=nats://127.0.0.1:4223"} {
+		"export NATS_URL=nats://127.0.0.1:4223", "the example target port 8080 is in use"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("make run's output lacks %q:\n%s", want, out)
 		}
