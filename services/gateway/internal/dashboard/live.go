@@ -3,7 +3,6 @@ package dashboard
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -19,7 +18,6 @@ import (
 // the live pages allowed to see its collection.
 type hub struct {
 	scopes *scopes
-	log    *slog.Logger
 	now    func() time.Time
 
 	mu       sync.Mutex
@@ -75,8 +73,8 @@ type subscriber struct {
 
 const keptFailures = 30
 
-func newHub(s *scopes, log *slog.Logger) *hub {
-	return &hub{scopes: s, log: log, now: time.Now, subs: map[*subscriber]struct{}{}}
+func newHub(s *scopes) *hub {
+	return &hub{scopes: s, now: time.Now, subs: map[*subscriber]struct{}{}}
 }
 
 // start subscribes to the events and the results.

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -50,22 +51,13 @@ func infoOf(c job.Collection) collectionInfo {
 // made on NATS (no scope) only by a grant of every scope ("*").
 func visible(g access.Grant, scope string) bool {
 	if scope == "" {
-		return slicesContains(g.Scopes, "*")
+		return slices.Contains(g.Scopes, "*")
 	}
 	parts := strings.Split(strings.Trim(scope, "/"), "/")
 	if len(parts) != 4 {
 		return false
 	}
 	return g.Covers(parts[1], parts[3])
-}
-
-func slicesContains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // scopes remembers the scope of each collection, for filtering live messages, which name only

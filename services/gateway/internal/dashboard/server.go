@@ -60,7 +60,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, api: schedapi.Client{NC: cfg.NATS, Subjects: cfg.Subjects}}
 	s.scopes = &scopes{api: s.api}
-	s.hub = newHub(s.scopes, cfg.Logger)
+	s.hub = newHub(s.scopes)
 	if err := s.hub.start(cfg.NATS, cfg.Subjects); err != nil {
 		return nil, err
 	}
@@ -203,7 +203,8 @@ func (s *Server) visibleCollections(c *call) ([]job.Collection, error) {
 	return all, nil
 }
 
-func (s *Server) collections(c *call) (any, error) {
+// collectionInfos is what the pages show of the visible collections.
+func (s *Server) collectionInfos(c *call) ([]collectionInfo, error) {
 	all, err := s.visibleCollections(c)
 	if err != nil {
 		return nil, err
@@ -212,17 +213,21 @@ func (s *Server) collections(c *call) (any, error) {
 	for i, coll := range all {
 		out[i] = infoOf(coll)
 	}
-	return map[string]any{"value": out}, nil
+	return out, nil
 }
 
-func (s *Server) overview(c *call) (any, error) {
-	all, err := s.visibleCollections(c)
+func (s *Server) collections(c *call) (any, error) {
+	infos, err := s.collectionInfos(c)
 	if err != nil {
 		return nil, err
 	}
-	infos := make([]collectionInfo, len(all))
-	for i, coll := range all {
-		infos[i] = infoOf(coll)
+	return map[string]any{"value": infos}, nil
+}
+
+func (s *Server) overview(c *call) (any, error) {
+	infos, err := s.collectionInfos(c)
+	if err != nil {
+		return nil, err
 	}
 	minutes, failures := s.hub.lastHour(c.ctx, c.grant)
 	out := map[string]any{"collections": infos, "minutes": minutes, "failures": failures}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/resched/resched/services/internal/redistest"
 	"github.com/resched/resched/services/planner/internal/store"
 	"github.com/resched/resched/shared/job"
@@ -17,18 +18,7 @@ import (
 func BenchmarkFireRound(b *testing.B) {
 	const jobs, batch = 20_000, 256
 	ctx := context.Background()
-	rdb := redistest.Start(b).Client(b)
-	s := store.New(rdb, "bench")
-	if _, err := s.PutCollection(ctx, "c", []byte(`{}`), job.CollectionEnabled, 0, false); err != nil {
-		b.Fatal(err)
-	}
-	def := []byte(`{"startTime":"2026-01-01T12:00:00Z","recurrence":{"frequency":"Minute"}}` + "\n" + `{"type":"Http"}`)
-	for i := range jobs {
-		if _, _, _, err := s.PutJob(ctx, store.PutJob{Collection: "c", Name: fmt.Sprint("j", i), Definition: def,
-			Accepted: t0, Next: t0, State: job.StateEnabled, Reaccept: true}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	s, rdb := benchStore(b, jobs)
 	p := s.PartitionOf("c")
 	if _, err := s.Acquire(ctx, []int{p}, "bench", time.Hour); err != nil {
 		b.Fatal(err)
@@ -68,18 +58,7 @@ func BenchmarkFireRound(b *testing.B) {
 func BenchmarkApplyResults(b *testing.B) {
 	const jobs, batch, message = 2_000, 256, "Http Status: 200 OK"
 	ctx := context.Background()
-	rdb := redistest.Start(b).Client(b)
-	s := store.New(rdb, "bench")
-	if _, err := s.PutCollection(ctx, "c", []byte(`{}`), job.CollectionEnabled, 0, false); err != nil {
-		b.Fatal(err)
-	}
-	def := []byte(`{"startTime":"2026-01-01T12:00:00Z","recurrence":{"frequency":"Minute"}}` + "\n" + `{"type":"Http"}`)
-	for i := range jobs {
-		if _, _, _, err := s.PutJob(ctx, store.PutJob{Collection: "c", Name: fmt.Sprint("j", i), Definition: def,
-			Accepted: t0, Next: t0, State: job.StateEnabled, Reaccept: true}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	s, rdb := benchStore(b, jobs)
 	seq := 0
 	results := make([]store.Result, batch)
 	apply := func() {
@@ -125,4 +104,24 @@ func BenchmarkApplyResults(b *testing.B) {
 	}
 	b.ReportMetric(float64(bytes)/float64(entries), "history-bytes/entry")
 	b.ReportMetric(float64(len(message)), "message-bytes")
+}
+
+// benchStore is a store on a new redis-server with collection c of n jobs j0…j<n-1>, every
+// minute, all due at t0.
+func benchStore(b *testing.B, n int) (*store.Store, *redis.Client) {
+	b.Helper()
+	ctx := context.Background()
+	rdb := redistest.Start(b).Client(b)
+	s := store.New(rdb, "bench")
+	if _, err := s.PutCollection(ctx, "c", []byte(`{}`), job.CollectionEnabled, 0, false); err != nil {
+		b.Fatal(err)
+	}
+	def := []byte(`{"startTime":"2026-01-01T12:00:00Z","recurrence":{"frequency":"Minute"}}` + "\n" + `{"type":"Http"}`)
+	for i := range n {
+		if _, _, _, err := s.PutJob(ctx, store.PutJob{Collection: "c", Name: fmt.Sprint("j", i), Definition: def,
+			Accepted: t0, Next: t0, State: job.StateEnabled, Reaccept: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return s, rdb
 }

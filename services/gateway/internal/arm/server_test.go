@@ -1,0 +1,57 @@
+package arm
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/resched/resched/services/gateway/internal/access"
+	"github.com/resched/resched/services/internal/bus"
+)
+
+// planner is a Requester that answers every request with err (no planner, a time-out).
+type planner struct{ err error }
+
+func (p planner) RequestMsgWithContext(context.Context, *nats.Msg) (*nats.Msg, error) {
+	return nil, p.err
+}
+
+// anyone grants every request: these tests are about what follows the authentication.
+type anyone struct{}
+
+func (anyone) Authenticate(*http.Request) (access.Grant, error) {
+	return access.Grant{Subject: "test", Role: access.Operator, Scopes: []string{"*"}}, nil
+}
+
+// When the planners are not there or do not answer in time, the client gets ARM's retryable
+// errors, not a hang or a 500; a path or a method the surface does not have is named so.
+func TestAnswersWithoutPlanners(t *testing.T) {
+	const job = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Scheduler/jobCollections/c/jobs/j?api-version=2016-03-01"
+	for _, c := range []struct {
+		name, method, path string
+		err                error
+		status             int
+		code               string
+	}{
+		{"no planner", "GET", job, nats.ErrNoResponders, 503, "ServerBusy"},
+		{"no answer in time", "GET", job, context.DeadlineExceeded, 504, "OperationTimedOut"},
+		{"connection lost", "GET", job, nats.ErrConnectionClosed, 503, "ServerBusy"},
+		{"unknown path", "GET", "/subscriptions/s/providers/Microsoft.Web/sites?api-version=2016-03-01", nil, 404, "InvalidResourceType"},
+		{"wrong method", "POST", job, nil, 405, "InvalidHttpVerb"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := New(Config{NATS: planner{err: c.err}, Subjects: bus.NewSubjects(""), Auth: anyone{}})
+			rec := httptest.NewRecorder()
+			srv.ServeHTTP(rec, httptest.NewRequest(c.method, c.path, nil))
+			var body struct {
+				Error struct{ Code, Message string } `json:"error"`
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || rec.Code != c.status || body.Error.Code != c.code || body.Error.Message == "" {
+				t.Errorf("%d %s, want %d with code %s", rec.Code, rec.Body, c.status, c.code)
+			}
+		})
+	}
+}
