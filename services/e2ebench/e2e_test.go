@@ -11,7 +11,8 @@ import (
 	"github.com/resched/resched/services/internal/testenv"
 )
 
-// sizes are the runs: make bench-e2e sets RESCHED_E2E=full; make test runs the short ones.
+// sizes are the runs: make bench-e2e sets RESCHED_E2E=full; make test runs the short ones;
+// RESCHED_E2E=burst runs the full burst alone.
 type sizes struct {
 	burst    int
 	rates    []int
@@ -19,8 +20,11 @@ type sizes struct {
 }
 
 func sizesFor() sizes {
-	if os.Getenv("RESCHED_E2E") == "full" {
+	switch os.Getenv("RESCHED_E2E") {
+	case "full":
 		return sizes{burst: 100_000, rates: []int{1000, 5000}, duration: 60 * time.Second}
+	case "burst": // the full burst alone, for profiling a change
+		return sizes{burst: 100_000}
 	}
 	return sizes{burst: 2_000, rates: []int{200}, duration: 5 * time.Second}
 }
@@ -61,6 +65,8 @@ func burst(t *testing.T, s *stack, sk *sink, n int) {
 	}
 	dueBase, resBase := s.lastSeq(t, dueStream), s.lastSeq(t, resultsStream)
 	cpu := s.cpu(t)
+	time.Sleep(time.Until(t0.Add(-200 * time.Millisecond)))
+	defer s.profile(t, "burst", 20*time.Second)()
 	var onStream, delivered, recorded time.Duration
 	deadline := t0.Add(5 * time.Minute)
 	for recorded == 0 {
@@ -101,6 +107,8 @@ func steady(t *testing.T, s *stack, sk *sink, rate int, d time.Duration) {
 		t.Fatalf("loading %d jobs outlasted their first due time", rate)
 	}
 	cpu := s.cpu(t)
+	time.Sleep(time.Until(t1))
+	defer s.profile(t, fmt.Sprint("steady-", rate), d)()
 	want := rate * int(d/time.Second)
 	testenv.Eventually(t, time.Until(end)+2*time.Minute, "every occurrence delivered", func() bool { return sk.count() >= want })
 	time.Sleep(time.Until(end.Add(time.Second))) // the real clock is what is measured: nothing more may come

@@ -3,9 +3,13 @@ package e2ebench
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +29,9 @@ type stack struct {
 	workers []*testenv.Proc
 	nc      *nats.Conn
 	js      jetstream.JetStream
+	// profiled are the HTTP addresses of the processes whose CPU profiles a run collects
+	// (RESCHED_E2E_PROFILE), by name.
+	profiled map[string]string
 }
 
 func startStack(t testing.TB, workers int) *stack {
@@ -34,8 +41,14 @@ func startStack(t testing.TB, workers int) *stack {
 	natsAddr := testenv.FreeAddr(t)
 	host, port, _ := strings.Cut(natsAddr, ":")
 	s := &stack{redis: redistest.Start(t)}
-	s.nats = testenv.Start(t, dir, "nats-server", filepath.Join(bin, "nats-server"), nil,
-		"-js", "-sd", filepath.Join(dir, "jetstream"), "-a", host, "-p", port)
+	natsArgs := []string{"-js", "-sd", filepath.Join(dir, "jetstream"), "-a", host, "-p", port}
+	var natsProfile string
+	if os.Getenv(profileEnv) != "" {
+		natsProfile = testenv.FreeAddr(t)
+		_, profilePort, _ := strings.Cut(natsProfile, ":")
+		natsArgs = append(natsArgs, "--profile", profilePort)
+	}
+	s.nats = testenv.Start(t, dir, "nats-server", filepath.Join(bin, "nats-server"), nil, natsArgs...)
 	url := "nats://" + natsAddr
 	testenv.Eventually(t, 20*time.Second, "nats-server up", func() bool {
 		nc, err := nats.Connect(url)
@@ -50,19 +63,60 @@ func startStack(t testing.TB, workers int) *stack {
 	if s.js, err = jetstream.New(s.nc); err != nil {
 		t.Fatal(err)
 	}
+	pprof := strconv.FormatBool(os.Getenv(profileEnv) != "")
 	plannerHTTP := testenv.FreeAddr(t)
+	s.profiled = map[string]string{"planner": plannerHTTP}
+	if natsProfile != "" {
+		s.profiled["nats-server"] = natsProfile
+	}
 	s.planner = testenv.Start(t, dir, "planner", filepath.Join(bin, "planner"), []string{"NATS_URL=" + url,
-		"REDIS_URL=" + s.redis.URL(), "RESCHED_PLANNER_HTTP_ADDR=" + plannerHTTP, "RESCHED_PLANNER_LOG_LEVEL=warn"})
+		"REDIS_URL=" + s.redis.URL(), "RESCHED_PLANNER_HTTP_ADDR=" + plannerHTTP, "RESCHED_PLANNER_LOG_LEVEL=warn",
+		"RESCHED_PLANNER_PPROF=" + pprof})
 	for i := range workers {
-		s.workers = append(s.workers, testenv.Start(t, dir, fmt.Sprint("worker-", i), filepath.Join(bin, "worker"), []string{
-			"NATS_URL=" + url, "RESCHED_WORKER_HTTP_ADDR=" + testenv.FreeAddr(t), "RESCHED_WORKER_LOG_LEVEL=warn",
-			"RESCHED_WORKER_CONCURRENCY=64"}))
+		name, addr := fmt.Sprint("worker-", i), testenv.FreeAddr(t)
+		s.profiled[name] = addr
+		s.workers = append(s.workers, testenv.Start(t, dir, name, filepath.Join(bin, "worker"), []string{
+			"NATS_URL=" + url, "RESCHED_WORKER_HTTP_ADDR=" + addr, "RESCHED_WORKER_LOG_LEVEL=warn",
+			"RESCHED_WORKER_CONCURRENCY=64", "RESCHED_WORKER_PPROF=" + pprof}))
 	}
 	testenv.Eventually(t, 30*time.Second, "the planner answers", func() bool {
 		_, err := s.nc.Request("scheduler.api.collections.list", nil, time.Second)
 		return err == nil
 	}, s.planner.Tail)
 	return s
+}
+
+// profileEnv names a directory: each run then writes a CPU profile of the planner and of each
+// worker there (<run>-<process>.pprof), for go tool pprof.
+const profileEnv = "RESCHED_E2E_PROFILE"
+
+// profile collects, when profileEnv asks for it, a CPU profile of every Go process of the
+// stack for the next d, in the background; the returned func waits for them.
+func (s *stack) profile(t testing.TB, run string, d time.Duration) (wait func()) {
+	dir := os.Getenv(profileEnv)
+	if dir == "" {
+		return func() {}
+	}
+	var wg sync.WaitGroup
+	for name, addr := range s.profiled {
+		wg.Go(func() {
+			url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds()))
+			resp, err := http.Get(url)
+			if err != nil {
+				t.Errorf("profile of %s: %v", name, err)
+				return
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			if err == nil {
+				err = os.WriteFile(filepath.Join(dir, run+"-"+name+".pprof"), b, 0o644)
+			}
+			if err != nil {
+				t.Errorf("profile of %s: %v", name, err)
+			}
+		})
+	}
+	return wg.Wait
 }
 
 // cpu is each process's CPU time so far.

@@ -23,6 +23,7 @@ type Config struct {
 	Addr            string        // where the ARM API listens
 	TLSCert, TLSKey string        // HTTPS when both are set
 	HTTPAddr        string        // /healthz, /readyz and /metrics
+	Profiling       bool          // Go profiles under /debug/pprof/ on HTTPAddr
 	AccessFile      string        // static tokens and OIDC principals, with their scopes
 	OIDCIssuer      string        // accepted JWT issuer (none: static tokens only)
 	OIDCAudience    string        // the audience those JWTs must carry
@@ -57,6 +58,7 @@ func (c *Config) settings() []config.Setting {
 		config.Define("TLS certificate", "tls-cert", p+"TLS_CERT", "PEM certificate (chain) of the API's HTTPS; with -tls-key", config.OptionalText(&c.TLSCert, anyValue)),
 		config.Define("TLS key", "tls-key", p+"TLS_KEY", "PEM private key of the API's HTTPS; with -tls-cert", config.OptionalText(&c.TLSKey, anyValue)),
 		config.Define("HTTP address", "http-addr", p+"HTTP_ADDR", "listen address of /healthz, /readyz and /metrics", config.Text(&c.HTTPAddr, config.ListenAddr)),
+		config.Define("profiling", "pprof", p+"PPROF", "serve Go's CPU, heap and goroutine profiles under /debug/pprof/ on the HTTP address (off: a profile costs CPU while it runs)", config.Bool(&c.Profiling)),
 		config.Define("access file", "access-file", p+"ACCESS_FILE", "JSON file of the static tokens and OpenID Connect principals, with their roles and scopes", config.OptionalText(&c.AccessFile, anyValue)),
 		config.Define("OIDC issuer", "oidc-issuer", p+"OIDC_ISSUER", "OpenID Connect issuer whose JWTs are accepted (its discovery document and keys are fetched)", config.OptionalText(&c.OIDCIssuer, checkIssuer)),
 		config.Define("OIDC audience", "oidc-audience", p+"OIDC_AUDIENCE", "the audience (aud) the issuer's JWTs must carry", config.OptionalText(&c.OIDCAudience, anyValue)),
@@ -114,6 +116,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("addr", c.Addr),
 		slog.Bool("https", c.TLSCert != ""),
 		slog.String("http_addr", c.HTTPAddr),
+		slog.Bool("pprof", c.Profiling),
 		slog.String("access_file", c.AccessFile),
 		slog.String("oidc_issuer", c.OIDCIssuer),
 		slog.String("oidc_audience", c.OIDCAudience),

@@ -72,7 +72,7 @@ func newGateway(ctx context.Context, cfg Config, logger *slog.Logger) (*gateway,
 		}
 		g.apiLn = tls.NewListener(g.apiLn, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
 	}
-	g.health, err = health.Listen(cfg.HTTPAddr, health.Handler(health.Config{Gatherer: reg, Logger: logger, Version: version.String(),
+	g.health, err = health.Listen(cfg.HTTPAddr, health.Handler(health.Config{Gatherer: reg, Logger: logger, Version: version.String(), Profiling: cfg.Profiling,
 		Live: []health.Check{{Name: "nats", Func: g.conn.Live}}, Ready: []health.Check{{Name: "nats", Func: g.conn.Ready}}}))
 	if err != nil {
 		g.close()

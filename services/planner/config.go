@@ -29,6 +29,7 @@ type Config struct {
 	Secrets       secrets.Options // where the keys that seal job secrets are
 	SubjectPrefix string          // first token of every NATS subject, "scheduler" by default
 	HTTPAddr      string          // /healthz, /readyz and /metrics
+	Profiling     bool            // Go profiles under /debug/pprof/ on HTTPAddr
 
 	RedisKeyPrefix   string            // first part of every Redis key
 	Partitions       int               // partitions of the data (recorded in Redis at the first start)
@@ -105,6 +106,7 @@ func (c *Config) settings() []config.Setting {
 	return append(settings,
 		config.Define("subject prefix", "subject-prefix", p+"SUBJECT_PREFIX", "first token of every NATS subject", config.Text(&c.SubjectPrefix, config.SubjectPrefix)),
 		config.Define("HTTP address", "http-addr", p+"HTTP_ADDR", "listen address of /healthz, /readyz and /metrics", config.Text(&c.HTTPAddr, config.ListenAddr)),
+		config.Define("profiling", "pprof", p+"PPROF", "serve Go's CPU, heap and goroutine profiles under /debug/pprof/ on the HTTP address (off: a profile costs CPU while it runs)", config.Bool(&c.Profiling)),
 		config.Define("Redis key prefix", "redis-key-prefix", p+"REDIS_KEY_PREFIX", "first part of every Redis key", config.Text(&c.RedisKeyPrefix, checkKeyPrefix)),
 		config.Define("partitions", "partitions", p+"PARTITIONS", "partitions the data is spread over; recorded in Redis at the first start and fixed afterwards (more spread a Redis Cluster better)", config.Int(&c.Partitions, 1, store.MaxPartitions)),
 		config.Define("catch-up window", "catch-up-window", p+"CATCH_UP_WINDOW", "an occurrence missed by more than this is skipped, not fired", config.Duration(&c.CatchUpWindow, time.Second)),
@@ -173,6 +175,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Any("secret_keys", c.keys.IDs()),
 		slog.String("subject_prefix", c.SubjectPrefix),
 		slog.String("http_addr", c.HTTPAddr),
+		slog.Bool("pprof", c.Profiling),
 		slog.String("redis_key_prefix", c.RedisKeyPrefix),
 		slog.Int("partitions", c.Partitions),
 		slog.String("catch_up_window", config.FormatDuration(c.CatchUpWindow)),

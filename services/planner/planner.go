@@ -93,7 +93,7 @@ func newPlanner(cfg Config, logger *slog.Logger) (*planner, error) {
 		p.close()
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	p.http, err = health.Listen(cfg.HTTPAddr, health.Handler(health.Config{Gatherer: reg, Logger: logger, Version: version.String(),
+	p.http, err = health.Listen(cfg.HTTPAddr, health.Handler(health.Config{Gatherer: reg, Logger: logger, Version: version.String(), Profiling: cfg.Profiling,
 		Live: []health.Check{{Name: "nats", Func: p.conn.Live}}, Ready: []health.Check{
 			{Name: "startup", Func: p.startedCheck},
 			{Name: "leases", Func: p.leasesCheck},

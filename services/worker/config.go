@@ -28,6 +28,7 @@ type Config struct {
 	Secrets       secrets.Options // where the keys that open job secrets are
 	SubjectPrefix string          // first token of every NATS subject, "scheduler" by default
 	HTTPAddr      string          // /healthz, /readyz and /metrics
+	Profiling     bool            // Go profiles under /debug/pprof/ on HTTPAddr
 	Region        string          // told to targets (the Storage Queue envelope's Region)
 
 	Concurrency      int           // deliveries in flight at once
@@ -79,6 +80,7 @@ func (c *Config) settings() []config.Setting {
 	return append(settings,
 		config.Define("subject prefix", "subject-prefix", p+"SUBJECT_PREFIX", "first token of every NATS subject", config.Text(&c.SubjectPrefix, config.SubjectPrefix)),
 		config.Define("HTTP address", "http-addr", p+"HTTP_ADDR", "listen address of /healthz, /readyz and /metrics", config.Text(&c.HTTPAddr, config.ListenAddr)),
+		config.Define("profiling", "pprof", p+"PPROF", "serve Go's CPU, heap and goroutine profiles under /debug/pprof/ on the HTTP address (off: a profile costs CPU while it runs)", config.Bool(&c.Profiling)),
 		config.Define("region", "region", p+"REGION", "region name told to targets (the Storage Queue envelope)", config.Text(&c.Region, checkOneLine)),
 		config.Define("concurrency", "concurrency", p+"CONCURRENCY", "deliveries in flight at once", config.Int(&c.Concurrency, 1, maxConcurrency)),
 		config.Define("ack wait", "ack-wait", p+"ACK_WAIT", "how soon the delivery of a worker that died goes to another worker; a running delivery tells the server it is in progress every third of it", config.Duration(&c.AckWait, 3*time.Second)),
@@ -128,6 +130,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Any("secret_keys", c.keys.IDs()),
 		slog.String("subject_prefix", c.SubjectPrefix),
 		slog.String("http_addr", c.HTTPAddr),
+		slog.Bool("pprof", c.Profiling),
 		slog.String("region", c.Region),
 		slog.Int("concurrency", c.Concurrency),
 		slog.String("ack_wait", config.FormatDuration(c.AckWait)),

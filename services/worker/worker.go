@@ -69,7 +69,7 @@ func newWorker(cfg Config, logger *slog.Logger) (*worker, error) {
 		Streams:     bus.StreamOptions{Replicas: cfg.StreamReplicas, PlacementTags: bus.SplitTags(cfg.PlacementTags)},
 		StopTimeout: cfg.ShutdownTimeout,
 	})
-	w.http, err = health.Listen(cfg.HTTPAddr, health.Handler(health.Config{Gatherer: reg, Logger: logger, Version: version.String(),
+	w.http, err = health.Listen(cfg.HTTPAddr, health.Handler(health.Config{Gatherer: reg, Logger: logger, Version: version.String(), Profiling: cfg.Profiling,
 		Live: []health.Check{{Name: "nats", Func: w.conn.Live}}, Ready: []health.Check{
 			{Name: "nats", Func: w.conn.Ready},
 			{Name: "consumer", Func: w.consumerReady},

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync"
 	"time"
 
@@ -36,7 +37,10 @@ type Config struct {
 	Live    []Check
 	Ready   []Check       // every one must pass for /readyz to answer 200
 	Timeout time.Duration // bound on all the readiness checks together; default 2 s
-	Logger  *slog.Logger
+	// Profiling serves Go's profiles under /debug/pprof/ (net/http/pprof). Off by default:
+	// a profile costs CPU while it runs and tells the code's shape to whoever can reach the port.
+	Profiling bool
+	Logger    *slog.Logger
 }
 
 // Handler serves /healthz, /readyz and /metrics.
@@ -66,6 +70,13 @@ func Handler(cfg Config) http.Handler {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{
 			ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 		}))
+	}
+	if cfg.Profiling {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	}
 	return mux
 }

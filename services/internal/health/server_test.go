@@ -123,6 +123,16 @@ func TestMetricsExposesTheRegistry(t *testing.T) {
 	}
 }
 
+func TestProfilingOnlyWhenAskedFor(t *testing.T) {
+	if code, _ := get(t, health.Handler(health.Config{}), "/debug/pprof/heap?debug=1"); code != 404 {
+		t.Errorf("profiles served without Profiling: %d", code)
+	}
+	code, body := get(t, health.Handler(health.Config{Profiling: true}), "/debug/pprof/heap?debug=1")
+	if code != 200 || !strings.Contains(body, "heap profile") {
+		t.Errorf("/debug/pprof/heap with Profiling = %d %.80s", code, body)
+	}
+}
+
 func TestServerListensAndShutsDown(t *testing.T) {
 	srv, err := health.Listen("127.0.0.1:0", health.Handler(health.Config{}))
 	if err != nil {
