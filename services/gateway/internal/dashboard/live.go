@@ -95,8 +95,8 @@ func (h *hub) onEvent(data []byte) {
 }
 
 func (h *hub) onResult(data []byte) {
-	var r bus.Result
-	if json.Unmarshal(data, &r) != nil {
+	r, err := bus.DecodeResult(data) // every result of the system comes through here
+	if err != nil {
 		return
 	}
 	at := r.StartTime

@@ -18,7 +18,6 @@ package results
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -163,9 +162,9 @@ func (rc *Consumer) handle(ctx context.Context, msgs []jetstream.Msg) {
 
 // decode reads a result and checks that it names the job of its subject.
 func (rc *Consumer) decode(msg jetstream.Msg) (bus.Result, error) {
-	var r bus.Result
-	if err := json.Unmarshal(msg.Data(), &r); err != nil {
-		return r, fmt.Errorf("not a result: %w", err)
+	r, err := bus.DecodeResult(msg.Data())
+	if err != nil {
+		return r, err
 	}
 	c, j, ok := rc.names(msg.Subject())
 	if !ok {

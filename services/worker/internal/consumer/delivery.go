@@ -212,7 +212,7 @@ func (c *Consumer) publish(ctx context.Context, m *nats.Msg) error {
 // resultMsg is the result of an attempt, with the id that drops a re-publish.
 func resultMsg(s bus.Subjects, r bus.Result) *nats.Msg {
 	m := nats.NewMsg(s.Result(r.Collection, r.Job))
-	m.Data = appendResult(make([]byte, 0, 320+len(r.Message)), r)
+	m.Data = r.AppendJSON(make([]byte, 0, 320+len(r.Message)))
 	m.Header.Set(bus.HeaderMsgID, bus.ResultMsgID(r))
 	return m
 }

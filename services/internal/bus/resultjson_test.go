@@ -1,0 +1,119 @@
+package bus_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/shared/job"
+)
+
+func resultCases() map[string]bus.Result {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)
+	base := bus.Result{
+		Collection: "c-1", Job: "j_2", Scheduled: at, ExecutionTag: bus.ExecutionTag("c-1", "j_2", at), Occurrence: 7,
+		ActionName: job.ActionNameMain, Attempt: 2, StartTime: at.Add(time.Second), EndTime: at.Add(1500 * time.Millisecond),
+		Status: job.ExecutionCompleted,
+	}
+	edit := func(f func(*bus.Result)) bus.Result { r := base; f(&r); return r }
+	return map[string]bus.Result{
+		"no message":    base,
+		"plain message": edit(func(r *bus.Result) { r.Message = "Http Action - Response from host 'x': 'OK' Status code: 200" }),
+		"message to escape": edit(func(r *bus.Result) {
+			r.Message = "a \"q\" \\ <b> & \n\t\x01 é \u2028 \ufffd"
+		}),
+		"failed, final, faulted": edit(func(r *bus.Result) {
+			r.Status, r.Final, r.Faulted, r.ActionName = job.ExecutionFailed, true, true, job.ActionNameError
+		}),
+		"main done":         edit(func(r *bus.Result) { r.MainDone, r.Status = true, job.ExecutionPostponed }),
+		"zone offset":       edit(func(r *bus.Result) { r.StartTime = r.StartTime.In(time.FixedZone("", 5*3600+1800)) }),
+		"zero times":        edit(func(r *bus.Result) { r.Scheduled, r.StartTime, r.EndTime = time.Time{}, time.Time{}, time.Time{} }),
+		"negative numbers":  edit(func(r *bus.Result) { r.Occurrence, r.Attempt = -1, -20 }),
+		"zero numbers":      edit(func(r *bus.Result) { r.Occurrence, r.Attempt = 0, 0 }),
+		"year out of range": edit(func(r *bus.Result) { r.EndTime = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) }),
+	}
+}
+
+// TestResultAppendJSONIsJSONMarshal checks the hand-written encoder against encoding/json.
+func TestResultAppendJSONIsJSONMarshal(t *testing.T) {
+	for name, r := range resultCases() {
+		want, _ := json.Marshal(r)
+		if got := r.AppendJSON(nil); string(got) != string(want) {
+			t.Errorf("%s: AppendJSON\n got %s\nwant %s", name, got, want)
+		}
+	}
+}
+
+// TestDecodeResultIsJSONUnmarshal reads what the encoder writes, and what other writers may
+// (another key order, white space, enumerations in another case), as encoding/json does.
+func TestDecodeResultIsJSONUnmarshal(t *testing.T) {
+	inputs := map[string]string{}
+	for name, r := range resultCases() {
+		inputs[name] = string(r.AppendJSON(nil))
+	}
+	plain := inputs["plain message"]
+	inputs["white space"] = strings.ReplaceAll(plain, `,"job":`, `, "job" : `)
+	inputs["keys reordered"] = `{"job":"j","collection":"c","status":"Completed","actionName":"MainAction","scheduledTime":"2026-03-01T12:00:00Z"}`
+	inputs["enumeration in lower case"] = strings.Replace(plain, `"Completed"`, `"completed"`, 1)
+	inputs["escaped name"] = strings.Replace(plain, `"j_2"`, `"j\u005f2"`, 1)
+	inputs["unknown key"] = strings.Replace(plain, `{"collection"`, `{"x":1,"collection"`, 1)
+	inputs["trailing white space"] = plain + " \n"
+	inputs["float attempt"] = strings.Replace(plain, `"attempt":2`, `"attempt":2.0`, 1)
+	inputs["leading zero"] = strings.Replace(plain, `"attempt":2`, `"attempt":02`, 1)
+	inputs["huge attempt"] = strings.Replace(plain, `"attempt":2`, `"attempt":99999999999999999999`, 1)
+	inputs["bad time"] = strings.Replace(plain, `"2026-03-01T12:00:00.123456789Z"`, `"2026-03-01 12:00:00Z"`, 1)
+	inputs["truncated"] = plain[:len(plain)-1]
+	inputs["not JSON"] = "hello"
+	for name, in := range inputs {
+		var want bus.Result
+		wantErr := json.Unmarshal([]byte(in), &want)
+		got, err := bus.DecodeResult([]byte(in))
+		if (err != nil) != (wantErr != nil) {
+			t.Errorf("%s: DecodeResult error %v, json.Unmarshal %v", name, err, wantErr)
+			continue
+		}
+		if err == nil && !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: DecodeResult\n got %+v\nwant %+v", name, got, want)
+		}
+	}
+}
+
+// FuzzDecodeResult: whatever the input, DecodeResult agrees with json.Unmarshal.
+func FuzzDecodeResult(f *testing.F) {
+	for _, r := range resultCases() {
+		f.Add(r.AppendJSON(nil))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var want bus.Result
+		wantErr := json.Unmarshal(data, &want)
+		got, err := bus.DecodeResult(data)
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("DecodeResult error %v, json.Unmarshal %v", err, wantErr)
+		}
+		if err == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("DecodeResult\n got %+v\nwant %+v", got, want)
+		}
+	})
+}
+
+func BenchmarkDecodeResult(b *testing.B) {
+	data := resultCases()["plain message"].AppendJSON(nil)
+	b.Run("DecodeResult", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := bus.DecodeResult(data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("json.Unmarshal", func(b *testing.B) {
+		for b.Loop() {
+			var r bus.Result
+			if err := json.Unmarshal(data, &r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
