@@ -62,6 +62,12 @@ func (s Subjects) Result(collection, job string) string {
 	return s.Prefix + ".results." + collection + "." + job
 }
 
+// Results is the subject a worker reports several attempts of one collection's jobs on, in
+// one message (a JSON array): a busy worker sends what finished while it sent the last one.
+func (s Subjects) Results(collection string) string {
+	return s.Prefix + ".results." + collection
+}
+
 // Event is the subject of a job event (accepted, rejected, completed, faulted).
 func (s Subjects) Event(collection, job, kind string) string {
 	return s.Prefix + ".events." + collection + "." + job + "." + kind

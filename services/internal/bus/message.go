@@ -1,6 +1,8 @@
 package bus
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -90,6 +92,17 @@ func (r Result) HistoryEntry() job.HistoryEntry {
 // ResultMsgID de-duplicates a result re-published after a worker restart.
 func ResultMsgID(r Result) string {
 	return r.ExecutionTag + "." + string(r.ActionName) + "." + strconv.Itoa(r.Attempt)
+}
+
+// ResultsMsgID de-duplicates a message of several results published twice: it stands for
+// their ids, in order.
+func ResultsMsgID(rs []Result) string {
+	h := sha256.New()
+	for _, r := range rs {
+		h.Write([]byte(ResultMsgID(r)))
+		h.Write([]byte{'\n'})
+	}
+	return "results." + hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // Event kinds on Subjects.Event.

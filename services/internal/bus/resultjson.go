@@ -55,10 +55,24 @@ func (r Result) AppendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
+// AppendResultsJSON appends the JSON array of rs to b, byte for byte what json.Marshal
+// writes (for a nil or empty rs, an empty array).
+func AppendResultsJSON(b []byte, rs []Result) []byte {
+	b = append(b, '[')
+	for i, r := range rs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = r.AppendJSON(b)
+	}
+	return append(b, ']')
+}
+
 // DecodeResult reads a result as json.Unmarshal does. The layout AppendJSON writes, with
 // strings of printable ASCII, is read directly; any other JSON goes to json.Unmarshal.
 func DecodeResult(data []byte) (Result, error) {
-	if r, ok := decodeResultFast(data); ok {
+	d := resultReader{b: data, ok: true}
+	if r := d.result(); d.ok && len(d.b) == 0 {
 		return r, nil
 	}
 	var r Result
@@ -68,9 +82,39 @@ func DecodeResult(data []byte) (Result, error) {
 	return r, nil
 }
 
-// decodeResultFast reads AppendJSON's layout; ok is false at the first byte it does not expect.
-func decodeResultFast(data []byte) (r Result, ok bool) {
+// DecodeResults reads a JSON array of results as json.Unmarshal does, AppendResultsJSON's
+// layout directly.
+func DecodeResults(data []byte) ([]Result, error) {
+	if rs, ok := decodeResultsFast(data); ok {
+		return rs, nil
+	}
+	var rs []Result
+	if err := json.Unmarshal(data, &rs); err != nil {
+		return nil, fmt.Errorf("not an array of results: %w", err)
+	}
+	return rs, nil
+}
+
+func decodeResultsFast(data []byte) ([]Result, bool) {
 	d := resultReader{b: data, ok: true}
+	d.field("[")
+	if d.has("]") {
+		return []Result{}, len(d.b) == 1
+	}
+	rs := make([]Result, 0, bytes.Count(data, []byte(`{"collection":`)))
+	for d.ok {
+		rs = append(rs, d.result())
+		if d.has("]") {
+			return rs, len(d.b) == 1
+		}
+		d.field(",")
+	}
+	return nil, false
+}
+
+// result reads one result in AppendJSON's layout; d.ok is false at the first byte it does
+// not expect.
+func (d *resultReader) result() (r Result) {
 	r.Collection = d.field(`{"collection":`).str()
 	r.Job = d.field(`,"job":`).str()
 	r.Scheduled = d.field(`,"scheduledTime":`).time()
@@ -89,7 +133,7 @@ func decodeResultFast(data []byte) (r Result, ok bool) {
 	r.Final = d.field(`,"final":`).bool()
 	r.Faulted = d.field(`,"faulted":`).bool()
 	d.field(`}`)
-	return r, d.ok && len(d.b) == 0
+	return r
 }
 
 // resultReader reads AppendJSON's layout from b; ok turns false for good at the first surprise.

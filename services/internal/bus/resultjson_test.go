@@ -117,3 +117,62 @@ func BenchmarkDecodeResult(b *testing.B) {
 		}
 	})
 }
+
+// TestDecodeResultsIsJSONUnmarshal: arrays of results, as encoding/json reads them.
+func TestDecodeResultsIsJSONUnmarshal(t *testing.T) {
+	var all []bus.Result
+	for _, r := range resultCases() {
+		if _, err := json.Marshal(r); err == nil { // not the year out of range
+			all = append(all, r)
+		}
+	}
+	one := string(bus.AppendResultsJSON(nil, all[:1]))
+	inputs := map[string]string{
+		"all":               string(bus.AppendResultsJSON(nil, all)),
+		"one":               one,
+		"empty":             "[]",
+		"null":              "null",
+		"white space":       "[ " + one[1:len(one)-1] + " ]",
+		"trailing comma":    one[:len(one)-1] + ",]",
+		"an object":         one[1 : len(one)-1],
+		"truncated":         one[:len(one)-1],
+		"a number in it":    "[1]",
+		"two, one reworded": "[" + one[1:len(one)-1] + "," + strings.Replace(one[1:len(one)-1], `"Completed"`, `"COMPLETED"`, 1) + "]",
+	}
+	want, _ := json.Marshal(all)
+	if got := bus.AppendResultsJSON(nil, all); string(got) != string(want) {
+		t.Errorf("AppendResultsJSON\n got %s\nwant %s", got, want)
+	}
+	for name, in := range inputs {
+		var want []bus.Result
+		wantErr := json.Unmarshal([]byte(in), &want)
+		got, err := bus.DecodeResults([]byte(in))
+		if (err != nil) != (wantErr != nil) {
+			t.Errorf("%s: DecodeResults error %v, json.Unmarshal %v", name, err, wantErr)
+			continue
+		}
+		if err == nil && !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: DecodeResults\n got %+v\nwant %+v", name, got, want)
+		}
+	}
+}
+
+// FuzzDecodeResults: whatever the input, DecodeResults agrees with json.Unmarshal.
+func FuzzDecodeResults(f *testing.F) {
+	var all []bus.Result
+	for _, r := range resultCases() {
+		all = append(all, r)
+		f.Add(bus.AppendResultsJSON(nil, all))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var want []bus.Result
+		wantErr := json.Unmarshal(data, &want)
+		got, err := bus.DecodeResults(data)
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("DecodeResults error %v, json.Unmarshal %v", err, wantErr)
+		}
+		if err == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("DecodeResults\n got %+v\nwant %+v", got, want)
+		}
+	})
+}

@@ -82,7 +82,7 @@ func (h *hub) start(nc *nats.Conn, subjects bus.Subjects) error {
 	if _, err := nc.Subscribe(subjects.Prefix+".events.>", func(m *nats.Msg) { h.onEvent(m.Data) }); err != nil {
 		return err
 	}
-	_, err := nc.Subscribe(subjects.Prefix+".results.>", func(m *nats.Msg) { h.onResult(m.Data) })
+	_, err := nc.Subscribe(subjects.Prefix+".results.>", func(m *nats.Msg) { h.onResults(m.Data) })
 	return err
 }
 
@@ -94,11 +94,25 @@ func (h *hub) onEvent(data []byte) {
 	h.send(live{Kind: "event", Collection: e.Collection, Job: e.Job, Data: data})
 }
 
-func (h *hub) onResult(data []byte) {
-	r, err := bus.DecodeResult(data) // every result of the system comes through here
-	if err != nil {
+// onResults takes a results message: one result, or a worker's batch of several (an array).
+// Every result of the system comes through here.
+func (h *hub) onResults(data []byte) {
+	if len(data) > 0 && data[0] == '[' {
+		rs, err := bus.DecodeResults(data)
+		if err != nil {
+			return
+		}
+		for _, r := range rs {
+			h.onResult(r)
+		}
 		return
 	}
+	if r, err := bus.DecodeResult(data); err == nil {
+		h.onResult(r)
+	}
+}
+
+func (h *hub) onResult(r bus.Result) {
 	at := r.StartTime
 	if at.IsZero() {
 		at = h.now()

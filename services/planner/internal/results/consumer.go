@@ -1,5 +1,6 @@
 // Package results applies the attempt results the workers publish on
-// <prefix>.results.<collection>.<job> (docs/nats-api.md): each becomes a history entry and moves
+// <prefix>.results.<collection>.<job>, or several at once on <prefix>.results.<collection>
+// (docs/nats-api.md): each becomes a history entry and moves
 // the job's status counters, and the final attempt of a job's last occurrence ends the job
 // Completed or Faulted, which is announced on <prefix>.events.<collection>.<job>.<kind>.
 //
@@ -117,59 +118,106 @@ func (rc *Consumer) Run(ctx context.Context) error {
 	}, rc.handle)
 }
 
-// handle applies a batch of results and settles each. The work is not cut short when ctx
-// ends: the batch in hand is finished, within Timeout.
+// handle applies the results of a batch of messages and settles each message: acknowledged
+// once every result it holds is applied, negatively acknowledged when one failed (it comes
+// back whole; the results applied already are recognised by their ids). The work is not cut
+// short when ctx ends: the batch in hand is finished, within Timeout.
 func (rc *Consumer) handle(ctx context.Context, msgs []jetstream.Msg) {
-	rs := make([]bus.Result, 0, len(msgs))
-	writes := make([]store.Result, 0, len(msgs))
-	kept := make([]jetstream.Msg, 0, len(msgs))
-	for _, msg := range msgs {
-		r, err := rc.decode(msg)
+	var rs []bus.Result
+	var from []int                     // from[i] is the message rs[i] came in
+	settled := make([]bool, len(msgs)) // terminated as malformed
+	for i, msg := range msgs {
+		got, err := rc.decode(msg)
 		if err != nil {
 			rc.cfg.Metrics.Error("result_decode")
 			rc.log.Warn("results: malformed result dropped", "subject", msg.Subject(), "error", err)
 			rc.settle(msg, msg.Term())
+			settled[i] = true
 			continue
 		}
-		rs = append(rs, r)
-		kept = append(kept, msg)
-		writes = append(writes, store.Result{Collection: r.Collection, Job: r.Job, Outcome: store.Outcome{
-			ID: bus.ResultMsgID(r), Entry: r.HistoryEntry(), Scheduled: r.Scheduled, Occurrence: r.Occurrence,
-			MainDone: r.MainDone, Final: r.Final, Faulted: r.Faulted,
-		}})
-	}
-	if len(writes) == 0 {
-		return
+		rs = append(rs, got...)
+		for range got {
+			from = append(from, i)
+		}
 	}
 	work, cancel := context.WithTimeout(context.WithoutCancel(ctx), rc.cfg.Timeout)
 	defer cancel()
-	now := rc.cfg.Clock()
-	for i, a := range rc.cfg.Store.ApplyResults(work, writes, now) {
-		r, msg := rs[i], kept[i]
-		if a.Err != nil {
-			rc.cfg.Metrics.Error("result_apply")
-			rc.log.Error("results: apply failed; retrying", "collection", r.Collection, "job", r.Job, "error", a.Err)
-			rc.settle(msg, msg.NakWithDelay(rc.cfg.RetryDelay))
-			continue
+	failed := make([]bool, len(msgs))
+	for start := 0; start < len(rs); start += rc.cfg.Batch {
+		end := min(start+rc.cfg.Batch, len(rs))
+		writes := make([]store.Result, 0, end-start)
+		for _, r := range rs[start:end] {
+			writes = append(writes, store.Result{Collection: r.Collection, Job: r.Job, Outcome: store.Outcome{
+				ID: bus.ResultMsgID(r), Entry: r.HistoryEntry(), Scheduled: r.Scheduled, Occurrence: r.Occurrence,
+				MainDone: r.MainDone, Final: r.Final, Faulted: r.Faulted,
+			}})
 		}
-		rc.cfg.Metrics.Result(string(r.Status))
-		rc.log.Debug("results: applied", "collection", r.Collection, "job", r.Job, "action", r.ActionName,
-			"attempt", r.Attempt, "status", r.Status, "final", r.Final, "faulted", r.Faulted)
-		rc.announce(r, a.State, now)
-		rc.settle(msg, msg.Ack())
+		now := rc.cfg.Clock()
+		for k, a := range rc.cfg.Store.ApplyResults(work, writes, now) {
+			r := rs[start+k]
+			if a.Err != nil {
+				rc.cfg.Metrics.Error("result_apply")
+				rc.log.Error("results: apply failed; retrying", "collection", r.Collection, "job", r.Job, "error", a.Err)
+				failed[from[start+k]] = true
+				continue
+			}
+			rc.cfg.Metrics.Result(string(r.Status))
+			rc.log.Debug("results: applied", "collection", r.Collection, "job", r.Job, "action", r.ActionName,
+				"attempt", r.Attempt, "status", r.Status, "final", r.Final, "faulted", r.Faulted)
+			rc.announce(r, a.State, now)
+		}
+	}
+	for i, msg := range msgs {
+		switch {
+		case settled[i]:
+		case failed[i]:
+			rc.settle(msg, msg.NakWithDelay(rc.cfg.RetryDelay))
+		default:
+			rc.settle(msg, msg.Ack())
+		}
 	}
 }
 
-// decode reads a result and checks that it names the job of its subject.
-func (rc *Consumer) decode(msg jetstream.Msg) (bus.Result, error) {
-	r, err := bus.DecodeResult(msg.Data())
-	if err != nil {
-		return r, err
-	}
+// decode reads a message's results: one on <prefix>.results.<collection>.<job>, naming that
+// job, or an array of them on <prefix>.results.<collection>, each naming a job of that
+// collection. A result that cannot be applied is dropped with a log line; a message with
+// none that can is malformed.
+func (rc *Consumer) decode(msg jetstream.Msg) ([]bus.Result, error) {
 	c, j, ok := rc.names(msg.Subject())
 	if !ok {
-		return r, errors.New("subject is not <prefix>.results.<collection>.<job>")
+		return nil, errors.New("subject is not <prefix>.results.<collection>[.<job>]")
 	}
+	if j != "" {
+		r, err := bus.DecodeResult(msg.Data())
+		if err == nil {
+			err = check(r, c, j)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return []bus.Result{r}, nil
+	}
+	rs, err := bus.DecodeResults(msg.Data())
+	if err != nil {
+		return nil, err
+	}
+	kept := rs[:0]
+	for _, r := range rs {
+		if err := check(r, c, r.Job); err != nil {
+			rc.cfg.Metrics.Error("result_decode")
+			rc.log.Warn("results: malformed result dropped from a batch", "subject", msg.Subject(), "error", err)
+			continue
+		}
+		kept = append(kept, r)
+	}
+	if len(kept) == 0 {
+		return nil, fmt.Errorf("none of the %d results can be applied", len(rs))
+	}
+	return kept, nil
+}
+
+// check tells why r cannot be applied as a result of job c/j.
+func check(r bus.Result, c, j string) error {
 	var problems []string
 	if r.Collection != c || r.Job != j {
 		problems = append(problems, fmt.Sprintf("names job %q/%q, subject names %q/%q", r.Collection, r.Job, c, j))
@@ -193,19 +241,20 @@ func (rc *Consumer) decode(msg jetstream.Msg) (bus.Result, error) {
 		problems = append(problems, "negative attempt or occurrence")
 	}
 	if len(problems) > 0 {
-		return r, errors.New(strings.Join(problems, "; "))
+		return errors.New(strings.Join(problems, "; "))
 	}
-	return r, nil
+	return nil
 }
 
-// names splits <prefix>.results.<collection>.<job>.
+// names splits <prefix>.results.<collection>.<job>, or <prefix>.results.<collection> (then j
+// is "").
 func (rc *Consumer) names(subject string) (c, j string, ok bool) {
 	rest, ok := strings.CutPrefix(subject, rc.prefix)
 	if !ok {
 		return "", "", false
 	}
-	c, j, ok = strings.Cut(rest, ".")
-	if !ok || c == "" || j == "" || strings.Contains(j, ".") {
+	c, j, _ = strings.Cut(rest, ".")
+	if c == "" || strings.Contains(j, ".") || strings.HasSuffix(rest, ".") {
 		return "", "", false
 	}
 	return c, j, true

@@ -287,6 +287,54 @@ func TestMalformedResultsAreDropped(t *testing.T) {
 	}
 }
 
+// A worker's batch (several results of one collection in one message) is applied result by
+// result: a malformed one is dropped alone, and the same batch delivered again changes
+// nothing (result ids are remembered).
+func TestBatchOfResultsIsAppliedOnce(t *testing.T) {
+	e := setup(t)
+	e.fire("a", `{"startTime":"2026-03-01T12:00:00Z",`+action+`}}`)
+	e.fire("b", `{"startTime":"2026-03-01T12:00:00Z",`+action+`}}`)
+	a := attempt("a", job.ActionNameMain, 0, job.ExecutionCompleted, true, false)
+	b := attempt("b", job.ActionNameMain, 0, job.ExecutionFailed, true, true)
+	stray := a
+	stray.Collection = "d" // not the collection of the subject
+	body := bus.AppendResultsJSON(nil, []bus.Result{a, stray, b})
+	for range 2 {
+		if _, err := e.js.Publish(context.Background(), e.subj.Results("c"), body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kinds := map[string]string{}
+	for range 2 {
+		ev := e.event()
+		kinds[ev.Job] = ev.Kind
+	}
+	if kinds["a"] != bus.EventCompleted || kinds["b"] != bus.EventFaulted {
+		t.Errorf("events %v, want a completed and b faulted", kinds)
+	}
+	e.settled()
+	for _, j := range []string{"a", "b"} {
+		if h := e.history(j); len(h) != 1 {
+			t.Errorf("history of %s: %+v, want one entry", j, h)
+		}
+	}
+	if st := e.get("b").Properties.Status; st == nil || st.ExecutionCount != 1 || st.FaultedCount != 1 {
+		t.Errorf("status of b %+v, want one execution, faulted", st)
+	}
+	if got := e.m.errors("result_decode"); got != 2 {
+		t.Errorf("decode errors %d, want 2 (the stray result, in each delivery)", got)
+	}
+
+	// A batch of which nothing can be applied is terminated, not delivered again.
+	if _, err := e.js.Publish(context.Background(), e.subj.Results("c"), bus.AppendResultsJSON(nil, []bus.Result{stray})); err != nil {
+		t.Fatal(err)
+	}
+	e.settled()
+	if got := e.m.errors("result_decode"); got != 4 {
+		t.Errorf("decode errors %d, want 4 (the stray result, then the message)", got)
+	}
+}
+
 // A result for a job deleted meanwhile is acknowledged and changes nothing.
 func TestResultOfADeletedJobIsAcknowledged(t *testing.T) {
 	e := setup(t)

@@ -1,7 +1,7 @@
 // Package consumer is the worker's JetStream side: every worker pulls due occurrences from one
 // shared durable consumer of the due stream, runs each through the executor, publishes the
-// attempt's result on <prefix>.results.<collection>.<job>, and only then settles the due
-// message:
+// attempt's result (on <prefix>.results.<collection>.<job>, or with others of its collection on
+// <prefix>.results.<collection>: see reporter), and only then settles the due message:
 //   - done (a success, or the last attempt failed): acknowledged;
 //   - to be retried: negatively acknowledged with the retry interval as delay, so the retry
 //     waits in JetStream and survives any worker's restart;
@@ -94,9 +94,10 @@ type Config struct {
 
 // Consumer consumes the due stream.
 type Consumer struct {
-	cfg   Config
-	log   *slog.Logger
-	ready atomic.Bool
+	cfg     Config
+	log     *slog.Logger
+	ready   atomic.Bool
+	results *reporter // set by Run
 }
 
 // New returns a Consumer.
@@ -141,6 +142,10 @@ func (c *Consumer) Run(ctx context.Context) error {
 	defer abandon(nil)
 	// A fixed pool of delivery goroutines, rather than one per message: a new goroutine's
 	// stack grows again on every delivery, and that cost as much as a tenth of a delivery.
+	c.results = newReporter(c.cfg.JS, c.cfg.Subjects, c.cfg.PublishTimeout, func(m *nats.Msg) error {
+		return c.publish(work, m)
+	})
+	go c.results.run()
 	var inflight sync.WaitGroup
 	slots := make(chan struct{}, c.cfg.Concurrency)
 	msgs := make(chan jetstream.Msg)
@@ -157,8 +162,9 @@ func (c *Consumer) Run(ctx context.Context) error {
 	close(msgs) // the idle deliverers end; the busy ones end after their delivery
 	c.ready.Store(false)
 	if stopErr := c.stop(&inflight, abandon); stopErr != nil {
-		err = errors.Join(err, stopErr)
+		return errors.Join(err, stopErr) // a delivery may still hand over its result
 	}
+	c.results.close()
 	return err
 }
 

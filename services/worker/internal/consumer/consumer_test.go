@@ -3,6 +3,7 @@ package consumer_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -161,6 +162,38 @@ func TestThreeWorkersDeliverEachOccurrenceOnce(t *testing.T) {
 	if len(seen) != len(tags) {
 		t.Errorf("target saw %d occurrences, want %d", len(seen), len(tags))
 	}
+}
+
+// A busy worker reports the attempts that end together in few messages, one per collection,
+// and every result exactly once.
+func TestBusyWorkerBatchesItsResults(t *testing.T) {
+	e := newEnv(t)
+	res := e.results(t)
+	tg := newTarget(t)
+	const n = 40
+	tg.block, tg.arrived = make(chan struct{}), make(chan struct{}, n)
+	e.worker(t, func(c *consumer.Config) { c.Concurrency = n })
+	tags := map[string]bool{}
+	for i := range n {
+		tags[e.publishDue(t, []string{"c", "d"}[i%2], fmt.Sprint("j", i), scheduled, job.Action{ActionSpec: httpAct(tg.URL, nil)})] = true
+	}
+	for range n {
+		<-tg.arrived // every delivery is in flight
+	}
+	close(tg.block) // and they all end at once
+	seen := map[string]int{}
+	for _, r := range res.take(t, n) {
+		seen[r.ExecutionTag]++
+	}
+	for tag := range tags {
+		if seen[tag] != 1 {
+			t.Errorf("result of %s reported %d times, want once", tag, seen[tag])
+		}
+	}
+	if res.messages > n/4 {
+		t.Errorf("%d results came in %d messages: not batched", n, res.messages)
+	}
+	testenv.Eventually(t, deadline, "every due message acknowledged", func() bool { return e.dueMessages(t) == 0 })
 }
 
 func TestStopFinishesTheDeliveriesInFlight(t *testing.T) {

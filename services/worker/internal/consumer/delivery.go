@@ -40,7 +40,7 @@ func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	c.cfg.Metrics.Attempt(dec.ActionType, dec.Result.Status, dec.Result.EndTime.Sub(dec.Result.StartTime))
-	if err := c.publish(ctx, resultMsg(c.cfg.Subjects, dec.Result)); err != nil {
+	if err := c.results.send(dec.Result); err != nil {
 		c.cfg.Metrics.Error("publish_result")
 		log.get().Error("result not published; the attempt will run again", "error", err)
 		c.settle(log, "nak", msg.NakWithDelay(c.cfg.RetryDelay))
@@ -207,14 +207,6 @@ func (c *Consumer) publish(ctx context.Context, m *nats.Msg) error {
 		}
 	}
 	return err
-}
-
-// resultMsg is the result of an attempt, with the id that drops a re-publish.
-func resultMsg(s bus.Subjects, r bus.Result) *nats.Msg {
-	m := nats.NewMsg(s.Result(r.Collection, r.Job))
-	m.Data = r.AppendJSON(make([]byte, 0, 320+len(r.Message)))
-	m.Header.Set(bus.HeaderMsgID, bus.ResultMsgID(r))
-	return m
 }
 
 // errorPhaseMsg is the occurrence again, for its error action. Its id drops a second one

@@ -106,7 +106,9 @@ func (e *env) publishDue(t *testing.T, collection, jobName string, at time.Time,
 
 // results reads the results stream as the planner does.
 type results struct {
-	cons jetstream.Consumer
+	cons     jetstream.Consumer
+	subjects bus.Subjects
+	messages int // how many messages the results taken came in
 }
 
 func (e *env) results(t *testing.T) *results {
@@ -117,7 +119,7 @@ func (e *env) results(t *testing.T) *results {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &results{cons: cons}
+	return &results{cons: cons, subjects: e.subjects}
 }
 
 // take returns the next n results, failing the test if they do not come.
@@ -134,18 +136,42 @@ func (r *results) take(t *testing.T, n int) []bus.Result {
 			t.Fatal(err)
 		}
 		for m := range batch.Messages() {
-			var res bus.Result
-			if err := json.Unmarshal(m.Data(), &res); err != nil {
-				t.Fatalf("result %s: %v", m.Data(), err)
-			}
-			if want := bus.ResultMsgID(res); m.Headers().Get(bus.HeaderMsgID) != want {
-				t.Errorf("result id %q, want %q", m.Headers().Get(bus.HeaderMsgID), want)
-			}
-			out = append(out, res)
+			out = append(out, r.read(t, m)...)
+			r.messages++
 			_ = m.Ack()
 		}
 	}
 	return out
+}
+
+// read checks a results message: one result on its job's subject, or an array of one
+// collection's results on the collection's subject, each with the message id that stands for
+// what it holds.
+func (r *results) read(t *testing.T, m jetstream.Msg) []bus.Result {
+	t.Helper()
+	var one bus.Result
+	if err := json.Unmarshal(m.Data(), &one); err == nil {
+		if want := r.subjects.Result(one.Collection, one.Job); m.Subject() != want {
+			t.Errorf("result on %s, want %s", m.Subject(), want)
+		}
+		if want := bus.ResultMsgID(one); m.Headers().Get(bus.HeaderMsgID) != want {
+			t.Errorf("result id %q, want %q", m.Headers().Get(bus.HeaderMsgID), want)
+		}
+		return []bus.Result{one}
+	}
+	var many []bus.Result
+	if err := json.Unmarshal(m.Data(), &many); err != nil || len(many) < 2 {
+		t.Fatalf("results message %s: neither a result nor several (%v)", m.Data(), err)
+	}
+	for _, res := range many {
+		if want := r.subjects.Results(res.Collection); m.Subject() != want {
+			t.Errorf("results on %s, one of them of collection %s", m.Subject(), res.Collection)
+		}
+	}
+	if want := bus.ResultsMsgID(many); m.Headers().Get(bus.HeaderMsgID) != want {
+		t.Errorf("results id %q, want %q", m.Headers().Get(bus.HeaderMsgID), want)
+	}
+	return many
 }
 
 // dueMessages is how many messages the due stream holds (acknowledged ones are gone).

@@ -1,0 +1,163 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/resched/resched/services/internal/bus"
+)
+
+// Batches are bounded so that one message stays well under NATS's payload limit (1 MiB by
+// default) and one lost publish costs few attempts.
+const (
+	maxReportBatch = 256
+	maxReportBytes = 256 << 10
+)
+
+// reporter publishes the results of a worker's deliveries. A delivery hands its result over
+// and waits until the results stream has it, and only then settles its due message, as when
+// it published the result itself. One goroutine publishes: the results that finished while it
+// sent the last ones go together, one message per collection (docs/nats-api.md). An idle
+// worker so sends each result at once, alone, and a busy one sends a message, a stored
+// message and an acknowledgement per batch rather than per attempt, which was a third of the
+// NATS server's work per fire.
+type reporter struct {
+	js       jetstream.JetStream
+	subjects bus.Subjects
+	timeout  time.Duration // bound on one publish
+	retry    func(*nats.Msg) error // a publish the slow way, after the fast one failed
+	in       chan report
+	done     chan struct{} // closed when run has returned
+}
+
+// report is one result and where its publish's outcome goes.
+type report struct {
+	r    bus.Result
+	sent chan error // buffered: run never waits for the delivery
+}
+
+func newReporter(js jetstream.JetStream, subjects bus.Subjects, timeout time.Duration, retry func(*nats.Msg) error) *reporter {
+	return &reporter{js: js, subjects: subjects, timeout: timeout, retry: retry,
+		in: make(chan report, maxReportBatch), done: make(chan struct{})}
+}
+
+// send publishes r and returns once the results stream has it, or why it does not.
+func (p *reporter) send(r bus.Result) error {
+	rep := report{r: r, sent: make(chan error, 1)}
+	p.in <- rep
+	return <-rep.sent
+}
+
+// run publishes until close is called.
+func (p *reporter) run() {
+	defer close(p.done)
+	batch := make([]report, 0, maxReportBatch)
+	for first := range p.in {
+		batch = append(batch[:0], first)
+	gather:
+		for len(batch) < maxReportBatch {
+			select {
+			case rep, ok := <-p.in:
+				if !ok {
+					break gather
+				}
+				batch = append(batch, rep)
+			default:
+				break gather
+			}
+		}
+		p.publish(batch)
+	}
+}
+
+// close ends run once the results handed over are published. No send may follow.
+func (p *reporter) close() {
+	close(p.in)
+	<-p.done
+}
+
+// outgoing is one message of a batch: the results of one collection, or as many of them as
+// fit.
+type outgoing struct {
+	reports []report
+	msg     *nats.Msg
+	ack     jetstream.PubAckFuture
+	err     error
+}
+
+// publish sends a batch's messages side by side, waits for each to be stored (a failed one
+// is tried again the slow way) and tells each delivery.
+func (p *reporter) publish(batch []report) {
+	msgs := p.messages(batch)
+	for _, m := range msgs {
+		m.ack, m.err = p.js.PublishMsgAsync(m.msg)
+	}
+	wait, cancel := context.WithTimeout(context.Background(), p.timeout)
+	defer cancel()
+	for _, m := range msgs {
+		if m.err == nil {
+			select {
+			case <-m.ack.Ok():
+			case m.err = <-m.ack.Err():
+			case <-wait.Done():
+				m.err = errors.New("no acknowledgement from the results stream in time")
+			}
+		}
+		if m.err != nil {
+			m.err = p.retry(m.msg)
+		}
+		for _, rep := range m.reports {
+			rep.sent <- m.err
+		}
+	}
+}
+
+// messages groups a batch by collection, in order, into messages of at most maxReportBytes
+// (a larger result goes alone).
+func (p *reporter) messages(batch []report) []*outgoing {
+	var out []*outgoing
+	open := map[string]*outgoing{} // collection → its message being filled
+	size := map[*outgoing]int{}
+	for _, rep := range batch {
+		c := rep.r.Collection
+		m := open[c]
+		n := len(rep.r.Message) + 320
+		if m == nil || size[m]+n > maxReportBytes {
+			m = &outgoing{}
+			open[c] = m
+			out = append(out, m)
+		}
+		m.reports = append(m.reports, rep)
+		size[m] += n
+	}
+	for _, m := range out {
+		m.msg = p.message(m.reports)
+	}
+	return out
+}
+
+// message is one result alone on its job's subject, as a single object, or several of one
+// collection on the collection's subject, as an array. The message id lets the stream drop
+// a second publish of the same message.
+func (p *reporter) message(reports []report) *nats.Msg {
+	first := reports[0].r
+	if len(reports) == 1 {
+		m := nats.NewMsg(p.subjects.Result(first.Collection, first.Job))
+		m.Data = first.AppendJSON(make([]byte, 0, 320+len(first.Message)))
+		m.Header.Set(bus.HeaderMsgID, bus.ResultMsgID(first))
+		return m
+	}
+	rs := make([]bus.Result, len(reports))
+	size := 2
+	for i, rep := range reports {
+		rs[i] = rep.r
+		size += 321 + len(rep.r.Message)
+	}
+	m := nats.NewMsg(p.subjects.Results(first.Collection))
+	m.Data = bus.AppendResultsJSON(make([]byte, 0, size), rs)
+	m.Header.Set(bus.HeaderMsgID, bus.ResultsMsgID(rs))
+	return m
+}
