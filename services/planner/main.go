@@ -14,22 +14,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"runtime/debug"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/resched/resched/services/internal/startup"
 	"github.com/resched/resched/services/internal/version"
 )
 
-// gcPercent is the planner's GOGC unless the environment sets one: its live heap is small and
-// it allocates on every fire, so collecting four times less often trades a little memory for
-// about a tenth more fires per second (docs/benchmarks.md).
-const gcPercent = 400
-
 func main() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(gcPercent)
-	}
 	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }
 
