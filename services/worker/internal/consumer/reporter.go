@@ -27,7 +27,7 @@ const (
 type reporter struct {
 	js       jetstream.JetStream
 	subjects bus.Subjects
-	timeout  time.Duration // bound on one publish
+	timeout  time.Duration         // bound on one publish
 	retry    func(*nats.Msg) error // a publish the slow way, after the fast one failed
 	in       chan report
 	done     chan struct{} // closed when run has returned
