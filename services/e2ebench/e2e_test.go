@@ -12,7 +12,7 @@ import (
 )
 
 // sizes are the runs: make bench-e2e sets RESCHED_E2E=full; make test runs the short ones;
-// RESCHED_E2E=burst runs the full burst alone.
+// RESCHED_E2E=burst runs the full burst alone, RESCHED_E2E=steady the rates alone for 30 s.
 type sizes struct {
 	burst    int
 	rates    []int
@@ -25,6 +25,8 @@ func sizesFor() sizes {
 		return sizes{burst: 100_000, rates: []int{1000, 5000}, duration: 60 * time.Second}
 	case "burst": // the full burst alone, for profiling a change
 		return sizes{burst: 100_000}
+	case "steady": // the full rates alone, for half as long
+		return sizes{rates: []int{1000, 5000}, duration: 30 * time.Second}
 	}
 	return sizes{burst: 2_000, rates: []int{200}, duration: 5 * time.Second}
 }
@@ -44,7 +46,9 @@ func TestEndToEnd(t *testing.T) {
 	s := startStack(t, 2)
 	sk := startSink(t)
 	t.Logf("load average before: %s", loadAverage())
-	burst(t, s, sk, sz.burst)
+	if sz.burst > 0 {
+		burst(t, s, sk, sz.burst)
+	}
 	for _, rate := range sz.rates {
 		steady(t, s, sk, rate, sz.duration)
 	}
