@@ -196,6 +196,32 @@ func TestBusyWorkerBatchesItsResults(t *testing.T) {
 	testenv.Eventually(t, deadline, "every due message acknowledged", func() bool { return e.dueMessages(t) == 0 })
 }
 
+// A result the results stream does not take (here: the stream is gone) is not lost: the due
+// message is not acknowledged, the attempt runs again, and once the stream is back its result
+// is stored and the occurrence settled.
+func TestResultNotPublishedRunsTheAttemptAgain(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	if err := e.js.DeleteStream(ctx, e.subjects.ResultsStream()); err != nil {
+		t.Fatal(err)
+	}
+	tg := newTarget(t)
+	e.worker(t, nil)
+	e.publishDue(t, "c", "j", scheduled, job.Action{ActionSpec: httpAct(tg.URL, nil)})
+	testenv.Eventually(t, deadline, "the attempt run again", func() bool { return len(tg.callsSoFar()) >= 2 })
+	if n := e.dueMessages(t); n != 1 {
+		t.Fatalf("due stream holds %d messages while no result could be stored, want 1", n)
+	}
+	if _, err := bus.EnsureStreams(ctx, e.js, e.subjects, bus.StreamOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	res := e.results(t)
+	if r := res.take(t, 1)[0]; r.Job != "j" || r.Status != job.ExecutionCompleted {
+		t.Errorf("result %+v, want j completed", r)
+	}
+	testenv.Eventually(t, deadline, "the due message acknowledged", func() bool { return e.dueMessages(t) == 0 })
+}
+
 func TestStopFinishesTheDeliveriesInFlight(t *testing.T) {
 	e := newEnv(t)
 	res := e.results(t)

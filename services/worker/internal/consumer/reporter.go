@@ -96,6 +96,7 @@ func (p *reporter) close() {
 // fit.
 type outgoing struct {
 	reports []report
+	size    int // about the bytes of reports' JSON
 	msg     *nats.Msg
 	ack     jetstream.PubAckFuture
 	err     error
@@ -141,21 +142,20 @@ func (p *reporter) await(msgs []*outgoing) {
 func (p *reporter) messages(batch []report) []*outgoing {
 	var out []*outgoing
 	open := map[string]*outgoing{} // collection → its message being filled
-	size := map[*outgoing]int{}
 	for _, rep := range batch {
 		c := rep.r.Collection
 		m := open[c]
 		n := len(rep.r.Message) + 320
-		if m == nil || size[m]+n > maxReportBytes {
+		if m == nil || m.size+n > maxReportBytes {
 			m = &outgoing{}
 			open[c] = m
 			out = append(out, m)
 		}
 		m.reports = append(m.reports, rep)
-		size[m] += n
+		m.size += n
 	}
 	for _, m := range out {
-		m.msg = p.message(m.reports)
+		m.msg = p.message(m.reports, m.size)
 	}
 	return out
 }
@@ -163,7 +163,7 @@ func (p *reporter) messages(batch []report) []*outgoing {
 // message is one result alone on its job's subject, as a single object, or several of one
 // collection on the collection's subject, as an array. The message id lets the stream drop
 // a second publish of the same message.
-func (p *reporter) message(reports []report) *nats.Msg {
+func (p *reporter) message(reports []report, size int) *nats.Msg {
 	first := reports[0].r
 	if len(reports) == 1 {
 		m := nats.NewMsg(p.subjects.Result(first.Collection, first.Job))
@@ -172,13 +172,11 @@ func (p *reporter) message(reports []report) *nats.Msg {
 		return m
 	}
 	rs := make([]bus.Result, len(reports))
-	size := 2
 	for i, rep := range reports {
 		rs[i] = rep.r
-		size += 321 + len(rep.r.Message)
 	}
 	m := nats.NewMsg(p.subjects.Results(first.Collection))
-	m.Data = bus.AppendResultsJSON(make([]byte, 0, size), rs)
+	m.Data = bus.AppendResultsJSON(make([]byte, 0, size+len(reports)+2), rs)
 	m.Header.Set(bus.HeaderMsgID, bus.ResultsMsgID(rs))
 	return m
 }
