@@ -164,8 +164,9 @@ func TestThreeWorkersDeliverEachOccurrenceOnce(t *testing.T) {
 	}
 }
 
-// A busy worker reports the attempts that end together in few messages, one per collection,
-// and every result exactly once.
+// A busy worker reports every result of attempts that end together exactly once, whether
+// they go alone or gathered (how many gather depends on the machine's speed: reporter_test.go
+// checks the gathering with acknowledgements held in hand).
 func TestBusyWorkerBatchesItsResults(t *testing.T) {
 	e := newEnv(t)
 	res := e.results(t)
@@ -190,9 +191,7 @@ func TestBusyWorkerBatchesItsResults(t *testing.T) {
 			t.Errorf("result of %s reported %d times, want once", tag, seen[tag])
 		}
 	}
-	if res.messages > n/4 {
-		t.Errorf("%d results came in %d messages: not batched", n, res.messages)
-	}
+	t.Logf("%d results came in %d messages", n, res.messages)
 	testenv.Eventually(t, deadline, "every due message acknowledged", func() bool { return e.dueMessages(t) == 0 })
 }
 

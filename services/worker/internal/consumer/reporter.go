@@ -34,7 +34,7 @@ const reportWindow = 4
 // message and an acknowledgement per batch rather than per attempt, which was a third of the
 // NATS server's work per fire.
 type reporter struct {
-	js       jetstream.JetStream
+	js       asyncPublisher
 	subjects bus.Subjects
 	timeout  time.Duration         // bound on one publish
 	retry    func(*nats.Msg) error // a publish the slow way, after the fast one failed
@@ -50,7 +50,13 @@ type report struct {
 	sent chan error // buffered: run never waits for the delivery
 }
 
-func newReporter(js jetstream.JetStream, subjects bus.Subjects, timeout time.Duration, retry func(*nats.Msg) error) *reporter {
+// asyncPublisher is the part of JetStream the reporter uses: a publish that does not wait for
+// the stream's acknowledgement.
+type asyncPublisher interface {
+	PublishMsgAsync(m *nats.Msg, opts ...jetstream.PublishOpt) (jetstream.PubAckFuture, error)
+}
+
+func newReporter(js asyncPublisher, subjects bus.Subjects, timeout time.Duration, retry func(*nats.Msg) error) *reporter {
 	return &reporter{js: js, subjects: subjects, timeout: timeout, retry: retry,
 		in: make(chan report, maxReportBatch), window: make(chan struct{}, reportWindow), done: make(chan struct{})}
 }

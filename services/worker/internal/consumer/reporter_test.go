@@ -1,0 +1,174 @@
+package consumer
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/internal/testenv"
+	"github.com/resched/resched/shared/job"
+)
+
+// These tests hold the stream's acknowledgements in their hands, so what goes together does
+// not depend on how fast the machine is (the integration tests in consumer_test.go check the
+// same reporter against a real stream, for correctness only).
+
+const within = 20 * time.Second
+
+// heldAcks is a publisher whose acknowledgements come when the test says so.
+type heldAcks struct {
+	mu      sync.Mutex
+	sent    []*nats.Msg
+	pending []*heldAck
+	fail    bool // acknowledge with an error rather than a PubAck
+}
+
+type heldAck struct {
+	msg *nats.Msg
+	ok  chan *jetstream.PubAck
+	err chan error
+}
+
+func (a *heldAck) Ok() <-chan *jetstream.PubAck { return a.ok }
+func (a *heldAck) Err() <-chan error            { return a.err }
+func (a *heldAck) Msg() *nats.Msg               { return a.msg }
+
+func (h *heldAcks) PublishMsgAsync(m *nats.Msg, _ ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	a := &heldAck{msg: m, ok: make(chan *jetstream.PubAck, 1), err: make(chan error, 1)}
+	h.sent = append(h.sent, m)
+	h.pending = append(h.pending, a)
+	return a, nil
+}
+
+// release acknowledges every message published so far.
+func (h *heldAcks) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, a := range h.pending {
+		if h.fail {
+			a.err <- errors.New("stream unavailable")
+		} else {
+			a.ok <- &jetstream.PubAck{}
+		}
+	}
+	h.pending = nil
+}
+
+func (h *heldAcks) published() []*nats.Msg {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]*nats.Msg(nil), h.sent...)
+}
+
+func startReporter(t *testing.T, h *heldAcks, retry func(*nats.Msg) error) *reporter {
+	t.Helper()
+	p := newReporter(h, bus.Subjects{Prefix: "scheduler"}, within, retry)
+	go p.run()
+	t.Cleanup(func() {
+		h.release()
+		p.close()
+	})
+	return p
+}
+
+// sendAll hands results over from one goroutine each and returns their outcomes' channel.
+func sendAll(p *reporter, rs []bus.Result) <-chan error {
+	out := make(chan error, len(rs))
+	for _, r := range rs {
+		go func() { out <- p.send(r) }()
+	}
+	return out
+}
+
+func result(collection string, i int) bus.Result {
+	return bus.Result{Collection: collection, Job: fmt.Sprint("j", i), ExecutionTag: fmt.Sprint("tag-", i),
+		ActionName: job.ActionNameMain, Status: job.ExecutionCompleted, Final: true, MainDone: true}
+}
+
+// While the window is full of batches awaiting their acknowledgement, the results that end
+// gather, and go as one message per collection once a slot frees.
+func TestResultsGatherWhileTheWindowIsFull(t *testing.T) {
+	h := &heldAcks{}
+	p := startReporter(t, h, func(*nats.Msg) error { t.Error("no publish should be retried"); return nil })
+
+	var first []<-chan error
+	for i := range reportWindow {
+		first = append(first, sendAll(p, []bus.Result{result("c", i)}))
+		testenv.Eventually(t, within, "the result to be published alone", func() bool { return len(h.published()) == i+1 })
+	}
+	var rest []bus.Result
+	for i := range 40 {
+		rest = append(rest, result([]string{"c", "d"}[i%2], 100+i))
+	}
+	gathered := sendAll(p, rest)
+	// run has taken the first of them and waits for a slot; the others queue behind it.
+	testenv.Eventually(t, within, "the 40 results to wait for a slot", func() bool { return len(p.in) == len(rest)-1 })
+
+	h.release()
+	for _, c := range first {
+		if err := <-c; err != nil {
+			t.Fatalf("result published alone: %v", err)
+		}
+	}
+	testenv.Eventually(t, within, "the gathered results to be published", func() bool { return len(h.published()) == reportWindow+2 })
+	h.release()
+	for range rest {
+		if err := <-gathered; err != nil {
+			t.Fatalf("gathered result: %v", err)
+		}
+	}
+
+	msgs := h.published()
+	for i, m := range msgs[:reportWindow] {
+		if want := "scheduler.results.c." + fmt.Sprint("j", i); m.Subject != want {
+			t.Errorf("message %d on %s, want %s (a result alone goes on its job's subject)", i, m.Subject, want)
+		}
+	}
+	per := map[string]int{}
+	for _, m := range msgs[reportWindow:] {
+		rs, err := bus.DecodeResults(m.Data)
+		if err != nil {
+			t.Fatalf("batch on %s: %v", m.Subject, err)
+		}
+		for _, r := range rs {
+			if m.Subject != "scheduler.results."+r.Collection {
+				t.Errorf("result of collection %s in the batch on %s", r.Collection, m.Subject)
+			}
+			per[r.ExecutionTag]++
+		}
+		if m.Header.Get(bus.HeaderMsgID) != bus.ResultsMsgID(rs) {
+			t.Errorf("batch on %s has message id %q, want %q", m.Subject, m.Header.Get(bus.HeaderMsgID), bus.ResultsMsgID(rs))
+		}
+	}
+	for _, r := range rest {
+		if per[r.ExecutionTag] != 1 {
+			t.Errorf("result %s is in %d batches, want 1", r.ExecutionTag, per[r.ExecutionTag])
+		}
+	}
+}
+
+// A batch the stream refuses is published again the slow way, and each of its deliveries
+// learns that outcome.
+func TestRefusedBatchIsRetriedAndItsDeliveriesTold(t *testing.T) {
+	h := &heldAcks{fail: true}
+	retried := make(chan *nats.Msg, 8)
+	slow := errors.New("slow publish failed too")
+	p := startReporter(t, h, func(m *nats.Msg) error { retried <- m; return slow })
+
+	out := sendAll(p, []bus.Result{result("c", 1)})
+	testenv.Eventually(t, within, "the result to be published", func() bool { return len(h.published()) == 1 })
+	h.release()
+	if err := <-out; !errors.Is(err, slow) {
+		t.Fatalf("delivery told %v, want the slow publish's error", err)
+	}
+	if m := <-retried; m != h.published()[0] {
+		t.Errorf("retried %s, want the refused message", m.Subject)
+	}
+}
