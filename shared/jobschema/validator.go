@@ -18,6 +18,7 @@ import (
 // It is safe for concurrent use.
 type Validator struct {
 	job        *jsonschema.Schema // job.schema.json#/$defs/jobProperties
+	jobPlain   *jsonschema.Schema // the same without its conditional lists (conditions.go)
 	collection *jsonschema.Schema // collection.schema.json
 	docs       schemaDocs
 	minRetry   time.Duration
@@ -49,9 +50,18 @@ func New(opts ...Option) (*Validator, error) {
 		}
 		v.docs[id] = doc
 	}
-	var err error
+	plain, err := unconditional(v.docs[schemas.JobID], plainJobID)
+	if err != nil {
+		return nil, fmt.Errorf("jobschema: the job schema without its conditions: %w", err)
+	}
+	if err := c.AddResource(plainJobID, plain); err != nil {
+		return nil, fmt.Errorf("jobschema: add %s: %w", plainJobID, err)
+	}
 	if v.job, err = c.Compile(schemas.JobID + "#/$defs/jobProperties"); err != nil {
 		return nil, fmt.Errorf("jobschema: compile the job schema: %w", err)
+	}
+	if v.jobPlain, err = c.Compile(plainJobID + "#/$defs/jobProperties"); err != nil {
+		return nil, fmt.Errorf("jobschema: compile the job schema without its conditions: %w", err)
 	}
 	if v.collection, err = c.Compile(schemas.CollectionID); err != nil {
 		return nil, fmt.Errorf("jobschema: compile the collection schema: %w", err)
@@ -98,7 +108,9 @@ func (v *Validator) Decode(raw []byte) (*job.Definition, error) {
 	}
 	changed := false
 	canon := canonicaliser{probs: probs, changed: &changed}.value(v.job, props, "")
-	v.validate(v.job, canon, probs)
+	if !v.jobHolds(canon) {
+		v.validate(v.job, canon, probs)
+	}
 	if m, ok := canon.(map[string]any); ok {
 		v.check(probs, func(c checker) { c.job(m) })
 	}
@@ -106,6 +118,16 @@ func (v *Validator) Decode(raw []byte) (*job.Definition, error) {
 		return nil, err
 	}
 	return typedJob(raw, wrapped, canon, changed)
+}
+
+// plainJobID names the job schema without its conditional lists, for the compiler only.
+const plainJobID = "https://resched.dev/schemas/job.unconditional.json"
+
+// jobHolds reports whether canonical job properties are valid against the job schema, the
+// cheap way (conditions.go); false means the whole schema must say.
+func (v *Validator) jobHolds(canon any) bool {
+	m, ok := canon.(map[string]any)
+	return ok && v.jobPlain.Validate(canon) == nil && conditionsHold(m)
 }
 
 // typedJob reads a valid job into the model. The canonical tree is what is read, but a
