@@ -2,8 +2,11 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -278,4 +281,101 @@ func TestRunsAndCreateOnly(t *testing.T) {
 	if reply, err = e.nc.RequestMsg(msg, 5*time.Second); err != nil || reply.Header.Get(micro.ErrorCodeHeader) != "409" {
 		t.Fatalf("create-only put of an existing collection: %v %s", err, reply.Data)
 	}
+}
+
+// Puts that arrive together are written in batches (jobs.putBatcher); each still gets its own
+// answer: created or replaced, its own job in the reply, its own refusal.
+func TestConcurrentPutsEachGetTheirOwnAnswer(t *testing.T) {
+	e := newEnv(t)
+	e.putCollection(t, "c", `{}`)
+	type call struct {
+		subject, body string
+		createOnly    bool
+		status        string // the error status expected; "" for a success
+	}
+	job := func(interval int) string {
+		return fmt.Sprintf(`{"action":{"type":"Http","request":{"uri":"http://x/","method":"GET"}},"recurrence":{"frequency":"Hour","interval":%d}}`, interval)
+	}
+	var calls []call
+	for i := range 16 {
+		calls = append(calls, call{subject: fmt.Sprintf("jobs.put.c.j%d", i), body: job(i + 1)})
+		calls = append(calls, call{subject: "jobs.put.c.same", body: job(i + 1)})
+	}
+	for range 8 {
+		calls = append(calls, call{subject: "jobs.put.c.once", body: job(1), createOnly: true, status: "409?"})
+		calls = append(calls, call{subject: "jobs.put.c.bad", body: `{"recurrence":{"frequency":"Hour"}}`, status: "400"})
+		calls = append(calls, call{subject: "jobs.put.nope.j", body: job(1), status: "404"})
+	}
+	replies := make([]*nats.Msg, len(calls))
+	errs := make([]error, len(calls))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Go(func() {
+			msg := nats.NewMsg("scheduler.api." + c.subject)
+			msg.Data = []byte(c.body)
+			if c.createOnly {
+				msg.Header.Set("If-None-Match", "*")
+			}
+			<-start
+			replies[i], errs[i] = e.nc.RequestMsg(msg, 10*time.Second)
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	created := map[string]int{}
+	conflicts := 0
+	for i, c := range calls {
+		if errs[i] != nil {
+			t.Fatalf("%s: %v", c.subject, errs[i])
+		}
+		r := replies[i]
+		status := r.Header.Get(micro.ErrorCodeHeader)
+		switch {
+		case c.status == "409?" && status == "409":
+			conflicts++
+			continue
+		case c.status == "409?" && status == "":
+		case status != c.status:
+			t.Errorf("%s: status %q (%s), want %q", c.subject, status, r.Data, c.status)
+			continue
+		}
+		if status != "" {
+			continue
+		}
+		var d struct {
+			Name string `json:"name"`
+		}
+		if err := json.Unmarshal(r.Data, &d); err != nil {
+			t.Fatal(err)
+		}
+		name := strings.TrimPrefix(c.subject, "jobs.put.")
+		if d.Name != strings.Replace(name, ".", "/", 1) {
+			t.Errorf("%s: the reply is about %q", c.subject, d.Name)
+		}
+		if r.Header.Get(api.HeaderCreated) == "true" {
+			created[name]++
+		}
+	}
+	for i := range 16 {
+		if n := created[fmt.Sprintf("c.j%d", i)]; n != 1 {
+			t.Errorf("c.j%d created %d times, want 1", i, n)
+		}
+	}
+	if created["c.same"] != 1 || created["c.once"] != 1 || conflicts != 7 {
+		t.Errorf("same created %d times, once %d times with %d conflicts: want 1, 1 and 7", created["c.same"], created["c.once"], conflicts)
+	}
+	var j struct {
+		Properties struct {
+			Recurrence struct {
+				Interval int `json:"interval"`
+			} `json:"recurrence"`
+		} `json:"properties"`
+	}
+	e.ok(t, "jobs.get.c.j7", "", &j)
+	if j.Properties.Recurrence.Interval != 8 {
+		t.Errorf("c/j7 has interval %d, want its own put's 8", j.Properties.Recurrence.Interval)
+	}
+	e.fail(t, "jobs.get.c.bad", "", "404", "ResourceNotFound")
 }

@@ -14,8 +14,10 @@ import (
 type Change struct {
 	Collection, Name string
 	Raw              []byte // the definition; nil for a delete
-	Delete           bool
-	CreateOnly       bool // a put that only creates: an existing job is a Conflict
+	// Decoded is Raw already decoded and checked (Validator.Decode), when the caller did it.
+	Decoded    *job.Definition
+	Delete     bool
+	CreateOnly bool // a put that only creates: an existing job is a Conflict
 	// Stamp is the change's place in the intake stream (zero for the API): changes to one job
 	// end as the newest says, whatever order they are applied in (store.PutJob).
 	Stamp store.Stamp
@@ -76,9 +78,11 @@ func (s *Service) write(ctx context.Context, ch Change, colls map[string]*job.Co
 	if ch.Delete {
 		return store.Write{Delete: &store.DeleteJob{Collection: ch.Collection, Name: ch.Name, Stamp: ch.Stamp}}, false, nil
 	}
-	def, err := s.validator.Decode(ch.Raw)
-	if err != nil {
-		return store.Write{}, false, invalid(err)
+	def, err := ch.Decoded, error(nil)
+	if def == nil {
+		if def, err = s.validator.Decode(ch.Raw); err != nil {
+			return store.Write{}, false, invalid(err)
+		}
 	}
 	secrets := def.Properties.Action.HasSecrets()
 	coll, ok := colls[ch.Collection]

@@ -19,24 +19,17 @@ func (s *Service) PutJob(ctx context.Context, c, j string, raw []byte, createOnl
 	if err := checkNames(c, j); err != nil {
 		return nil, false, err
 	}
+	// Decoded here, in the caller's goroutine, so that the puts of a batch are decoded side
+	// by side rather than one after another by the caller applying the batch.
 	def, err := s.validator.Decode(raw)
 	if err != nil {
 		err = invalid(err)
 		s.rejected(c, j, err)
 		return nil, false, err
 	}
-	created, err := s.store1(ctx, c, j, def.Properties, 0, createOnly)
-	if err != nil {
-		err = storeError(err, c, j)
-		s.rejected(c, j, err)
-		return nil, false, err
-	}
-	got, err := s.GetJob(ctx, c, j)
-	if err != nil {
-		return nil, false, err
-	}
-	s.emit(bus.Event{Kind: bus.EventAccepted, Collection: c, Job: j, Time: s.now().UTC(), NextExecutionTime: nextOf(got)})
-	return got, created, nil
+	p := &pendingPut{change: Change{Collection: c, Name: j, Decoded: def, CreateOnly: createOnly}, done: make(chan struct{})}
+	s.puts.put(ctx, s, p)
+	return p.def, p.created, p.err
 }
 
 // store1 validates a definition against its collection and stores it, re-accepting its

@@ -1,6 +1,7 @@
 // Package jobs holds the operations on collections and jobs that the NATS API and the intake
 // stream share: validation, quotas, when a schedule is (re)accepted, enabling and disabling,
-// and the events that tell the world about it. It keeps no state: Redis (package store) does.
+// and the events that tell the world about it. It keeps no state (Redis, package store, does)
+// beyond the API's puts in flight, which it writes in batches.
 package jobs
 
 import (
@@ -41,6 +42,7 @@ type Service struct {
 	keys       *secrets.Keyring
 	now        func() time.Time
 	log        *slog.Logger
+	puts       *putBatcher // the API's puts in flight
 }
 
 // Config gathers a Service's dependencies.
@@ -69,7 +71,8 @@ func New(c Config) *Service {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Service{store: c.Store, validator: c.Validator, events: c.Events, runner: c.Runner,
-		waker: c.Waker, wakeWithin: c.WakeWithin, subjects: c.Subjects, keys: c.Keys, now: c.Clock, log: c.Logger}
+		waker: c.Waker, wakeWithin: c.WakeWithin, subjects: c.Subjects, keys: c.Keys, now: c.Clock, log: c.Logger,
+		puts: newPutBatcher()}
 }
 
 // wake tells the dispatcher of a collection's partition to look now.
