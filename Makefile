@@ -21,6 +21,7 @@ LDFLAGS  := -X github.com/resched/resched/services/internal/version.linked=$(VER
 # benchmarks do their whole workload once (1x) against a real redis-server and JetStream.
 BENCH_PKGS = \
 	shared/recurrence:$(BENCHTIME) \
+	shared/jobschema:$(BENCHTIME) \
 	services/internal/bus:$(BENCHTIME) \
 	services/planner/internal/store:$(BENCHTIME) \
 	services/planner/internal/dispatch:1x \
