@@ -69,7 +69,8 @@ type Intake struct {
 
 	mu      sync.Mutex
 	stream  jetstream.Stream // the intake stream: its creation time and, for Erase, its messages
-	lastSeq uint64           // the highest sequence seen: a lower one may be a stream made again
+	lastSeq  uint64           // the highest sequence seen in the stream
+	lastTime time.Time        // the latest message time seen in it
 }
 
 // New returns an Intake. The stream must exist (bus.EnsureStreams) before Run.
@@ -140,26 +141,38 @@ func (in *Intake) change(ctx context.Context, msg jetstream.Msg) (jobs.Change, b
 	}
 	ch := jobs.Change{Collection: c, Name: j, Raw: msg.Data(), Delete: strings.EqualFold(op, "delete")}
 	if md, err := msg.Metadata(); err == nil {
-		ch.Stamp = in.stamp(ctx, md.Sequence.Stream)
+		ch.Stamp = in.stamp(ctx, md.Sequence.Stream, md.Timestamp)
 	}
 	return ch, true
 }
 
-// stamp is a message's place in the stream: the stream's creation time (read once, and again
-// when a sequence goes back, as it does in a stream deleted and made again) and its sequence.
+// stamp is a message's place in the stream: the stream's creation time and its sequence.
 // Without the creation time the change is applied unstamped, as the API applies them.
-func (in *Intake) stamp(ctx context.Context, seq uint64) store.Stamp {
+//
+// The creation time is read once, and again when the stream may have been made again: a
+// message with a lower sequence than one seen but a later time (a stream's times grow with its
+// sequences, so only a new stream gives both). A lower sequence alone is common, since the
+// handlers apply batches side by side and messages come back for a retry; reading the stream's
+// information for each of those cost a tenth of the intake's CPU with 4 handlers, and with 8
+// the intake ran at 6,000 definitions/s rather than 16,000.
+func (in *Intake) stamp(ctx context.Context, seq uint64, at time.Time) store.Stamp {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if in.stream == nil || seq < in.lastSeq {
+	if in.stream == nil || (seq < in.lastSeq && at.After(in.lastTime)) {
 		st, err := in.cfg.JS.Stream(ctx, in.cfg.Subjects.IntakeStream())
 		if err != nil {
 			in.log.Warn("intake: read the stream's creation time", "error", err)
 			return store.Stamp{}
 		}
+		if in.stream == nil || !st.CachedInfo().Created.Equal(in.stream.CachedInfo().Created) {
+			in.lastSeq, in.lastTime = 0, time.Time{} // a new stream: its own sequences
+		}
 		in.stream = st
 	}
 	in.lastSeq = max(in.lastSeq, seq)
+	if at.After(in.lastTime) {
+		in.lastTime = at
+	}
 	return store.Stamp{Epoch: in.stream.CachedInfo().Created.UnixMilli(), Seq: seq}
 }
 

@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/internal/testenv"
+	"github.com/resched/resched/services/planner/internal/intake"
 )
 
 // Two planners apply the stream at once, in batches: puts and deletes of the same job still
@@ -50,4 +53,54 @@ func TestConcurrentIntakesKeepEachJobsOrder(t *testing.T) {
 			t.Fatalf("other-%d was not stored", i)
 		}
 	}
+}
+
+// countingJS counts the stream information requests made through it.
+type countingJS struct {
+	jetstream.JetStream
+	streams atomic.Int64
+}
+
+func (c *countingJS) Stream(ctx context.Context, name string) (jetstream.Stream, error) {
+	c.streams.Add(1)
+	return c.JetStream.Stream(ctx, name)
+}
+
+// Batches applied side by side take messages out of order; that alone is no sign of a stream
+// made again, and the intake does not ask the server about its stream for each of them.
+func TestOutOfOrderBatchesDoNotReadTheStreamAgain(t *testing.T) {
+	e := newEnv(t)
+	const n = 400
+	for i := range n {
+		e.publish(t, fmt.Sprintf("scheduler.jobs.c.j%d", i), definition, nil)
+	}
+	js := &countingJS{JetStream: e.js}
+	e.run(t, e.svc, func(c *intake.Config) { c.JS, c.Batch, c.Handlers = js, 4, 8 })
+	testenv.Eventually(t, 30*time.Second, "every message applied", func() bool { return e.pending(t) == 0 })
+	if got := js.streams.Load(); got > 2 {
+		t.Errorf("the stream's information was read %d times for %d messages, want once (twice at most)", got, n)
+	}
+}
+
+// A stream deleted and made again starts its sequences anew: a put in it is not taken for an
+// older change than those applied from the old stream.
+func TestStreamMadeAgainIsNoticed(t *testing.T) {
+	e := newEnv(t)
+	e.run(t, e.svc)
+	for i := range 5 {
+		e.publish(t, "scheduler.jobs.c.j", strings.Replace(definition, `"method": "POST"}`, fmt.Sprintf(`"method": "POST", "headers": {"X-Round": "%d"}}`, i), 1), nil)
+	}
+	testenv.Eventually(t, 10*time.Second, "the first stream applied", func() bool { return e.pending(t) == 0 })
+	ctx := context.Background()
+	if err := e.js.DeleteStream(ctx, subjects.IntakeStream()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bus.EnsureStreams(ctx, e.js, subjects, bus.StreamOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.publish(t, "scheduler.jobs.c.j", strings.Replace(definition, `"method": "POST"}`, `"method": "POST", "headers": {"X-Round": "new"}}`, 1), nil)
+	testenv.Eventually(t, 10*time.Second, "the put of the new stream applied", func() bool {
+		d, err := e.svc.GetJob(ctx, "c", "j")
+		return err == nil && d.Properties.Action.Request.Headers["X-Round"] == "new"
+	})
 }
