@@ -67,8 +67,8 @@ type Intake struct {
 	log    *slog.Logger
 	prefix string // <prefix>.jobs.
 
-	mu      sync.Mutex
-	stream  jetstream.Stream // the intake stream: its creation time and, for Erase, its messages
+	mu       sync.Mutex
+	stream   jetstream.Stream // the intake stream: its creation time and, for Erase, its messages
 	lastSeq  uint64           // the highest sequence seen in the stream
 	lastTime time.Time        // the latest message time seen in it
 }
