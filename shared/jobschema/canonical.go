@@ -73,8 +73,21 @@ func (c canonicaliser) object(f *facts, obj map[string]any, at jsonPath) any {
 		return obj
 	}
 	out := make(map[string]any, len(obj))
+	if spelledAsDeclared(f, obj) {
+		// The common case: no name to rewrite, so none given twice, and the order of the
+		// keys does not matter (problems are sorted by path).
+		for k, v := range obj {
+			sub := f.names[k]
+			if v == nil || (sub != nil && factsOf(sub).readOnly) {
+				c.mark()
+				continue
+			}
+			out[k] = c.value(sub, v, at.key(k))
+		}
+		return out
+	}
 	given := make(map[string]string, len(obj)) // canonical name → the spelling used
-	for _, k := range slices.Sorted(maps.Keys(obj)) {
+	for _, k := range slices.Sorted(maps.Keys(obj)) { // in order: which spelling wins is stable
 		name := f.canonicalName(k)
 		if name != k {
 			c.mark()
@@ -93,6 +106,17 @@ func (c canonicaliser) object(f *facts, obj map[string]any, at jsonPath) any {
 		out[name] = c.value(sub, obj[k], at.key(name))
 	}
 	return out
+}
+
+// spelledAsDeclared reports whether every key of obj is spelled as the schema declares it
+// (or matches no declared name at all).
+func spelledAsDeclared(f *facts, obj map[string]any) bool {
+	for k := range obj {
+		if f.canonicalName(k) != k {
+			return false
+		}
+	}
+	return true
 }
 
 func (c canonicaliser) array(f *facts, arr []any, at jsonPath) any {
