@@ -86,7 +86,7 @@ func (c canonicaliser) object(f *facts, obj map[string]any, at jsonPath) any {
 		}
 		return out
 	}
-	given := make(map[string]string, len(obj)) // canonical name → the spelling used
+	given := make(map[string]string, len(obj))        // canonical name → the spelling used
 	for _, k := range slices.Sorted(maps.Keys(obj)) { // in order: which spelling wins is stable
 		name := f.canonicalName(k)
 		if name != k {
