@@ -79,6 +79,16 @@ type handlers struct {
 	log      *slog.Logger
 	work     chan func() // to the workers, one per slot of Concurrency
 	inFlight sync.WaitGroup
+	stop     sync.Once // closes work
+}
+
+// stopWorkers lets the requests in hand finish and ends the workers. Only after the micro
+// service has stopped: no request may come after.
+func (a *handlers) stopWorkers() {
+	a.stop.Do(func() {
+		a.inFlight.Wait()
+		close(a.work)
+	})
 }
 
 // Server is the running API.
@@ -90,8 +100,7 @@ type Server struct {
 // Stop stops taking requests and returns once those in hand are answered.
 func (s *Server) Stop() error {
 	err := s.Service.Stop()
-	s.h.inFlight.Wait()
-	close(s.h.work)
+	s.h.stopWorkers()
 	return err
 }
 
@@ -126,15 +135,14 @@ func New(nc *nats.Conn, svc *jobs.Service, subjects bus.Subjects, logger *slog.L
 		},
 	})
 	if err != nil {
-		close(a.work)
+		a.stopWorkers()
 		return nil, fmt.Errorf("start api service: %w", err)
 	}
 	for _, e := range a.endpoints() {
 		subject := subjects.API(e.tokens...) + strings.Repeat(".*", len(e.names))
 		if err := srv.AddEndpoint(e.name, a.handler(e), micro.WithEndpointSubject(subject)); err != nil {
 			_ = srv.Stop()
-			a.inFlight.Wait()
-			close(a.work)
+			a.stopWorkers()
 			return nil, fmt.Errorf("add api endpoint %s: %w", subject, err)
 		}
 	}

@@ -3,9 +3,11 @@ package api_test
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/services/internal/version"
@@ -88,5 +90,40 @@ func TestPlannersShareRequests(t *testing.T) {
 	testenv.Eventually(t, 5*time.Second, "the statistics to count every request", func() bool { return handled() >= n })
 	if got := handled(); got != n {
 		t.Fatalf("%d requests handled by the two planners, want %d", got, n)
+	}
+}
+
+// Stopping lets the request in hand finish and answer, and a second Stop is harmless.
+func TestStopFinishesTheRequestInHand(t *testing.T) {
+	e := newEnv(t)
+	e.putCollection(t, "c", `{}`)
+	second := e.start(t, e.nats.Connect(t))
+	if err := e.api.Stop(); err != nil { // only the second planner answers now
+		t.Fatal(err)
+	}
+	answered := make(chan *nats.Msg, 1)
+	go func() {
+		msg, err := e.nc.Request("scheduler.api.jobs.put.c.j", []byte(hourly), 5*time.Second)
+		if err != nil {
+			t.Error(err)
+		}
+		answered <- msg
+	}()
+	testenv.Eventually(t, 5*time.Second, "the request to be in hand", func() bool {
+		for _, ep := range second.Stats().Endpoints {
+			if ep.NumRequests > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	if err := second.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.Stop(); err != nil && !strings.Contains(err.Error(), "stopped") {
+		t.Fatalf("second Stop: %v", err)
+	}
+	if msg := <-answered; msg == nil || msg.Header.Get(micro.ErrorCodeHeader) != "" {
+		t.Fatalf("the request in hand was not answered: %v", msg)
 	}
 }
