@@ -1,6 +1,7 @@
 package jobschema
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -142,5 +143,82 @@ func TestUnconditionalSchemaHasNoConditions(t *testing.T) {
 	walk("#/$defs/jobProperties", resolve("#/$defs/jobProperties"))
 	if !seen["#/$defs/httpAuthentication"] {
 		t.Error("the walk did not reach httpAuthentication: it does not follow references")
+	}
+}
+
+// Every combination the conditional lists judge (frequency × interval × schedule fields; action
+// type × payloads present, in the action and in the error action; authentication type × the
+// fields given): the cheap way accepts exactly what the whole schema accepts.
+func TestConditionsAgreeWithTheSchemaOnEveryCombination(t *testing.T) {
+	v, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(name, raw string) {
+		t.Helper()
+		canon, ok := canonicalJob(v, []byte(raw))
+		if !ok {
+			t.Fatalf("%s: does not parse: %s", name, raw)
+		}
+		cheap, full := v.jobHolds(canon), v.job.Validate(canon) == nil
+		if cheap && !full {
+			t.Errorf("%s: the cheap way accepts what the schema refuses: %s", name, raw)
+		}
+		if full && !cheap {
+			t.Errorf("%s: the schema accepts what the cheap way sends to it (correct, but slow): %s", name, raw)
+		}
+	}
+	scheduleFields := []string{`"weekDays":["Monday"]`, `"monthDays":[1]`, `"monthlyOccurrences":[{"day":"Monday"}]`, `"months":[1]`}
+	for freq, max := range intervalMax {
+		for _, interval := range []int{1, int(max), int(max) + 1} {
+			for set := range 1 << len(scheduleFields) {
+				var fields []string
+				for i, f := range scheduleFields {
+					if set&(1<<i) != 0 {
+						fields = append(fields, f)
+					}
+				}
+				rec := fmt.Sprintf(`{"frequency":%q,"interval":%d`, freq, interval)
+				if len(fields) > 0 {
+					rec += `,"schedule":{` + strings.Join(fields, ",") + `}`
+				}
+				check(fmt.Sprintf("%s/%d/%v", freq, interval, fields), withRecurrence(rec+`}`))
+			}
+		}
+	}
+	payloads := map[string]string{
+		"request":      `{"uri":"http://x/","method":"GET"}`,
+		"queueMessage": `{"storageAccount":"a","queueName":"q1q","sasToken":"s","message":"m"}`,
+		"serviceBusQueueMessage": `{"namespace":"n","queueName":"q",` +
+			`"authentication":{"type":"SharedAccessKey","sasKeyName":"k","sasKey":"s"}}`,
+		"serviceBusTopicMessage": `{"namespace":"n","topicPath":"t",` +
+			`"authentication":{"type":"SharedAccessKey","sasKeyName":"k","sasKey":"s"}}`,
+	}
+	keys := []string{"request", "queueMessage", "serviceBusQueueMessage", "serviceBusTopicMessage"}
+	for typ := range payloadOf {
+		for set := range 1 << len(keys) {
+			action := fmt.Sprintf(`{"type":%q`, typ)
+			for i, k := range keys {
+				if set&(1<<i) != 0 {
+					action += fmt.Sprintf(`,%q:%s`, k, payloads[k])
+				}
+			}
+			action += `}`
+			check("action "+action, withAction(action))
+			check("errorAction "+action, withAction(`{`+httpAction+`,"errorAction":`+action+`}`))
+		}
+	}
+	authFields := map[string]string{"username": "u", "password": "p", "pfx": "UEZY", "tenant": "t", "audience": "a", "clientId": "c", "secret": "s"}
+	for typ, required := range authRequires {
+		for skip := -1; skip < len(required); skip++ { // all given, then each one missing
+			auth := fmt.Sprintf(`{"type":%q`, typ)
+			for i, f := range required {
+				if i != skip {
+					auth += fmt.Sprintf(`,%q:%q`, f, authFields[f])
+				}
+			}
+			auth += `}`
+			check("authentication "+auth, withAction(`{"type":"Https","request":{"uri":"https://x/","method":"GET","authentication":`+auth+`}}`))
+		}
 	}
 }
