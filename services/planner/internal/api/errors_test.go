@@ -86,13 +86,16 @@ func TestQuotas(t *testing.T) {
 	e.ok(t, "jobs.put.q.first", strings.Replace(hourly, `"interval": 1`, `"interval": 2`, 1), nil)
 }
 
-// An error the client cannot act on (here Redis gone) is a 500 with a message and no details.
+// An error the client cannot act on (here Redis gone) is a 500 with a message and no details,
+// for a read and for a put (written through a batch).
 func TestInternalError(t *testing.T) {
 	e := newEnv(t, func(s *setup) { s.redis.MaxRetries, s.redis.DialerRetries = -1, 1 }) // fail fast
 	e.putCollection(t, "c", `{}`)
 	e.redis.Stop()
-	a := e.fail(t, "jobs.get.c.j", "", "500", "InternalError")
-	if len(a.Error.Details) != 0 {
-		t.Fatalf("details %v, want none", a.Error.Details)
+	for _, r := range []struct{ subject, body string }{{"jobs.get.c.j", ""}, {"jobs.put.c.j", hourly}} {
+		a := e.fail(t, r.subject, r.body, "500", "InternalError")
+		if len(a.Error.Details) != 0 {
+			t.Fatalf("%s: details %v, want none", r.subject, a.Error.Details)
+		}
 	}
 }
