@@ -18,12 +18,23 @@ import (
 // to 2030) and its key, sealed with password: what a ClientCertificate job carries.
 func PFX(t testing.TB, password string) string {
 	t.Helper()
+	_, pfx := ClientCert(t, "resched test", password,
+		time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	return pfx
+}
+
+// ClientCert makes a self-signed client certificate for cn, valid from notBefore to notAfter,
+// and returns it with its PFX (base64 PKCS#12 of the certificate and its key, sealed with
+// password). A TLS server that trusts the certificate accepts it as a client's.
+func ClientCert(t testing.TB, cn, password string, notBefore, notAfter time.Time) (*x509.Certificate, string) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "resched test"},
-		NotBefore: time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), NotAfter: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
+		NotBefore: notBefore, NotAfter: notAfter,
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
 		t.Fatal(err)
@@ -36,5 +47,5 @@ func PFX(t testing.TB, password string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return base64.StdEncoding.EncodeToString(pfx)
+	return cert, base64.StdEncoding.EncodeToString(pfx)
 }

@@ -1,24 +1,18 @@
 package httpaction_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/base64"
 	"io"
 	"log"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/resched/resched/services/internal/tlstest"
 	"github.com/resched/resched/services/worker/internal/action"
-	"software.sslmate.com/src/go-pkcs12"
 )
 
 // received is one request as the target saw it.
@@ -97,31 +91,8 @@ type clientCert struct {
 
 func newClientCert(t *testing.T, cn, password string) clientCert {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pfx, err := pkcs12.Modern.Encode(key, cert, nil, password)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return clientCert{cert: cert, pfx: base64.StdEncoding.EncodeToString(pfx), password: password}
+	cert, pfx := tlstest.ClientCert(t, cn, password, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+	return clientCert{cert: cert, pfx: pfx, password: password}
 }
 
 // mtlsTarget is a TLS target that requires a client certificate signed by (here: equal to)
