@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -61,24 +60,15 @@ func BenchmarkGateway(b *testing.B) {
 	}
 	for _, op := range []struct{ name, method, body string }{{"get", "GET", ""}, {"put", "PUT", benchJob}} {
 		var next atomic.Int64
-		var wg sync.WaitGroup
-		errs := make(chan error, clients)
 		start := time.Now()
-		for range clients {
-			wg.Go(func() {
-				for i := next.Add(1); i <= requests; i = next.Add(1) {
-					if err := do(op.method, fmt.Sprintf("%s/jobs/j%d", coll, i%jobs), op.body); err != nil {
-						errs <- err
-						return
-					}
+		testenv.Parallel(b, clients, func(int) error {
+			for i := next.Add(1); i <= requests; i = next.Add(1) {
+				if err := do(op.method, fmt.Sprintf("%s/jobs/j%d", coll, i%jobs), op.body); err != nil {
+					return err
 				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			b.Fatal(err)
-		}
+			}
+			return nil
+		})
 		b.ReportMetric(requests/time.Since(start).Seconds(), op.name+"s/s")
 	}
 

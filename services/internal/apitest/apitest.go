@@ -5,12 +5,12 @@ package apitest
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/resched/resched/services/internal/testenv"
 )
 
 // BulkPut puts n jobs in collection c (which must exist) through jobs.bulk.<c>, 1,000 a
@@ -20,33 +20,24 @@ func BulkPut(tb testing.TB, nc *nats.Conn, c string, n int, name, props func(i i
 	tb.Helper()
 	const per, inFlight = 1000, 8
 	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, inFlight)
-	for range inFlight {
-		wg.Go(func() {
-			var b strings.Builder
-			for first := next.Add(per) - per; first < int64(n); first = next.Add(per) - per {
-				b.Reset()
-				b.WriteString(`{"jobs": [`)
-				for i := first; i < min(first+per, int64(n)); i++ {
-					if i > first {
-						b.WriteByte(',')
-					}
-					fmt.Fprintf(&b, `{"name": %q, "properties": %s}`, name(int(i)), props(int(i)))
+	testenv.Parallel(tb, inFlight, func(int) error {
+		var b strings.Builder
+		for first := next.Add(per) - per; first < int64(n); first = next.Add(per) - per {
+			b.Reset()
+			b.WriteString(`{"jobs": [`)
+			for i := first; i < min(first+per, int64(n)); i++ {
+				if i > first {
+					b.WriteByte(',')
 				}
-				b.WriteString(`]}`)
-				if err := bulk(nc, c, b.String()); err != nil {
-					errs <- err
-					return
-				}
+				fmt.Fprintf(&b, `{"name": %q, "properties": %s}`, name(int(i)), props(int(i)))
 			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		tb.Fatal(err)
-	}
+			b.WriteString(`]}`)
+			if err := bulk(nc, c, b.String()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 func bulk(nc *nats.Conn, c, body string) error {

@@ -106,3 +106,26 @@ func Eventually(t testing.TB, within time.Duration, what string, cond func() boo
 		wait = min(2*wait, 250*time.Millisecond)
 	}
 }
+
+// Parallel runs work(0) … work(workers-1) side by side, waits for all of them and fails the
+// test with the errors they returned.
+func Parallel(t testing.TB, workers int, work func(worker int) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			if err := work(w); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -38,7 +37,7 @@ func BenchmarkPuts(b *testing.B) {
 		var next atomic.Int64
 		cpu, proc := e.redis.CPU(b), testenv.ProcessCPU(b)
 		start := time.Now()
-		run(b, clients, func(w int) error {
+		testenv.Parallel(b, clients, func(w int) error {
 			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
 				if err := request(conns[w%len(conns)], fmt.Sprintf("jobs.put.c.j%d", i), []byte(hourly)); err != nil {
 					return err
@@ -123,25 +122,6 @@ func request(nc *nats.Conn, subject string, body []byte) error {
 		return fmt.Errorf("%s: error %s: %.200s", subject, code, msg.Data)
 	}
 	return nil
-}
-
-// run runs work on `workers` goroutines and fails the benchmark on the first error.
-func run(b *testing.B, workers int, work func(worker int) error) {
-	b.Helper()
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for w := range workers {
-		wg.Go(func() {
-			if err := work(w); err != nil {
-				errs <- err
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
 }
 
 // benchSize reads a size from the environment.

@@ -52,24 +52,15 @@ func loadJobs(b *testing.B, e *env, n int, accepted time.Time, def func(i int) [
 			b.Fatal(err)
 		}
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for w := range 8 {
-		wg.Go(func() {
-			for i := w; i < n; i += 8 {
-				if _, _, _, err := e.store.PutJob(ctx, store.PutJob{Collection: fmt.Sprint("c", i%50), Name: fmt.Sprint("j", i),
-					Definition: def(i), Accepted: accepted, Next: due(i), State: job.StateEnabled, Reaccept: true}); err != nil {
-					errs <- err
-					return
-				}
+	testenv.Parallel(b, 8, func(w int) error {
+		for i := w; i < n; i += 8 {
+			if _, _, _, err := e.store.PutJob(ctx, store.PutJob{Collection: fmt.Sprint("c", i%50), Name: fmt.Sprint("j", i),
+				Definition: def(i), Accepted: accepted, Next: due(i), State: job.StateEnabled, Reaccept: true}); err != nil {
+				return err
 			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
+		}
+		return nil
+	})
 }
 
 // drainWith runs `planners` dispatchers until `n` occurrences are published and returns the
