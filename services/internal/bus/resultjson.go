@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/resched/resched/shared/job"
 )
@@ -154,7 +156,8 @@ func (d *resultReader) field(prefix string) *resultReader {
 	return d
 }
 
-// raw consumes a string of printable ASCII other than '"' and '\', returning its content.
+// raw consumes a string of printable ASCII other than '"' and '\', returning its content:
+// what names, times and enumerations are written as.
 func (d *resultReader) raw() []byte {
 	if !d.ok || len(d.b) == 0 || d.b[0] != '"' {
 		d.ok = false
@@ -175,7 +178,87 @@ func (d *resultReader) raw() []byte {
 	return nil
 }
 
-func (d *resultReader) str() string { return string(d.raw()) }
+// str consumes a string as encoding/json reads it when it is valid UTF-8 with the escapes
+// json.Marshal writes (an HTTP result's message has a "\r\n" per response header); a
+// surrogate escape or bytes that are not UTF-8 go to encoding/json.
+func (d *resultReader) str() string {
+	if !d.ok || len(d.b) == 0 || d.b[0] != '"' {
+		d.ok = false
+		return ""
+	}
+	var out []byte // nil until the first escape
+	start, ascii := 1, true
+	for i := 1; i < len(d.b); {
+		c := d.b[i]
+		switch {
+		case c == '"':
+			s := d.b[start:i]
+			d.b = d.b[i+1:]
+			if !ascii && !utf8.Valid(s) {
+				d.ok = false
+				return ""
+			}
+			if out == nil {
+				return string(s)
+			}
+			return string(append(out, s...))
+		case c < 0x20:
+			d.ok = false
+			return ""
+		case c >= utf8.RuneSelf:
+			ascii = false
+			i++
+		case c != '\\':
+			i++
+		default:
+			out = append(out, d.b[start:i]...)
+			n, ok := unescape(d.b[i:], &out)
+			if !ok {
+				d.ok = false
+				return ""
+			}
+			i += n
+			start = i
+		}
+	}
+	d.ok = false
+	return ""
+}
+
+// unescape appends the character the escape at the start of b stands for and reports the
+// escape's length; surrogates are left to encoding/json.
+func unescape(b []byte, out *[]byte) (int, bool) {
+	if len(b) < 2 {
+		return 0, false
+	}
+	switch b[1] {
+	case '"', '\\', '/':
+		*out = append(*out, b[1])
+	case 'b':
+		*out = append(*out, '\b')
+	case 'f':
+		*out = append(*out, '\f')
+	case 'n':
+		*out = append(*out, '\n')
+	case 'r':
+		*out = append(*out, '\r')
+	case 't':
+		*out = append(*out, '\t')
+	case 'u':
+		if len(b) < 6 {
+			return 0, false
+		}
+		r, err := strconv.ParseUint(string(b[2:6]), 16, 16)
+		if err != nil || utf16.IsSurrogate(rune(r)) {
+			return 0, false
+		}
+		*out = utf8.AppendRune(*out, rune(r))
+		return 6, true
+	default:
+		return 0, false
+	}
+	return 2, true
+}
 
 // enum consumes one of the canonical values exactly (another spelling goes to
 // encoding/json, whose reading of enumerations ignores case).
@@ -244,16 +327,43 @@ func jsonTime(t time.Time) bool {
 	return y >= 0 && y <= 9999 && off > -24*3600 && off < 24*3600
 }
 
-// appendString appends s as a JSON string. Plain printable ASCII is copied; anything else
-// goes through json.Marshal, which escapes it (HTML characters included) as it always did.
+// appendString appends s as a JSON string, byte for byte what json.Marshal writes. ASCII is
+// escaped here as encoding/json escapes it (HTML characters included); a string with other
+// bytes goes through json.Marshal.
 func appendString(b []byte, s string) []byte {
-	for i := range len(s) {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			data, _ := json.Marshal(s) // a string always marshals
-			return append(b, data...)
-		}
-	}
+	n0 := len(b)
 	b = append(b, '"')
-	b = append(b, s...)
+	start := 0
+	for i := range len(s) {
+		c := s[i]
+		if c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\b':
+			b = append(b, '\\', 'b')
+		case '\f':
+			b = append(b, '\\', 'f')
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			if c >= utf8.RuneSelf {
+				data, _ := json.Marshal(s) // a string always marshals
+				return append(b[:n0], data...)
+			}
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		start = i + 1
+	}
+	b = append(b, s[start:]...)
 	return append(b, '"')
 }
+
+const hexDigits = "0123456789abcdef"

@@ -22,6 +22,13 @@ func resultCases() map[string]bus.Result {
 	return map[string]bus.Result{
 		"no message":    base,
 		"plain message": edit(func(r *bus.Result) { r.Message = "Http Action - Response from host 'x': 'OK' Status code: 200" }),
+		"HTTP message": edit(func(r *bus.Result) {
+			r.Message = "Http Action - Response from host '127.0.0.1': 'OK' Response Headers: Content-Length: 2\r\nDate: Mon, 23 Nov 2026 20:00:00 GMT\r\n Body: ok"
+		}),
+		"message with ASCII escapes": edit(func(r *bus.Result) {
+			r.Message = "a \"q\" \\ / <b> & \n\t\r\b\f\x01\x1f\x7f ~"
+		}),
+		"message in UTF-8": edit(func(r *bus.Result) { r.Message = "Body: <p>café \r\n 日本</p>" }),
 		"message to escape": edit(func(r *bus.Result) {
 			r.Message = "a \"q\" \\ <b> & \n\t\x01 é \u2028 \ufffd"
 		}),
@@ -58,6 +65,14 @@ func TestDecodeResultIsJSONUnmarshal(t *testing.T) {
 	inputs["white space"] = strings.ReplaceAll(plain, `,"job":`, `, "job" : `)
 	inputs["keys reordered"] = `{"job":"j","collection":"c","status":"Completed","actionName":"MainAction","scheduledTime":"2026-03-01T12:00:00Z"}`
 	inputs["enumeration in lower case"] = strings.Replace(plain, `"Completed"`, `"completed"`, 1)
+	http := inputs["HTTP message"]
+	inputs["escapes json.Marshal does not write"] = strings.Replace(http, `Body: ok`, `Body: \/\u00e9\u00E9\u0041\t`, 1)
+	inputs["surrogate pair escaped"] = strings.Replace(http, `Body: ok`, `\ud83d\ude00`, 1)
+	inputs["lone surrogate escaped"] = strings.Replace(http, `Body: ok`, `\ud83d`, 1)
+	inputs["escape cut short"] = strings.Replace(http, `Body: ok`, `\u00e`, 1)
+	inputs["unknown escape"] = strings.Replace(http, `Body: ok`, `\x41`, 1)
+	inputs["raw control character"] = strings.Replace(http, `Body: ok`, "\x01", 1)
+	inputs["bytes not UTF-8"] = strings.Replace(http, `Body: ok`, "\xff\xfe", 1)
 	inputs["escaped name"] = strings.Replace(plain, `"j_2"`, `"j\u005f2"`, 1)
 	inputs["unknown key"] = strings.Replace(plain, `{"collection"`, `{"x":1,"collection"`, 1)
 	inputs["trailing white space"] = plain + " \n"
@@ -99,8 +114,23 @@ func FuzzDecodeResult(f *testing.F) {
 	})
 }
 
+// FuzzAppendJSON: whatever the message, AppendJSON writes what json.Marshal writes.
+func FuzzAppendJSON(f *testing.F) {
+	for _, r := range resultCases() {
+		f.Add(r.Message)
+	}
+	r := resultCases()["no message"]
+	f.Fuzz(func(t *testing.T, msg string) {
+		r.Message = msg
+		want, _ := json.Marshal(r)
+		if got := r.AppendJSON(nil); string(got) != string(want) {
+			t.Fatalf("AppendJSON\n got %s\nwant %s", got, want)
+		}
+	})
+}
+
 func BenchmarkDecodeResult(b *testing.B) {
-	data := resultCases()["plain message"].AppendJSON(nil)
+	data := resultCases()["HTTP message"].AppendJSON(nil)
 	b.Run("DecodeResult", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := bus.DecodeResult(data); err != nil {
