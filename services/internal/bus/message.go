@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"time"
@@ -55,6 +56,40 @@ func AppendDueTagged(b []byte, collection, job string, scheduled time.Time, tag 
 	b = append(b, action...)
 	return append(b, '}')
 }
+
+// DecodeDue reads a due occurrence as json.Unmarshal does. AppendDue's layout is read
+// directly (encoding/json spent a tenth of a worker's CPU on it); any other JSON goes to
+// json.Unmarshal. The action is checked to be JSON, not decoded.
+func DecodeDue(data []byte) (Due, error) {
+	if due, ok := decodeDueFast(data); ok {
+		return due, nil
+	}
+	var due Due
+	if err := json.Unmarshal(data, &due); err != nil {
+		return Due{}, fmt.Errorf("not a due occurrence: %w", err)
+	}
+	return due, nil
+}
+
+func decodeDueFast(data []byte) (due Due, ok bool) {
+	d := layoutReader{b: data, ok: true}
+	due.Collection = d.field(`{"collection":`).str()
+	due.Job = d.field(`,"job":`).str()
+	due.Scheduled = d.field(`,"scheduledTime":`).time()
+	due.ExecutionTag = d.field(`,"executionTag":`).str()
+	due.Occurrence = d.field(`,"occurrence":`).int()
+	d.field(`,"action":`)
+	n := len(d.b) - 1
+	if !d.ok || n < 1 || d.b[n] != '}' || jsonSpace(d.b[0]) || jsonSpace(d.b[n-1]) || !json.Valid(d.b[:n]) {
+		return Due{}, false
+	}
+	due.Action = slices.Clone(json.RawMessage(d.b[:n]))
+	return due, true
+}
+
+// jsonSpace reports white space around a JSON value, which json.Unmarshal leaves out of a
+// json.RawMessage.
+func jsonSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // Result is one attempt reported by a worker on Subjects.Result.
 type Result struct {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,4 +53,77 @@ func TestAppendEventWritesWhatMarshalWrites(t *testing.T) {
 			t.Errorf("AppendEvent:\n got %s\nwant %s", got, want)
 		}
 	}
+}
+
+func dueInputs() map[string]string {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 123, time.UTC)
+	action := `{"type":"Http","request":{"uri":"http://x/\u00e9","method":"POST","body":"x"},"retryPolicy":{"retryType":"None"}}`
+	written := string(bus.AppendDue(nil, "c-1", "job_2", at, 7, json.RawMessage(action)))
+	replace := func(old, new string) string { return strings.Replace(written, old, new, 1) }
+	return map[string]string{
+		"written":                      written,
+		"no action":                    string(bus.AppendDue(nil, "c", "j", at, 1, nil)),
+		"action a string":              replace(action, `"x"`),
+		"white space before action":    replace(`"action":{`, `"action": {`),
+		"white space after action":     replace(`"None"}}}`, `"None"}} }`),
+		"trailing white space":         written + " ",
+		"action not JSON":              replace(action, `{"type":`),
+		"action and more":              replace(action, action+`,"collection":"other"`),
+		"action with a brace too many": replace(action, action+"}"),
+		"keys reordered":               `{"job":"j","collection":"c","action":{},"occurrence":1}`,
+		"escaped job":                  replace(`"job_2"`, `"job\u005f2"`),
+		"occurrence a float":           replace(`"occurrence":7`, `"occurrence":7.5`),
+		"bad time":                     replace(`T12:00:00`, ` 12:00:00`),
+		"truncated":                    written[:len(written)-1],
+		"empty":                        "",
+	}
+}
+
+// TestDecodeDueIsJSONUnmarshal: what AppendDue writes and what other writers may, read as
+// encoding/json reads it.
+func TestDecodeDueIsJSONUnmarshal(t *testing.T) {
+	for name, in := range dueInputs() {
+		checkDecodeDue(t, name, []byte(in))
+	}
+}
+
+// FuzzDecodeDue: whatever the input, DecodeDue agrees with json.Unmarshal.
+func FuzzDecodeDue(f *testing.F) {
+	for _, in := range dueInputs() {
+		f.Add([]byte(in))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { checkDecodeDue(t, "fuzz", data) })
+}
+
+func checkDecodeDue(t *testing.T, name string, data []byte) {
+	t.Helper()
+	var want bus.Due
+	wantErr := json.Unmarshal(data, &want)
+	got, err := bus.DecodeDue(data)
+	if (err != nil) != (wantErr != nil) {
+		t.Errorf("%s: DecodeDue error %v, json.Unmarshal %v", name, err, wantErr)
+		return
+	}
+	if err == nil && !reflect.DeepEqual(got, want) {
+		t.Errorf("%s: DecodeDue\n got %+v\nwant %+v", name, got, want)
+	}
+}
+
+func BenchmarkDecodeDue(b *testing.B) {
+	data := []byte(dueInputs()["written"])
+	b.Run("DecodeDue", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := bus.DecodeDue(data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("json.Unmarshal", func(b *testing.B) {
+		for b.Loop() {
+			var d bus.Due
+			if err := json.Unmarshal(data, &d); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -73,7 +73,7 @@ func AppendResultsJSON(b []byte, rs []Result) []byte {
 // DecodeResult reads a result as json.Unmarshal does. The layout AppendJSON writes, with
 // strings of printable ASCII, is read directly; any other JSON goes to json.Unmarshal.
 func DecodeResult(data []byte) (Result, error) {
-	d := resultReader{b: data, ok: true}
+	d := layoutReader{b: data, ok: true}
 	if r := d.result(); d.ok && len(d.b) == 0 {
 		return r, nil
 	}
@@ -98,7 +98,7 @@ func DecodeResults(data []byte) ([]Result, error) {
 }
 
 func decodeResultsFast(data []byte) ([]Result, bool) {
-	d := resultReader{b: data, ok: true}
+	d := layoutReader{b: data, ok: true}
 	d.field("[")
 	if d.has("]") {
 		return []Result{}, len(d.b) == 1
@@ -116,7 +116,7 @@ func decodeResultsFast(data []byte) ([]Result, bool) {
 
 // result reads one result in AppendJSON's layout; d.ok is false at the first byte it does
 // not expect.
-func (d *resultReader) result() (r Result) {
+func (d *layoutReader) result() (r Result) {
 	r.Collection = d.field(`{"collection":`).str()
 	r.Job = d.field(`,"job":`).str()
 	r.Scheduled = d.field(`,"scheduledTime":`).time()
@@ -138,16 +138,17 @@ func (d *resultReader) result() (r Result) {
 	return r
 }
 
-// resultReader reads AppendJSON's layout from b; ok turns false for good at the first surprise.
-type resultReader struct {
+// layoutReader reads the layouts this package writes (AppendJSON, AppendDue) from b; ok
+// turns false for good at the first surprise.
+type layoutReader struct {
 	b  []byte
 	ok bool
 }
 
-func (d *resultReader) has(prefix string) bool { return d.ok && bytes.HasPrefix(d.b, []byte(prefix)) }
+func (d *layoutReader) has(prefix string) bool { return d.ok && bytes.HasPrefix(d.b, []byte(prefix)) }
 
 // field consumes the exact text prefix.
-func (d *resultReader) field(prefix string) *resultReader {
+func (d *layoutReader) field(prefix string) *layoutReader {
 	if d.has(prefix) {
 		d.b = d.b[len(prefix):]
 	} else {
@@ -158,7 +159,7 @@ func (d *resultReader) field(prefix string) *resultReader {
 
 // raw consumes a string of printable ASCII other than '"' and '\', returning its content:
 // what names, times and enumerations are written as.
-func (d *resultReader) raw() []byte {
+func (d *layoutReader) raw() []byte {
 	if !d.ok || len(d.b) == 0 || d.b[0] != '"' {
 		d.ok = false
 		return nil
@@ -181,7 +182,7 @@ func (d *resultReader) raw() []byte {
 // str consumes a string as encoding/json reads it when it is valid UTF-8 with the escapes
 // json.Marshal writes (an HTTP result's message has a "\r\n" per response header); a
 // surrogate escape or bytes that are not UTF-8 go to encoding/json.
-func (d *resultReader) str() string {
+func (d *layoutReader) str() string {
 	if !d.ok || len(d.b) == 0 || d.b[0] != '"' {
 		d.ok = false
 		return ""
@@ -262,7 +263,7 @@ func unescape(b []byte, out *[]byte) (int, bool) {
 
 // enum consumes one of the canonical values exactly (another spelling goes to
 // encoding/json, whose reading of enumerations ignores case).
-func (d *resultReader) enum(values ...string) string {
+func (d *layoutReader) enum(values ...string) string {
 	s := d.raw()
 	for _, v := range values {
 		if string(s) == v {
@@ -274,7 +275,7 @@ func (d *resultReader) enum(values ...string) string {
 }
 
 // time consumes a quoted RFC 3339 time, read as time.Time's UnmarshalJSON reads it.
-func (d *resultReader) time() time.Time {
+func (d *layoutReader) time() time.Time {
 	var t time.Time
 	if s := d.raw(); d.ok && t.UnmarshalText(s) != nil {
 		d.ok = false
@@ -284,7 +285,7 @@ func (d *resultReader) time() time.Time {
 
 // int consumes a JSON integer that fits an int: an optional '-', then 0 or digits without a
 // leading 0.
-func (d *resultReader) int() int {
+func (d *layoutReader) int() int {
 	i := 0
 	if i < len(d.b) && d.b[i] == '-' {
 		i++
@@ -306,7 +307,7 @@ func (d *resultReader) int() int {
 	return n
 }
 
-func (d *resultReader) bool() bool {
+func (d *layoutReader) bool() bool {
 	switch {
 	case d.has("true"):
 		d.b = d.b[4:]

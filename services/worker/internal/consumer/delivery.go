@@ -100,19 +100,18 @@ func (c *Consumer) decode(msg jetstream.Msg) (executor.Attempt, error) {
 	if err != nil {
 		return executor.Attempt{}, fmt.Errorf("metadata: %w", err)
 	}
-	// The action is decoded here with the rest, once. When that fails, or the action is
-	// null or missing, the message is decoded again the plain way, so that the executor
-	// judges it as it always did.
-	var fast struct {
-		bus.Due
-		Action *job.Action `json:"action"` // hides Due.Action
+	d, err := bus.DecodeDue(msg.Data())
+	if err != nil {
+		return executor.Attempt{}, err
 	}
-	var d bus.Due
+	// The action is decoded here, once. When that fails, or the action is null, the executor
+	// is given none and judges the raw action as it always did.
 	var act *job.Action
-	if err := json.Unmarshal(msg.Data(), &fast); err == nil && fast.Action != nil {
-		d, act = fast.Due, fast.Action
-	} else if err := json.Unmarshal(msg.Data(), &d); err != nil {
-		return executor.Attempt{}, fmt.Errorf("not a due occurrence: %w", err)
+	if len(d.Action) > 0 && string(d.Action) != "null" {
+		var a job.Action
+		if json.Unmarshal(d.Action, &a) == nil {
+			act = &a
+		}
 	}
 	if want := c.cfg.Subjects.Due(d.Collection, d.Job); msg.Subject() != want {
 		return executor.Attempt{}, fmt.Errorf("occurrence of %s/%s on subject %s", d.Collection, d.Job, msg.Subject())

@@ -1,6 +1,8 @@
 package bus
 
 import (
+	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 
@@ -26,6 +28,18 @@ func TestWrittenResultsAreReadDirectly(t *testing.T) {
 		rs, ok := decodeResultsFast(AppendResultsJSON(nil, []Result{r, r}))
 		if !ok || len(rs) != 2 || rs[1] != r {
 			t.Errorf("message %q: read directly %v, got %+v", msg, ok, rs)
+		}
+	}
+}
+
+// TestWrittenDueIsReadDirectly: what AppendDue writes is read without encoding/json.
+func TestWrittenDueIsReadDirectly(t *testing.T) {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 5, time.UTC)
+	for _, action := range []string{`{"type":"Http","request":{"uri":"http://x/é","headers":{"a":"\"b\""}}}`, `null`} {
+		want := Due{Collection: "c", Job: "j", Scheduled: at, ExecutionTag: ExecutionTag("c", "j", at), Occurrence: 3, Action: json.RawMessage(action)}
+		got, ok := decodeDueFast(AppendDue(nil, "c", "j", at, 3, json.RawMessage(action)))
+		if !ok || !reflect.DeepEqual(got, want) {
+			t.Errorf("action %s: read directly %v, got %+v", action, ok, got)
 		}
 	}
 }
