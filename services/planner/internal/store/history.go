@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/resched/resched/shared/job"
@@ -62,27 +63,66 @@ func (s *Store) ApplyResult(ctx context.Context, c, j string, o Outcome, now tim
 	return a.State, a.Err
 }
 
-// ApplyResults records a batch of attempts in one round trip to each Redis node, in order.
+// applyChunk bounds the results one script call records, so that no call holds Redis for
+// long (a result costs it about 20 µs).
+const applyChunk = 128
+
+// ApplyResults records a batch of attempts in one round trip to each Redis node, in order: one
+// script call per partition (and per applyChunk results), since a call may only name the keys
+// of one Redis Cluster slot.
 func (s *Store) ApplyResults(ctx context.Context, results []Result, now time.Time) []ResultApplied {
-	cmds := s.evalAll(ctx, "apply_result", len(results), func(i int) ([]string, []any) {
-		r := results[i]
-		o := r.Outcome
-		keys := []string{s.k.state(r.Collection, r.Job), s.k.history(r.Collection, r.Job), s.k.results(r.Collection, r.Job)}
-		return keys, []any{historyLine(o.Entry, s.historyMessage), now.Add(-s.historyAge).UnixMilli(), s.historyMax,
-			string(o.Entry.ActionName), o.Entry.RetryCount, string(o.Entry.Status), o.Entry.StartTime.UnixMilli(),
-			boolArg(o.Final), boolArg(o.Faulted), o.Scheduled.UnixMilli(), o.ID, now.UnixMilli(), s.resultMemory.Milliseconds(),
-			o.Occurrence, boolArg(o.MainDone)}
+	calls := s.applyCalls(results)
+	cmds := s.evalAll(ctx, "apply_results", len(calls), func(c int) ([]string, []any) {
+		keys := make([]string, 0, 3*len(calls[c]))
+		args := make([]any, 0, 4+10*len(calls[c]))
+		args = append(args, now.Add(-s.historyAge).UnixMilli(), s.historyMax, now.UnixMilli(), s.resultMemory.Milliseconds())
+		for _, i := range calls[c] {
+			r := results[i]
+			o := r.Outcome
+			keys = append(keys, s.k.state(r.Collection, r.Job), s.k.history(r.Collection, r.Job), s.k.results(r.Collection, r.Job))
+			args = append(args, historyLine(o.Entry, s.historyMessage), string(o.Entry.ActionName), string(o.Entry.Status),
+				o.Entry.StartTime.UnixMilli(), boolArg(o.Final), boolArg(o.Faulted), o.Scheduled.UnixMilli(), o.ID,
+				o.Occurrence, boolArg(o.MainDone))
+		}
+		return keys, args
 	})
 	out := make([]ResultApplied, len(results))
-	for i, cmd := range cmds {
-		state, err := cmd.Text()
-		if err != nil {
-			out[i].Err = fmt.Errorf("apply result of %s/%s: %w", results[i].Collection, results[i].Job, err)
-			continue
+	for c, cmd := range cmds {
+		states, err := cmd.StringSlice()
+		if err == nil && len(states) != len(calls[c]) {
+			err = fmt.Errorf("%d states for %d results", len(states), len(calls[c]))
 		}
-		out[i].State = job.State(state)
+		for k, i := range calls[c] {
+			if err != nil {
+				out[i].Err = fmt.Errorf("apply result of %s/%s: %w", results[i].Collection, results[i].Job, err)
+				continue
+			}
+			if msg, failed := strings.CutPrefix(states[k], "!"); failed {
+				out[i].Err = fmt.Errorf("apply result of %s/%s: %s", results[i].Collection, results[i].Job, msg)
+				continue
+			}
+			out[i].State = job.State(states[k])
+		}
 	}
 	return out
+}
+
+// applyCalls splits results into script calls: the indexes of each call's results, of one
+// partition, in their order.
+func (s *Store) applyCalls(results []Result) [][]int {
+	var calls [][]int
+	open := map[int]int{} // partition -> its call being filled
+	for i, r := range results {
+		p := s.k.partitionOf(r.Collection)
+		c, ok := open[p]
+		if !ok || len(calls[c]) == applyChunk {
+			c = len(calls)
+			calls = append(calls, make([]int, 0, min(applyChunk, len(results)-i)))
+			open[p] = c
+		}
+		calls[c] = append(calls[c], i)
+	}
+	return calls
 }
 
 // AppendHistory records entries that change no status (skipped occurrences), newest last.

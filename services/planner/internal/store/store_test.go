@@ -415,3 +415,61 @@ func TestKeepingTheScheduleDoesNotUndoAnAdvance(t *testing.T) {
 		t.Fatalf("after the write: %+v", got)
 	}
 }
+
+// Results are recorded a partition's batch per script call: in order within a job, across
+// calls and partitions, a result id repeated within the batch a no-op, and a result Redis
+// refuses failing alone.
+func TestApplyResultsRecordsABatchInOrder(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Start(t).Client(t)
+	s := store.New(rdb, "test")
+	var colls []string
+	partitions := map[int]bool{}
+	for i := range 6 {
+		c := fmt.Sprint("c", i)
+		colls = append(colls, c)
+		partitions[s.PartitionOf(c)] = true
+		putCollection(t, s, c, 0)
+		putJob(t, s, c, "j", t0)
+	}
+	if len(partitions) < 2 {
+		t.Fatalf("the collections fall in %d partition: the test needs several", len(partitions))
+	}
+	putJob(t, s, "c0", "broken", t0)
+	if err := rdb.Set(ctx, fmt.Sprintf("test:{p%02d}:hist:c0/broken", s.PartitionOf("c0")), "x", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var batch []store.Result
+	add := func(c, j, id string, occ int, final bool) {
+		at := t0.Add(time.Duration(occ) * time.Minute)
+		batch = append(batch, store.Result{Collection: c, Job: j, Outcome: store.Outcome{ID: id, Scheduled: at, Occurrence: occ,
+			MainDone: true, Final: final, Entry: job.HistoryEntry{StartTime: at, ActionName: job.ActionNameMain,
+				Status: job.ExecutionCompleted, RepeatCount: occ}}})
+	}
+	const perJob = 150 // more than one call holds
+	for occ := 1; occ <= perJob; occ++ {
+		for _, c := range colls {
+			add(c, "j", fmt.Sprint(c, ".", occ), occ, false)
+		}
+		if occ == 7 {
+			add("c0", "broken", "broken.1", 1, false)
+			add("c1", "j", "c1.7", 7, false) // delivered twice in one batch
+		}
+	}
+	applied := s.ApplyResults(ctx, batch, t0.Add(time.Hour))
+	for i, a := range applied {
+		if broken := batch[i].Job == "broken"; (a.Err != nil) != broken {
+			t.Errorf("result %d of %s/%s: error %v", i, batch[i].Collection, batch[i].Job, a.Err)
+		}
+	}
+	for _, c := range colls {
+		got, err := s.GetJob(ctx, c, "j")
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, _ := s.History(ctx, c, "j", t0)
+		if got.Executions != perJob || len(h) != perJob || h[0].RepeatCount != perJob || h[perJob-1].RepeatCount != 1 {
+			t.Errorf("%s/j: %d executions, %d history entries; want %d each, newest first", c, got.Executions, len(h), perJob)
+		}
+	}
+}

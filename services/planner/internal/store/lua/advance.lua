@@ -66,7 +66,7 @@ for i = 1, (#KEYS - 2) / 3 do
     end
     if nxt == '' and state == 'Enabled' then
       -- The series is over. It ends now unless its last published occurrence is still running;
-      -- then the result of that occurrence ends it (apply_result.lua), or already did.
+      -- then the result of that occurrence ends it (apply_results.lua), or already did.
       local fin = redis.call('HMGET', st, 'lastOcc', 'finalOcc', 'finalFault')
       local last = fin[1]
       if not last or last == fin[2] then

@@ -1,0 +1,86 @@
+-- Records attempts reported by workers, in order, for jobs of one partition: for each, the
+-- history entry, the status counters, and the end of the job when this was the final attempt
+-- of its last occurrence. One call records a batch: a call costs Redis about as much as
+-- recording one attempt.
+-- KEYS: for result i: KEYS[3i-2] st, KEYS[3i-1] hist, KEYS[3i] rid (sorted set of applied
+--       result ids, scored by when applied)
+-- ARGV: 1 cutoff (ms): older history entries are dropped, 2 max entries, 3 now (ms), 4 how long
+--       result ids are remembered (ms); then for result i, from a = 4 + 10(i-1): a+1 history
+--       entry (historyline.go), a+2 action name, a+3 status, a+4 attempt start (ms), a+5 final
+--       (0|1), a+6 faulted (0|1), a+7 scheduled time of the occurrence (ms), a+8 result id (""
+--       for none), a+9 occurrence number (0 for a run-now, which never ends the job), a+10 "1"
+--       when this result ends the main action
+-- Returns, per result, the job's new state when this result ended it ("Completed" or
+-- "Faulted"), else "", or "!" and the error that stopped it: each result fails alone, as it did
+-- when each had its own call.
+local cutoff, maxEntries, now, memory = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+
+local function apply(st, hist, rid, a)
+  -- Read once: the state says whether the job still exists, and the rest whether it ends here.
+  local cur = redis.call('HMGET', st, 'state', 'next', 'lastOcc')
+  if not cur[1] then
+    return '' -- the job was deleted meanwhile
+  end
+  -- A result is acknowledged after it is applied; a planner that dies in between leaves it to
+  -- be delivered again, possibly after newer results of the same job. Every id applied within
+  -- the window is remembered, so any redelivery is a no-op. The check comes before the trim, so
+  -- a redelivery after a long outage of every planner is still recognised.
+  local id = ARGV[a + 8]
+  if id ~= '' then
+    if redis.call('ZSCORE', rid, id) then
+      return ''
+    end
+    redis.call('ZREMRANGEBYSCORE', rid, '-inf', tonumber(now) - memory)
+    redis.call('ZADD', rid, now, id)
+  end
+  -- LPUSH says the length: the list is trimmed only when it holds too many.
+  if redis.call('LPUSH', hist, ARGV[a + 1]) > maxEntries then
+    redis.call('LTRIM', hist, 0, maxEntries - 1)
+  end
+  while true do
+    local oldest = redis.call('LINDEX', hist, -1)
+    if not oldest or tonumber(string.match(oldest, '^(%d+)|') or cutoff) >= cutoff then
+      break
+    end
+    redis.call('RPOP', hist)
+  end
+  local final, faulted = ARGV[a + 5], ARGV[a + 6]
+  if ARGV[a + 2] == 'MainAction' then
+    -- An occurrence counts as executed once, at the result that ends its main action (a
+    -- success, the last failed attempt, or the hand-over to the error action): exactly one
+    -- result per occurrence says so, whatever attempts were lost with a worker or interleaved
+    -- with the attempts of other occurrences.
+    if ARGV[a + 10] == '1' then
+      redis.call('HINCRBY', st, 'exec', 1)
+    end
+    if ARGV[a + 3] == 'Failed' then
+      redis.call('HINCRBY', st, 'fail', 1)
+    end
+  end
+  if faulted == '1' then
+    redis.call('HINCRBY', st, 'faulted', 1)
+  end
+  local start, scheduled = ARGV[a + 4], ARGV[a + 7]
+  if final == '1' and ARGV[a + 9] ~= '0' then
+    if cur[2] == '' and cur[3] == scheduled and cur[1] == 'Enabled' then
+      local s = faulted == '1' and 'Faulted' or 'Completed'
+      redis.call('HSET', st, 'last', start, 'finalOcc', scheduled, 'finalFault', faulted, 'state', s)
+      return s
+    end
+    redis.call('HSET', st, 'last', start, 'finalOcc', scheduled, 'finalFault', faulted)
+    return ''
+  end
+  redis.call('HSET', st, 'last', start)
+  return ''
+end
+
+local out = {}
+for i = 1, #KEYS / 3 do
+  local ok, res = pcall(apply, KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i], 4 + 10 * (i - 1))
+  if ok then
+    out[i] = res
+  else
+    out[i] = '!' .. (type(res) == 'table' and (res.err or '?') or tostring(res))
+  end
+end
+return out
