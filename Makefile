@@ -28,6 +28,7 @@ BENCH_PKGS = \
 	services/planner/internal/intake:1x \
 	services/planner/internal/api:1x \
 	services/gateway/sdktest:1x \
+	services/worker/internal/action/httpaction:$(BENCHTIME) \
 	services/worker:1x
 
 BENCHTIME ?= 1s

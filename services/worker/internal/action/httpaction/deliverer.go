@@ -36,6 +36,16 @@ const (
 	HeaderClientRequestID   = "x-ms-client-request-id"
 )
 
+// The same in the canonical form net/http keeps them in: set directly, the header map spends
+// nothing on canonicalising (an allocation per header per delivery).
+const (
+	canonicalJobID             = "X-Ms-Scheduler-Jobid"
+	canonicalJobCollectionID   = "X-Ms-Scheduler-Jobcollectionid"
+	canonicalExpectedExecution = "X-Ms-Scheduler-Expected-Execution-Time"
+	canonicalExecutionTag      = "X-Ms-Scheduler-Execution-Tag"
+	canonicalClientRequestID   = "X-Ms-Client-Request-Id"
+)
+
 // Defaults of Options.
 const (
 	DefaultTimeout         = 60 * time.Second
@@ -179,11 +189,14 @@ func newRequest(ctx context.Context, r *job.HTTPRequest, u *url.URL, m action.Me
 	if r.Body != "" {
 		body = strings.NewReader(r.Body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+	// The URL is the one parseURI checked: printing it for NewRequest to parse again cost a
+	// tenth of a delivery.
+	req, err := http.NewRequestWithContext(ctx, method, "/", body)
 	if err != nil {
 		return nil, fmt.Errorf("request method %q: %w", method, unwrapURLError(err))
 	}
-	req.Header.Set("User-Agent", userAgent)
+	req.URL, req.Host = u, strings.TrimSuffix(u.Host, ":") // as NewRequest sets them
+	req.Header["User-Agent"] = []string{userAgent}
 	for name, value := range r.Headers {
 		if !validHeaderName(name) {
 			return nil, fmt.Errorf("request header name %q is not a valid HTTP header name", name)
@@ -200,12 +213,12 @@ func newRequest(ctx context.Context, r *job.HTTPRequest, u *url.URL, m action.Me
 			req.Header.Set(name, value)
 		}
 	}
-	req.Header.Set(HeaderJobID, m.Job)
-	req.Header.Set(HeaderJobCollectionID, m.Collection)
-	req.Header.Set(HeaderExpectedExecution, m.Scheduled.UTC().Format(time.RFC3339))
-	req.Header.Set(HeaderExecutionTag, m.ExecutionTag)
+	req.Header[canonicalJobID] = []string{m.Job}
+	req.Header[canonicalJobCollectionID] = []string{m.Collection}
+	req.Header[canonicalExpectedExecution] = []string{m.Scheduled.UTC().Format(time.RFC3339)}
+	req.Header[canonicalExecutionTag] = []string{m.ExecutionTag}
 	if m.ClientRequestID != "" {
-		req.Header.Set(HeaderClientRequestID, m.ClientRequestID)
+		req.Header[canonicalClientRequestID] = []string{m.ClientRequestID}
 	}
 	return req, nil
 }

@@ -79,6 +79,20 @@ func TestDeliverHostHeaderAndDefaultMethod(t *testing.T) {
 	}
 }
 
+// The request goes to the URI as given: escapes in the path and the query kept.
+func TestDeliverKeepsTheURIAsGiven(t *testing.T) {
+	tg := newTarget(t, 0)
+	for _, path := range []string{"/a%2Fb/c%20d?x=%20y&z", "/", "/%E2%82%AC/x?q=%E2%82%AC"} {
+		if _, err := httpaction.New(httpaction.Options{}).Deliver(context.Background(), httpAction(tg.URL+path, "GET"), testMeta()); err != nil {
+			t.Fatalf("Deliver %s: %v", path, err)
+		}
+		reqs := tg.requests()
+		if r := reqs[len(reqs)-1]; r.RequestURI != path || r.Host != strings.TrimPrefix(tg.URL, "http://") {
+			t.Errorf("sent %s to host %s, want %s to %s", r.RequestURI, r.Host, path, tg.URL)
+		}
+	}
+}
+
 func TestDeliverStatuses(t *testing.T) {
 	tests := []struct {
 		status int

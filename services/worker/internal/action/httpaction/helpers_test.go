@@ -18,6 +18,7 @@ import (
 // received is one request as the target saw it.
 type received struct {
 	Method, Path, Query, Host string
+	RequestURI                string // as sent
 	Header                    http.Header
 	Body                      string
 	ClientCertSubject         string
@@ -42,7 +43,7 @@ func newTarget(t *testing.T, status int) *target {
 
 func (tg *target) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	rec := received{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Host: r.Host, Header: r.Header.Clone(), Body: string(body)}
+	rec := received{Method: r.Method, RequestURI: r.RequestURI, Path: r.URL.Path, Query: r.URL.RawQuery, Host: r.Host, Header: r.Header.Clone(), Body: string(body)}
 	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
 		rec.ClientCertSubject = r.TLS.PeerCertificates[0].Subject.CommonName
 	}

@@ -1,0 +1,32 @@
+package httpaction_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/resched/resched/services/worker/internal/action/httpaction"
+)
+
+// BenchmarkDeliver is one HTTP delivery to a keep-alive target in the same process: the
+// deliverer's share of a fire (the target's too, which a real target does not charge).
+func BenchmarkDeliver(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+	}))
+	defer srv.Close()
+	d := httpaction.New(httpaction.Options{})
+	defer d.Close()
+	a := httpAction(srv.URL+"/hook?x=1", "POST")
+	a.Request.Headers = map[string]string{"Content-Type": "application/json"}
+	a.Request.Body = `{"hello":"world"}`
+	m := testMeta()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := d.Deliver(context.Background(), a, m); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
