@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
+	"github.com/resched/resched/services/internal/tlstest"
 	"github.com/resched/resched/services/planner/internal/api"
 	"github.com/resched/resched/services/planner/internal/store"
 	"github.com/resched/resched/shared/job"
@@ -378,4 +379,52 @@ func TestConcurrentPutsEachGetTheirOwnAnswer(t *testing.T) {
 		t.Errorf("c/j7 has interval %d, want its own put's 8", j.Properties.Recurrence.Interval)
 	}
 	e.fail(t, "jobs.get.c.bad", "", "404", "ResourceNotFound")
+}
+
+// A put answers with the job as stored, without reading it back: the answer is what a get
+// right after returns, for every kind of job, for a job put again after it ran (its counters
+// kept) and in a disabled collection.
+func TestPutAnswersWhatAGetReturns(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.putCollection(t, "c", `{}`)
+	e.putCollection(t, "off", `{}`)
+	e.ok(t, "collections.disable.off", "", nil)
+	pfx := tlstest.PFX(t, "right")
+	puts := []struct{ coll, job, body string }{
+		{"c", "hourly", hourly},
+		{"c", "once", `{"startTime":"2024-01-01T12:00:00Z","action":{"type":"Http","request":{"uri":"http://x/","method":"GET"}}}`},
+		{"c", "disabled", `{"state":"Disabled","action":{"type":"Http","request":{"uri":"http://x/","method":"GET"}},"recurrence":{"frequency":"Minute"}}`},
+		{"c", "over", `{"startTime":"2023-01-01T00:00:00Z","action":{"type":"Http","request":{"uri":"http://x/","method":"GET"}},
+			"recurrence":{"frequency":"Day","endTime":"2023-02-01T00:00:00Z"}}`},
+		{"c", "cert", `{"action":{"type":"Https","request":{"uri":"https://x/","method":"POST",
+			"authentication":{"type":"ClientCertificate","pfx":"` + pfx + `","password":"right"}}},
+			"recurrence":{"frequency":"Week","schedule":{"weekDays":["Monday"],"hours":[9],"minutes":[30]}}}`},
+		{"c", "queue", `{"action":{"type":"StorageQueue","queueMessage":{"storageAccount":"acct","queueName":"jobs-q","sasToken":"?sv=1&sig=s3cret","message":"m"}},
+			"recurrence":{"frequency":"Hour","interval":2}}`},
+		{"off", "j", hourly},
+	}
+	check := func() {
+		for _, p := range puts {
+			put := e.ok(t, "jobs.put."+p.coll+"."+p.job, p.body, nil)
+			get := e.ok(t, "jobs.get."+p.coll+"."+p.job, "", nil)
+			if string(put.Data) != string(get.Data) {
+				t.Errorf("%s/%s: put answered\n%s\nget returns\n%s", p.coll, p.job, put.Data, get.Data)
+			}
+		}
+	}
+	check()
+	at := t0.Add(-time.Hour)
+	entry := job.HistoryEntry{StartTime: at, EndTime: at.Add(time.Second), ExpectedExecutionTime: at, ActionName: job.ActionNameMain,
+		Status: job.ExecutionFailed, RepeatCount: 1}
+	if _, err := e.store.ApplyResult(ctx, "c", "hourly", store.Outcome{ID: "r1", Entry: entry, Scheduled: at, Occurrence: 1,
+		MainDone: true, Final: true, Faulted: true}, t0); err != nil {
+		t.Fatal(err)
+	}
+	check() // put again, with counters and a last execution
+	var d job.Definition
+	e.ok(t, "jobs.get.c.hourly", "", &d)
+	if st := d.Properties.Status; st == nil || st.ExecutionCount != 1 || st.FailureCount != 1 || st.FaultedCount != 1 || st.LastExecutionTime == nil {
+		t.Fatalf("the job put again keeps its counters: status %+v", st)
+	}
 }

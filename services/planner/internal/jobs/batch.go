@@ -31,6 +31,9 @@ type Outcome struct {
 	Err error
 	// Secrets reports whether the definition held secrets (the intake erases those messages).
 	Secrets bool
+	// Stored is a put's job as it was stored, what a read right after it would give (nil for
+	// a delete, a refusal or a stale change): the API replies with it without reading it back.
+	Stored *store.Job
 }
 
 // Apply makes a batch of changes: each definition is checked as a put would check it, then
@@ -61,6 +64,11 @@ func (s *Service) Apply(ctx context.Context, changes []Change) []Outcome {
 			continue
 		}
 		s.applied(ch, writes[k], a)
+		if p := writes[k].Put; p != nil && !a.Stale {
+			out[i].Stored = &store.Job{Collection: p.Collection, Name: p.Name, Definition: p.Definition, Version: a.Version,
+				Next: p.Next, State: p.State, Executions: a.Counters.Executions, Failures: a.Counters.Failures,
+				Faults: a.Counters.Faults, LastExecution: a.Counters.LastExecution}
+		}
 	}
 	for i, ch := range changes {
 		if out[i].Err != nil {

@@ -66,7 +66,15 @@ type Applied struct {
 	Version int64
 	Due     bool // the job is in the due set now
 	Stale   bool // an intake message older than the job's last: nothing changed
-	Err     error
+	// Counters are a put's job's status counters as kept (a put leaves them as they were).
+	Counters Counters
+	Err      error
+}
+
+// Counters are the status counters of a job.
+type Counters struct {
+	Executions, Failures, Faults int
+	LastExecution                time.Time // zero for none
 }
 
 // PutJob stores a job; the collection must exist and have room for a new job. It returns
@@ -116,7 +124,14 @@ func (s *Store) applied(w Write, cmd *redis.Cmd) Applied {
 		if err != nil {
 			return Applied{Err: fmt.Errorf("put job %s/%s: %w", w.Put.Collection, w.Put.Name, scriptError(err))}
 		}
-		return Applied{Created: res[0] == 1, Version: res[1], Due: res[2] == 1, Stale: res[3] == 1}
+		if len(res) < 8 {
+			return Applied{Err: fmt.Errorf("put job %s/%s: %d values in the answer", w.Put.Collection, w.Put.Name, len(res))}
+		}
+		cnt := Counters{Executions: int(res[4]), Failures: int(res[5]), Faults: int(res[6])}
+		if res[7] != 0 {
+			cnt.LastExecution = time.UnixMilli(res[7]).UTC()
+		}
+		return Applied{Created: res[0] == 1, Version: res[1], Due: res[2] == 1, Stale: res[3] == 1, Counters: cnt}
 	}
 	n, err := cmd.Int()
 	if err != nil {

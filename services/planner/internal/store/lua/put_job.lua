@@ -14,7 +14,9 @@
 --       9 "1" to create only (an existing job is left alone), 10 "" or, with 7, "=" and the next
 --       fire time read (ms, or nothing for none): the stored one must still be it,
 --       11 stream epoch ("" when not from the intake), 12 stream sequence
--- Returns {created (0|1), version, 1 when the job is due (in the due set) else 0, 1 when stale}.
+-- Returns {created (0|1), version, 1 when the job is due (in the due set) else 0, 1 when stale,
+-- then the job's status counters as kept: executions, failures, faults, last execution (ms, 0
+-- for none)}: with what it wrote, the caller has the job as stored without reading it back.
 -- Errors: NOCOLLECTION, QUOTA <n>, CONFLICT, EXISTS.
 local function older(stamp, ep, sq)
   -- stamp ("epoch:seq", or nil) is at least as new as (ep, sq)
@@ -40,7 +42,7 @@ if ep then
     gone = last ~= nil
   end
   if older(last, ep, sq) then
-    return {0, 0, 0, 1}
+    return {0, 0, 0, 1, 0, 0, 0, 0}
   end
 end
 if ARGV[7] ~= '' then
@@ -77,9 +79,15 @@ if gone then
   redis.call('HDEL', KEYS[7], ARGV[1])
   redis.call('ZREM', KEYS[8], ARGV[1])
 end
+local cnt = redis.call('HMGET', KEYS[4], 'exec', 'fail', 'faulted', 'last')
+for i = 1, 4 do
+  cnt[i] = tonumber(cnt[i]) or 0
+end
+local due = 0
 if ARGV[5] ~= '' and ARGV[6] == 'Enabled' and coll[1] ~= 'Disabled' then
   redis.call('ZADD', KEYS[5], ARGV[5], ARGV[1])
-  return {created, ver, 1, 0}
+  due = 1
+else
+  redis.call('ZREM', KEYS[5], ARGV[1])
 end
-redis.call('ZREM', KEYS[5], ARGV[1])
-return {created, ver, 0, 0}
+return {created, ver, due, 0, cnt[1], cnt[2], cnt[3], cnt[4]}
