@@ -107,3 +107,50 @@ func parseScore(v string) time.Time {
 	}
 	return time.UnixMilli(int64(f)).UTC()
 }
+
+// LoadDue reads claimed jobs of one partition for dispatch, in one script: what firing needs
+// from their state (version, acceptance, next time, fired, occurrence, state), and their
+// definition only when held(member) is not their version (held gives the version the caller
+// has compiled, 0 for none), so a hot job's definition is read once per version rather than
+// once per fire. A job read with its definition left out has a nil Definition; its counters
+// are never read. A job deleted since the claim is nil.
+func (s *Store) LoadDue(ctx context.Context, members []string, held func(member string) int64) ([]*Job, error) {
+	if len(members) == 0 {
+		return nil, nil
+	}
+	keys := make([]string, 0, 2*len(members))
+	args := make([]any, len(members))
+	for i, m := range members {
+		c, j := splitMember(m)
+		keys = append(keys, s.k.state(c, j), s.k.def(c, j))
+		if v := held(m); v != 0 {
+			args[i] = v
+		} else {
+			args[i] = ""
+		}
+	}
+	res, err := s.run(ctx, "load_due", keys, args...).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("load due jobs: %w", err)
+	}
+	if len(res) != len(members) {
+		return nil, fmt.Errorf("load due jobs: %d answers for %d jobs", len(res), len(members))
+	}
+	out := make([]*Job, len(members))
+	for i, r := range res {
+		vals, ok := r.([]any)
+		if !ok || len(vals) < 6 {
+			continue // deleted
+		}
+		f := func(k int) string { s, _ := vals[k].(string); return s } // a missing field is nil
+		c, j := splitMember(members[i])
+		out[i] = &Job{Collection: c, Name: j, Version: int64(atoi(f(0))), Accepted: parseMS(f(1)), Next: parseMS(f(2)),
+			Fired: atoi(f(3)), Occurrence: atoi(f(4)), State: job.State(f(5))}
+		if len(vals) > 6 {
+			if def, ok := vals[6].(string); ok { // nil when left out
+				out[i].Definition = []byte(def)
+			}
+		}
+	}
+	return out, nil
+}
