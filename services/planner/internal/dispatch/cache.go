@@ -48,11 +48,6 @@ func newScheduleCache(max int) *scheduleCache {
 	return &scheduleCache{max: max, m: make(map[string]*compiled)}
 }
 
-// peek returns the entry kept for a member, of whatever version; nil when none.
-func (c *scheduleCache) peek(member string) *compiled { return c.m[member] }
-
-// get returns the entry of the job's version, compiling it from the definition read when the
-// cache has none.
 func (c *scheduleCache) get(rec *store.Job) (*compiled, error) {
 	key := store.Member(rec.Collection, rec.Name)
 	if e, ok := c.m[key]; ok && e.version == rec.Version {

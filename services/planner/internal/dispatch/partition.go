@@ -140,16 +140,7 @@ func (pd *partitionDispatcher) batch(ctx context.Context) (full bool, earliest t
 		return false, earliest, err
 	}
 	pd.cfg.Metrics.Claimed(len(members))
-	// The compiled entries the read relied on (their definitions are not read again), kept
-	// for the batch: compiling another job may make the cache forget one meanwhile.
-	held := make(map[string]*compiled, len(members))
-	recs, err := pd.cfg.Store.LoadDue(ctx, members, func(m string) int64 {
-		if e := pd.cache.peek(m); e != nil {
-			held[m] = e
-			return e.version
-		}
-		return 0
-	})
+	recs, err := pd.cfg.Store.LoadJobs(ctx, members)
 	if err != nil {
 		return false, earliest, err
 	}
@@ -160,14 +151,7 @@ func (pd *partitionDispatcher) batch(ctx context.Context) (full bool, earliest t
 		if rec == nil {
 			continue // deleted since the claim: the delete took it out of the due set
 		}
-		e := held[store.Member(rec.Collection, rec.Name)]
-		if e != nil && e.version != rec.Version {
-			e = nil
-		}
-		if e == nil && rec.Definition == nil {
-			continue // cannot happen (the definition is left out only for the version held); read again next round
-		}
-		pj := pd.prepare(rec, e, now, r)
+		pj := pd.prepare(rec, now, r)
 		if len(msgs)+len(pj.msgs) > pd.cfg.Batch && len(jobs) > 0 {
 			break // a batch publishes at most Batch messages; the rest stay due
 		}
@@ -209,9 +193,8 @@ func (pd *partitionDispatcher) rules() rules {
 
 // prepare decides what a claimed job does now and builds its messages. A job whose stored
 // definition no longer decodes or compiles is parked Faulted with a history entry saying why,
-// rather than read again and failing at every round. e is the job's compiled entry when the
-// caller holds it (the definition was then not read), else nil.
-func (pd *partitionDispatcher) prepare(rec *store.Job, e *compiled, now time.Time, r rules) pending {
+// rather than read again and failing at every round.
+func (pd *partitionDispatcher) prepare(rec *store.Job, now time.Time, r rules) pending {
 	move := store.Advance{Collection: rec.Collection, Name: rec.Name, Version: rec.Version, Claimed: rec.Next,
 		Next: rec.Next, Fired: rec.Fired, Occurrence: rec.Occurrence}
 	if rec.State != job.StateEnabled || rec.Next.IsZero() {
@@ -222,10 +205,7 @@ func (pd *partitionDispatcher) prepare(rec *store.Job, e *compiled, now time.Tim
 		}
 		return pending{move: move}
 	}
-	var err error
-	if e == nil {
-		e, err = pd.cache.get(rec)
-	}
+	e, err := pd.cache.get(rec)
 	if err != nil {
 		pd.cfg.Metrics.Error("prepare")
 		pd.cfg.Logger.Error("stored definition does not compile; the job is parked Faulted", "collection", rec.Collection, "job", rec.Name, "error", err)

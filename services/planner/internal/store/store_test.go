@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/resched/resched/services/internal/redistest"
 	"github.com/resched/resched/services/planner/internal/store"
 	"github.com/resched/resched/shared/job"
@@ -472,47 +471,5 @@ func TestApplyResultsRecordsABatchInOrder(t *testing.T) {
 		if got.Executions != perJob || len(h) != perJob || h[0].RepeatCount != perJob || h[perJob-1].RepeatCount != 1 {
 			t.Errorf("%s/j: %d executions, %d history entries; want %d each, newest first", c, got.Executions, len(h), perJob)
 		}
-	}
-}
-
-// LoadDue reads a claimed job's definition only when the caller does not hold its version, and
-// reads the same whichever protocol the client speaks (RESP2 or RESP3).
-func TestLoadDueReadsTheDefinitionOnlyForAVersionNotHeld(t *testing.T) {
-	ctx := context.Background()
-	srv := redistest.Start(t)
-	for _, protocol := range []int{2, 3} {
-		t.Run(fmt.Sprint("RESP", protocol), func(t *testing.T) {
-			opts := srv.Client(t).Options()
-			opts.Protocol = protocol
-			rdb := redis.NewClient(opts)
-			t.Cleanup(func() { _ = rdb.Close() })
-			s := store.New(rdb, fmt.Sprint("p", protocol))
-			putCollection(t, s, "c", 0)
-			v1 := putJob(t, s, "c", "a", t0)
-			vb := putJob(t, s, "c", "b", t0.Add(time.Minute))
-			members := []string{store.Member("c", "a"), store.Member("c", "b"), store.Member("c", "gone")}
-			held := map[string]int64{store.Member("c", "a"): v1}
-			load := func() []*store.Job {
-				jobs, err := s.LoadDue(ctx, members, func(m string) int64 { return held[m] })
-				if err != nil {
-					t.Fatal(err)
-				}
-				return jobs
-			}
-			jobs := load()
-			if a := jobs[0]; a == nil || a.Definition != nil || a.Version != v1 || !a.Next.Equal(t0) || a.State != job.StateEnabled {
-				t.Fatalf("a, its version held: %+v; want no definition, version %d, next %v", a, v1, t0)
-			}
-			if b := jobs[1]; b == nil || string(b.Definition) != `{"x":1}` || b.Version != vb || !b.Next.Equal(t0.Add(time.Minute)) {
-				t.Fatalf("b, not held: %+v; want its definition and version %d", b, vb)
-			}
-			if jobs[2] != nil {
-				t.Fatalf("a job that does not exist: %+v", jobs[2])
-			}
-			v2 := putJob(t, s, "c", "a", t0) // put again: the version held is no longer its
-			if a := load()[0]; a == nil || string(a.Definition) != `{"x":1}` || a.Version != v2 {
-				t.Fatalf("a put again: %+v; want its definition and version %d", a, v2)
-			}
-		})
 	}
 }
