@@ -145,6 +145,37 @@ func TestLoopPutFireDeletePutAgain(t *testing.T) {
 	}
 }
 
+// A job put again with another action fires the new action from the next fire on, though the
+// dispatcher holds the old one compiled (its cache is keyed by version).
+func TestLoopPutAgainFiresTheNewAction(t *testing.T) {
+	e := setup(t)
+	e.useRealClock()
+	ds := e.watchDue()
+	e.startPlanner("p1", nil)
+	every := func(path string) string {
+		return `{"action":{"type":"Http","request":{"method":"GET","uri":"http://localhost:9/` + path + `"}},"recurrence":{"frequency":"Second"}}`
+	}
+	uriOf := func(r received) string {
+		var a job.Action
+		_ = json.Unmarshal(r.due.Action, &a)
+		return a.Request.URI
+	}
+	e.put("j", every("a"))
+	testenv.Eventually(t, 10*time.Second, "three fires of the first action", func() bool { return len(ds.all()) >= 3 })
+	e.put("j", every("b"))
+	before := len(ds.all())
+	testenv.Eventually(t, 10*time.Second, "three fires after the put", func() bool { return len(ds.all()) >= before+3 })
+	msgs := ds.all()
+	if got := uriOf(msgs[len(msgs)-1]); got != "http://localhost:9/b" {
+		t.Fatalf("the last fire, after the job was put again, carries %s", got)
+	}
+	for i, m := range msgs[:before-1] {
+		if uriOf(m) != "http://localhost:9/a" {
+			t.Fatalf("fire %d, before the put, carries %s", i, uriOf(m))
+		}
+	}
+}
+
 // A burst of 20,000 jobs due at once, dispatched with the default concurrency and batch: each
 // occurrence is published once, and no publish stalls (more publishes in flight than the
 // JetStream context allows would stall and drop some, and their jobs would fire late).
