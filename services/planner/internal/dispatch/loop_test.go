@@ -106,6 +106,18 @@ func (ds *dueStream) all() []received {
 	return slices.Clone(ds.msgs)
 }
 
+// everySecond is a job firing every second with a GET of http://localhost:9/<path>.
+func everySecond(path string) string {
+	return `{"action":{"type":"Http","request":{"method":"GET","uri":"http://localhost:9/` + path + `"}},"recurrence":{"frequency":"Second"}}`
+}
+
+// uriOf is the URI of a due message's action.
+func uriOf(r received) string {
+	var a job.Action
+	_ = json.Unmarshal(r.due.Action, &a)
+	return a.Request.URI
+}
+
 // A job put, fired, deleted and put again under the same name is a new job: the loop fires it
 // with its new action and numbering, never with the deleted job's (whose compiled schedule and
 // action a dispatcher may still hold).
@@ -115,21 +127,13 @@ func TestLoopPutFireDeletePutAgain(t *testing.T) {
 	e.useRealClock()
 	ds := e.watchDue()
 	e.startPlanner("p1", nil)
-	every := func(path string) string {
-		return `{"action":{"type":"Http","request":{"method":"GET","uri":"http://localhost:9/` + path + `"}},"recurrence":{"frequency":"Second"}}`
-	}
-	uriOf := func(r received) string {
-		var a job.Action
-		_ = json.Unmarshal(r.due.Action, &a)
-		return a.Request.URI
-	}
-	e.put("j", every("old"))
+	e.put("j", everySecond("old"))
 	testenv.Eventually(t, 10*time.Second, "two fires of the first job", func() bool { return len(ds.all()) >= 2 })
 	if err := e.svc.DeleteJob(ctx, "c", "j"); err != nil {
 		t.Fatal(err)
 	}
 	deleted := len(ds.all())
-	e.put("j", every("new"))
+	e.put("j", everySecond("new"))
 	testenv.Eventually(t, 10*time.Second, "two fires of the job put again", func() bool { return len(ds.all()) >= deleted+2 })
 	msgs := ds.all()
 	for i, m := range msgs {
@@ -152,17 +156,9 @@ func TestLoopPutAgainFiresTheNewAction(t *testing.T) {
 	e.useRealClock()
 	ds := e.watchDue()
 	e.startPlanner("p1", nil)
-	every := func(path string) string {
-		return `{"action":{"type":"Http","request":{"method":"GET","uri":"http://localhost:9/` + path + `"}},"recurrence":{"frequency":"Second"}}`
-	}
-	uriOf := func(r received) string {
-		var a job.Action
-		_ = json.Unmarshal(r.due.Action, &a)
-		return a.Request.URI
-	}
-	e.put("j", every("a"))
+	e.put("j", everySecond("a"))
 	testenv.Eventually(t, 10*time.Second, "three fires of the first action", func() bool { return len(ds.all()) >= 3 })
-	e.put("j", every("b"))
+	e.put("j", everySecond("b"))
 	before := len(ds.all())
 	testenv.Eventually(t, 10*time.Second, "three fires after the put", func() bool { return len(ds.all()) >= before+3 })
 	msgs := ds.all()
