@@ -30,7 +30,7 @@ type Service[C any] struct {
 // Run starts the service and returns the process's exit status: 0 after a clean stop (or -h),
 // 1 when serving failed, 2 for a configuration that cannot be used.
 func (s Service[C]) Run(stdout, stderr io.Writer) int {
-	setGCPercent(os.Getenv)
+	SetGCPercent(os.Getenv)
 	cfg, err := s.Parse()
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -65,7 +65,10 @@ func (s Service[C]) Run(stdout, stderr io.Writer) int {
 // GOGC and GOMEMLIMIT set by the operator win.
 const defaultGCPercent = 400
 
-func setGCPercent(getenv func(string) string) {
+// SetGCPercent sets the services' GOGC unless the environment (getenv) sets one: every service
+// at its start, and the benchmarks that run a service's code in their own process, so that they
+// measure it as it runs.
+func SetGCPercent(getenv func(string) string) {
 	if getenv("GOGC") == "" {
 		debug.SetGCPercent(defaultGCPercent)
 	}

@@ -7,11 +7,11 @@ import (
 
 func TestGCPercentDefaultsUnlessGOGCIsSet(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	setGCPercent(func(string) string { return "" })
+	SetGCPercent(func(string) string { return "" })
 	if got := debug.SetGCPercent(100); got != defaultGCPercent {
 		t.Errorf("GC percent without GOGC = %d, want %d", got, defaultGCPercent)
 	}
-	setGCPercent(func(k string) string { return map[string]string{"GOGC": "50"}[k] })
+	SetGCPercent(func(k string) string { return map[string]string{"GOGC": "50"}[k] })
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Errorf("GC percent with GOGC set = %d, want it left alone (100)", got)
 	}

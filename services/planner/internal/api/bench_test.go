@@ -10,12 +10,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/resched/resched/services/internal/apitest"
-
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
+	"github.com/resched/resched/services/internal/apitest"
+	"github.com/resched/resched/services/internal/startup"
 	"github.com/resched/resched/services/internal/testenv"
 )
+
+// TestMain runs the tests and benchmarks with the garbage collector set as bin/planner sets it.
+func TestMain(m *testing.M) {
+	startup.SetGCPercent(os.Getenv)
+	os.Exit(m.Run())
+}
 
 // The API benchmarks run one planner's API (api.Server with the default concurrency) on an
 // embedded NATS server and a real redis-server, with the clients in the same process; run them

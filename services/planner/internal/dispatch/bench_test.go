@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/resched/resched/services/internal/redistest"
+	"github.com/resched/resched/services/internal/startup"
 	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/services/planner/internal/dispatch"
 	"github.com/resched/resched/services/planner/internal/store"
@@ -27,11 +27,9 @@ import (
 
 const benchDef = `{"startTime":"2026-03-01T12:00:00Z",` + action + `,"recurrence":{"frequency":"Minute"}}`
 
-// TestMain runs the benchmarks with the garbage collector set as bin/planner sets it.
+// TestMain runs the tests and benchmarks with the garbage collector set as bin/planner sets it.
 func TestMain(m *testing.M) {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400) // services/planner/main.go: gcPercent
-	}
+	startup.SetGCPercent(os.Getenv)
 	os.Exit(m.Run())
 }
 

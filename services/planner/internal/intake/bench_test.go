@@ -5,21 +5,19 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime/debug"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/resched/resched/services/internal/redistest"
+	"github.com/resched/resched/services/internal/startup"
 	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/services/planner/internal/intake"
 )
 
-// TestMain runs the benchmarks with the garbage collector set as bin/planner sets it.
+// TestMain runs the tests and benchmarks with the garbage collector set as bin/planner sets it.
 func TestMain(m *testing.M) {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400) // services/planner/main.go: gcPercent
-	}
+	startup.SetGCPercent(os.Getenv)
 	os.Exit(m.Run())
 }
 
