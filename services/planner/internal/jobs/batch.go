@@ -66,8 +66,7 @@ func (s *Service) Apply(ctx context.Context, changes []Change) []Outcome {
 		s.applied(ch, writes[k], a)
 		if p := writes[k].Put; p != nil && !a.Stale {
 			out[i].Stored = &store.Job{Collection: p.Collection, Name: p.Name, Definition: p.Definition, Version: a.Version,
-				Next: p.Next, State: p.State, Executions: a.Counters.Executions, Failures: a.Counters.Failures,
-				Faults: a.Counters.Faults, LastExecution: a.Counters.LastExecution}
+				Next: p.Next, State: p.State, Counters: a.Counters}
 		}
 	}
 	for i, ch := range changes {

@@ -21,10 +21,7 @@ type Job struct {
 	Fired            int       // executions made since acceptance, for recurrence.count
 	Occurrence       int       // occurrences published over the job's life (history repeatCount)
 	State            job.State
-	Executions       int
-	Failures         int
-	Faults           int
-	LastExecution    time.Time
+	Counters
 }
 
 // PutJob is a write of a job definition.
@@ -216,16 +213,13 @@ func jobFromState(c, j string, def []byte, vals []any) *Job {
 	}
 	return &Job{
 		Collection: c, Name: j, Definition: def,
-		Version:       int64(atoi(f(0))),
-		Accepted:      parseMS(f(1)),
-		Next:          parseMS(f(2)),
-		Fired:         atoi(f(3)),
-		Occurrence:    atoi(f(4)),
-		State:         job.State(f(5)),
-		Executions:    atoi(f(6)),
-		Failures:      atoi(f(7)),
-		Faults:        atoi(f(8)),
-		LastExecution: parseMS(f(9)),
+		Version:    int64(atoi(f(0))),
+		Accepted:   parseMS(f(1)),
+		Next:       parseMS(f(2)),
+		Fired:      atoi(f(3)),
+		Occurrence: atoi(f(4)),
+		State:      job.State(f(5)),
+		Counters:   Counters{Executions: atoi(f(6)), Failures: atoi(f(7)), Faults: atoi(f(8)), LastExecution: parseMS(f(9))},
 	}
 }
 
