@@ -158,7 +158,8 @@ func (d *layoutReader) field(prefix string) *layoutReader {
 }
 
 // raw consumes a string of printable ASCII other than '"' and '\', returning its content:
-// what names, times and enumerations are written as.
+// for times and enumerations, which are written so. Times take no escapes at all, since
+// time.Time reads its JSON without unescaping it; str reads any other string.
 func (d *layoutReader) raw() []byte {
 	if !d.ok || len(d.b) == 0 || d.b[0] != '"' {
 		d.ok = false
