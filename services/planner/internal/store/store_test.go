@@ -473,3 +473,31 @@ func TestApplyResultsRecordsABatchInOrder(t *testing.T) {
 		}
 	}
 }
+
+// With Redis down every result of a batch fails (the consumer leaves it to be delivered again);
+// once Redis is back, without the scripts it had loaded, results are recorded again.
+func TestApplyResultsWithRedisDownAndBack(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	s := store.New(srv.Client(t), "test")
+	result := store.Result{Collection: "c", Job: "j", Outcome: store.Outcome{ID: "r1", Scheduled: t0, Occurrence: 1, MainDone: true,
+		Entry: job.HistoryEntry{StartTime: t0, ActionName: job.ActionNameMain, Status: job.ExecutionCompleted, RepeatCount: 1}}}
+	srv.Stop()
+	for i, a := range s.ApplyResults(ctx, []store.Result{result, result}, t0) {
+		if a.Err == nil {
+			t.Errorf("result %d applied with Redis down", i)
+		}
+	}
+	srv.Start() // empty: no script loaded, no job
+	if a := s.ApplyResults(ctx, []store.Result{result}, t0)[0]; a.Err != nil || a.State != "" {
+		t.Fatalf("after Redis came back, for a job it no longer holds: %+v", a)
+	}
+	putCollection(t, s, "c", 0)
+	putJob(t, s, "c", "j", t0)
+	if a := s.ApplyResults(ctx, []store.Result{result}, t0)[0]; a.Err != nil {
+		t.Fatalf("after Redis came back: %v", a.Err)
+	}
+	if got, _ := s.GetJob(ctx, "c", "j"); got.Executions != 1 {
+		t.Fatalf("after Redis came back: %d executions, want 1", got.Executions)
+	}
+}
