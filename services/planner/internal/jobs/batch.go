@@ -34,6 +34,9 @@ type Outcome struct {
 	// Stored is a put's job as it was stored, what a read right after it would give (nil for
 	// a delete, a refusal or a stale change): the API replies with it without reading it back.
 	Stored *store.Job
+	// Properties is, with Stored, the definition Stored.Definition encodes (its secrets
+	// sealed; without state and status), so that a reply need not decode it again.
+	Properties *job.Properties
 }
 
 // Apply makes a batch of changes: each definition is checked as a put would check it, then
@@ -46,15 +49,21 @@ func (s *Service) Apply(ctx context.Context, changes []Change) []Outcome {
 	at := make([]int, 0, len(changes)) // the change of each write
 	colls := map[string]*job.Collection{}
 	now := s.now()
+	props := make([]*job.Properties, 0, len(changes)) // the definition of each write
 	for i, ch := range changes {
-		w, secrets, err := s.write(ctx, ch, colls, now)
-		out[i].Secrets = secrets
+		w, def, err := s.write(ctx, ch, colls, now)
+		out[i].Secrets = def != nil && def.Properties.Action.HasSecrets()
 		if err != nil {
 			out[i].Err = err
 			continue
 		}
 		writes = append(writes, w)
 		at = append(at, i)
+		if def != nil {
+			props = append(props, &def.Properties)
+		} else {
+			props = append(props, nil)
+		}
 	}
 	for k, a := range s.store.Apply(ctx, writes) {
 		i, ch := at[k], changes[at[k]]
@@ -67,6 +76,7 @@ func (s *Service) Apply(ctx context.Context, changes []Change) []Outcome {
 		if p := writes[k].Put; p != nil && !a.Stale {
 			out[i].Stored = &store.Job{Collection: p.Collection, Name: p.Name, Definition: p.Definition, Version: a.Version,
 				Next: p.Next, State: p.State, Counters: a.Counters}
+			out[i].Properties = props[k]
 		}
 	}
 	for i, ch := range changes {
@@ -77,41 +87,42 @@ func (s *Service) Apply(ctx context.Context, changes []Change) []Outcome {
 	return out
 }
 
-// write checks one change and makes its store write.
-func (s *Service) write(ctx context.Context, ch Change, colls map[string]*job.Collection, now time.Time) (store.Write, bool, error) {
+// write checks one change and makes its store write. A put's definition comes back once
+// decoded, refused or not (its secrets sealed once it is written): the intake needs to know
+// whether a refused one held secrets, the API replies with it.
+func (s *Service) write(ctx context.Context, ch Change, colls map[string]*job.Collection, now time.Time) (store.Write, *job.Definition, error) {
 	if err := checkNames(ch.Collection, ch.Name); err != nil {
-		return store.Write{}, false, err
+		return store.Write{}, nil, err
 	}
 	if ch.Delete {
-		return store.Write{Delete: &store.DeleteJob{Collection: ch.Collection, Name: ch.Name, Stamp: ch.Stamp}}, false, nil
+		return store.Write{Delete: &store.DeleteJob{Collection: ch.Collection, Name: ch.Name, Stamp: ch.Stamp}}, nil, nil
 	}
 	def, err := ch.Decoded, error(nil)
 	if def == nil {
 		if def, err = s.validator.Decode(ch.Raw); err != nil {
-			return store.Write{}, false, invalid(err)
+			return store.Write{}, nil, invalid(err)
 		}
 	}
-	secrets := def.Properties.Action.HasSecrets()
 	coll, ok := colls[ch.Collection]
 	if !ok {
 		if coll, err = s.collection(ctx, ch.Collection); err != nil {
 			var apiErr *Error
 			if !errors.As(err, &apiErr) {
-				return store.Write{}, secrets, err // Redis: a failure, not a refusal
+				return store.Write{}, def, err // Redis: a failure, not a refusal
 			}
 			coll = nil
 		}
 		colls[ch.Collection] = coll
 	}
 	if coll == nil {
-		return store.Write{}, secrets, notFound("job collection %s not found: create it first", ch.Collection)
+		return store.Write{}, def, notFound("job collection %s not found: create it first", ch.Collection)
 	}
 	put, err := s.prepare(coll, ch.Collection, ch.Name, def.Properties, now)
 	if err != nil {
-		return store.Write{}, secrets, err
+		return store.Write{}, def, err
 	}
 	put.Stamp, put.CreateOnly = ch.Stamp, ch.CreateOnly
-	return store.Write{Put: &put}, secrets, nil
+	return store.Write{Put: &put}, def, nil
 }
 
 // applied tells the world about a change that was made.

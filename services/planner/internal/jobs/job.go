@@ -105,6 +105,13 @@ func toDefinition(rec *store.Job) (*job.Definition, error) {
 	if err != nil {
 		return nil, err
 	}
+	return definition(rec, p), nil
+}
+
+// definition is the job rec, whose definition holds the properties stored (rec.Definition
+// decoded, or what it was encoded from), with its secrets removed.
+func definition(rec *store.Job, stored job.Properties) *job.Definition {
+	p := job.Properties{StartTime: stored.StartTime, Recurrence: stored.Recurrence, Action: stored.Action}
 	p.State = rec.State
 	// As the original service did, a disabled job has no status.
 	if rec.State != job.StateDisabled {
@@ -124,7 +131,7 @@ func toDefinition(rec *store.Job) (*job.Definition, error) {
 		Type: "Microsoft.Scheduler/jobCollections/jobs", Name: rec.Collection + "/" + rec.Name,
 		Properties: p,
 	}
-	return d.Redacted(), nil
+	return d.Redacted()
 }
 
 // DeleteJob deletes a job and its history.
