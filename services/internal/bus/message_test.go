@@ -72,6 +72,7 @@ func dueInputs() map[string]string {
 		"action with a brace too many": replace(action, action+"}"),
 		"keys reordered":               `{"job":"j","collection":"c","action":{},"occurrence":1}`,
 		"escaped job":                  replace(`"job_2"`, `"job\u005f2"`),
+		"not UTF-8 before an escape":   replace(`"job_2"`, "\"job\xff\\u005f2\""),
 		"occurrence a float":           replace(`"occurrence":7`, `"occurrence":7.5`),
 		"bad time":                     replace(`T12:00:00`, ` 12:00:00`),
 		"truncated":                    written[:len(written)-1],

@@ -213,6 +213,12 @@ func (d *layoutReader) str() string {
 		case c != '\\':
 			i++
 		default:
+			// Each stretch between escapes is checked: bytes that are not UTF-8 are
+			// encoding/json's to replace (the fuzz target found one left as it was).
+			if !ascii && !utf8.Valid(d.b[start:i]) {
+				d.ok = false
+				return ""
+			}
 			out = append(out, d.b[start:i]...)
 			n, ok := unescape(d.b[i:], &out)
 			if !ok {
