@@ -43,3 +43,38 @@ func TestWrittenDueIsReadDirectly(t *testing.T) {
 		}
 	}
 }
+
+// TestWrittenActionsAreReadDirectly: the HTTP actions the planner stores (json.Marshal) are
+// read without encoding/json; the others are left to it.
+func TestWrittenActionsAreReadDirectly(t *testing.T) {
+	count, interval := 2, job.Duration(45*time.Second)
+	direct := []job.Action{
+		{ActionSpec: job.ActionSpec{Type: job.ActionHTTP, Request: &job.HTTPRequest{URI: "http://x/", Method: "GET"}}},
+		{ActionSpec: job.ActionSpec{Type: job.ActionHTTPS, Request: &job.HTTPRequest{URI: "https://x/a?b=c&d=<é>", Method: "POST",
+			Headers: map[string]string{"Content-Type": "application/json", "X-B": "\"q\"\r\n"}, Body: `{"a":1}`},
+			RetryPolicy: &job.RetryPolicy{RetryType: job.RetryFixed, RetryInterval: &interval, RetryCount: &count}}},
+		{ActionSpec: job.ActionSpec{Type: job.ActionHTTP, Request: &job.HTTPRequest{URI: "http://x/", Method: "GET"},
+			RetryPolicy: &job.RetryPolicy{RetryType: job.RetryNone}}},
+		{ActionSpec: job.ActionSpec{Type: job.ActionHTTP, Request: &job.HTTPRequest{URI: "http://x/", Method: "GET"},
+			RetryPolicy: &job.RetryPolicy{RetryCount: &count}}},
+	}
+	for _, a := range direct {
+		b, err := json.Marshal(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := decodeActionFast(b)
+		if !ok || !reflect.DeepEqual(*got, a) {
+			t.Errorf("%s: read directly %v, got %+v", b, ok, got)
+		}
+	}
+	for _, b := range []string{
+		`{"type":"Http","request":{"uri":"http://x/","method":"GET","authentication":{"type":"Basic","username":"u","password":"p"}}}`,
+		`{"type":"StorageQueue","queueMessage":{"storageAccount":"a","queueName":"q","sasToken":"?sig=s","message":"m"}}`,
+		`{"type":"Http","request":{"uri":"http://x/","method":"GET"},"errorAction":{"type":"Http","request":{"uri":"http://y/","method":"GET"}}}`,
+	} {
+		if _, ok := decodeActionFast([]byte(b)); ok {
+			t.Errorf("%s: read directly, though the direct reader knows no such member", b)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package consumer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -108,9 +107,8 @@ func (c *Consumer) decode(msg jetstream.Msg) (executor.Attempt, error) {
 	// is given none and judges the raw action as it always did.
 	var act *job.Action
 	if len(d.Action) > 0 && string(d.Action) != "null" {
-		var a job.Action
-		if json.Unmarshal(d.Action, &a) == nil {
-			act = &a
+		if a, err := bus.DecodeAction(d.Action); err == nil {
+			act = a
 		}
 	}
 	if want := c.cfg.Subjects.Due(d.Collection, d.Job); msg.Subject() != want {
