@@ -177,9 +177,13 @@ func (s *Store) GetJob(ctx context.Context, c, j string) (*Job, error) {
 	return jobs[0], nil
 }
 
-// LoadJobs reads jobs by due-set member in one round trip; a missing job is nil.
+// LoadJobs reads jobs by due-set member in one round trip; a missing job is nil. The reads
+// are one transaction (per slot, on a cluster): a job's definition and state are of one
+// version. Pipelined alone, another client's put could run between the two reads of a job
+// (a long pipeline takes Redis several reads of the socket), and the dispatcher would cache
+// one version's definition under another's number.
 func (s *Store) LoadJobs(ctx context.Context, members []string) ([]*Job, error) {
-	pipe := s.rdb.Pipeline()
+	pipe := s.rdb.TxPipeline()
 	defs := make([]*redis.StringCmd, len(members))
 	states := make([]*redis.SliceCmd, len(members))
 	for i, m := range members {

@@ -1,0 +1,77 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/resched/resched/services/planner/internal/store"
+	"github.com/resched/resched/shared/job"
+)
+
+// TestLoadJobsReadsEachJobAtOneVersion: while jobs are put again and again, every job
+// LoadJobs returns has the definition and the state one put wrote, never the definition of
+// one put with the state of another. The dispatcher caches a compiled definition under the
+// version read beside it: a definition older than its version would fire the old action for
+// as long as the job stays cached.
+func TestLoadJobsReadsEachJobAtOneVersion(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	putCollection(t, s, "c", 0)
+	const jobs = 400
+	members := make([]string, jobs)
+	for i := range members {
+		members[i] = store.Member("c", fmt.Sprint("j", i))
+	}
+	// Put i writes "i" as the definition and t0 + i ms as the next time: both say which put
+	// a read saw. The definitions are long, so that the reads of one LoadJobs span several
+	// of Redis's reads of the connection, between which other clients' commands run.
+	pad := strings.Repeat(" ", 2000)
+	put := func(j string, i int) error {
+		_, _, _, err := s.PutJob(ctx, store.PutJob{Collection: "c", Name: j, Definition: []byte(strconv.Itoa(i) + pad),
+			Accepted: t0, Next: t0.Add(time.Duration(i) * time.Millisecond), State: job.StateEnabled, Reaccept: true})
+		return err
+	}
+	for i := range jobs {
+		if err := put(fmt.Sprint("j", i), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := 2; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := put(fmt.Sprint("j", (i*7+w*101)%jobs), i); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	defer func() { close(stop); wg.Wait() }()
+	for range 300 {
+		recs, err := s.LoadJobs(ctx, members)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			i, err := strconv.Atoi(strings.TrimSpace(string(r.Definition)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := int(r.Next.Sub(t0) / time.Millisecond); got != i {
+				t.Fatalf("%s: definition of put %d read with the state of put %d", r.Name, i, got)
+			}
+		}
+	}
+}
