@@ -8,7 +8,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"regexp"
 	"strconv"
 	"time"
 )
@@ -24,16 +23,30 @@ const (
 	HeaderMsgID = "Nats-Msg-Id"
 )
 
-// nameRE is the rule for collection and job names (docs/nats-api.md): they are subject tokens, so
-// they must not hold dots, wildcards or spaces.
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
-// CheckName returns an error naming the rule when name cannot be a collection or job name.
+// CheckName returns an error naming the rule when name cannot be a collection or job name:
+// 1 to 64 of A-Z a-z 0-9 - _ (docs/nats-api.md). Names are subject tokens, so they must not
+// hold dots, wildcards or spaces. Checked byte by byte rather than with a regular expression:
+// every put and every result checks two names, and the expression cost a few per cent of a
+// planner applying results.
 func CheckName(kind, name string) error {
-	if !nameRE.MatchString(name) {
+	if !validName(name) {
 		return fmt.Errorf("%s name %q: must be 1 to 64 of A-Z a-z 0-9 - _", kind, name)
 	}
 	return nil
+}
+
+func validName(name string) bool {
+	if len(name) < 1 || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // Subjects builds subject names under one prefix.

@@ -1,0 +1,35 @@
+package bus
+
+import (
+	"regexp"
+	"testing"
+)
+
+// nameRule is the name rule of docs/nats-api.md as a regular expression, the reference
+// validName is checked against.
+var nameRule = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+func nameInputs() []string {
+	long := "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_"
+	return []string{"", "a", "job_1-A", long, long + "x", "a.b", "a b", "a*", ">", "é", "a\x00", "a\n", "-", "_"}
+}
+
+func TestValidNameIsTheRule(t *testing.T) {
+	for _, in := range nameInputs() {
+		if got, want := validName(in), nameRule.MatchString(in); got != want {
+			t.Errorf("%q: validName %v, the rule %v", in, got, want)
+		}
+	}
+}
+
+// FuzzValidName: whatever the name, validName agrees with the rule.
+func FuzzValidName(f *testing.F) {
+	for _, in := range nameInputs() {
+		f.Add(in)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		if got, want := validName(in), nameRule.MatchString(in); got != want {
+			t.Errorf("%q: validName %v, the rule %v", in, got, want)
+		}
+	})
+}
