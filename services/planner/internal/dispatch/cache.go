@@ -66,3 +66,17 @@ func (c *scheduleCache) get(rec *store.Job) (*compiled, error) {
 	c.m[key] = e
 	return e, nil
 }
+
+// holds reports whether a compiled definition of member is kept, of whatever version.
+func (c *scheduleCache) holds(member string) bool {
+	_, ok := c.m[member]
+	return ok
+}
+
+// current returns the kept compiled definition of rec's version, or nil.
+func (c *scheduleCache) current(rec *store.Job) *compiled {
+	if e, ok := c.m[store.Member(rec.Collection, rec.Name)]; ok && e.version == rec.Version {
+		return e
+	}
+	return nil
+}

@@ -140,18 +140,18 @@ func (pd *partitionDispatcher) batch(ctx context.Context) (full bool, earliest t
 		return false, earliest, err
 	}
 	pd.cfg.Metrics.Claimed(len(members))
-	recs, err := pd.cfg.Store.LoadJobs(ctx, members)
+	recs, held, err := pd.load(ctx, members)
 	if err != nil {
 		return false, earliest, err
 	}
 	r := pd.rules()
 	jobs := make([]pending, 0, len(recs))
 	var msgs []*outgoing
-	for _, rec := range recs {
+	for i, rec := range recs {
 		if rec == nil {
 			continue // deleted since the claim: the delete took it out of the due set
 		}
-		pj := pd.prepare(rec, now, r)
+		pj := pd.prepare(rec, held[i], now, r)
 		if len(msgs)+len(pj.msgs) > pd.cfg.Batch && len(jobs) > 0 {
 			break // a batch publishes at most Batch messages; the rest stay due
 		}
@@ -184,6 +184,43 @@ func (pd *partitionDispatcher) batch(ctx context.Context) (full bool, earliest t
 	return len(members) == pd.cfg.Batch || len(jobs) < len(recs), earliest, nil
 }
 
+// load reads the claimed jobs, with the definitions only of those this partition does not
+// hold compiled at their version: a recurring job's fires read its state alone. The compiled
+// definitions it holds are returned beside the jobs, since compiling a new one may evict
+// another from the cache before the batch is done with it. A job whose version moved since it
+// was compiled (put again) is read again whole.
+func (pd *partitionDispatcher) load(ctx context.Context, members []string) ([]*store.Job, []*compiled, error) {
+	recs, err := pd.cfg.Store.LoadClaimed(ctx, members, func(i int) bool { return pd.cache.holds(members[i]) })
+	if err != nil {
+		return nil, nil, err
+	}
+	held := make([]*compiled, len(recs))
+	var moved []int
+	for i, rec := range recs {
+		if rec == nil || rec.Definition != nil {
+			continue
+		}
+		if held[i] = pd.cache.current(rec); held[i] == nil {
+			moved = append(moved, i)
+		}
+	}
+	if len(moved) == 0 {
+		return recs, held, nil
+	}
+	again := make([]string, len(moved))
+	for k, i := range moved {
+		again[k] = members[i]
+	}
+	fresh, err := pd.cfg.Store.LoadJobs(ctx, again)
+	if err != nil {
+		return nil, nil, err
+	}
+	for k, i := range moved {
+		recs[i] = fresh[k] // nil when deleted meanwhile
+	}
+	return recs, held, nil
+}
+
 func (pd *partitionDispatcher) rules() rules {
 	return rules{
 		window: pd.cfg.CatchUp, policy: pd.cfg.CatchUpPolicy, burst: min(pd.cfg.CatchUpRate, pd.cfg.Batch), pace: time.Second,
@@ -191,10 +228,11 @@ func (pd *partitionDispatcher) rules() rules {
 	}
 }
 
-// prepare decides what a claimed job does now and builds its messages. A job whose stored
-// definition no longer decodes or compiles is parked Faulted with a history entry saying why,
-// rather than read again and failing at every round.
-func (pd *partitionDispatcher) prepare(rec *store.Job, now time.Time, r rules) pending {
+// prepare decides what a claimed job does now and builds its messages; held is its definition
+// compiled at its version when load found it in the cache (the job was then read without
+// it). A job whose stored definition no longer decodes or compiles is parked Faulted with a
+// history entry saying why, rather than read again and failing at every round.
+func (pd *partitionDispatcher) prepare(rec *store.Job, held *compiled, now time.Time, r rules) pending {
 	move := store.Advance{Collection: rec.Collection, Name: rec.Name, Version: rec.Version, Claimed: rec.Next,
 		Next: rec.Next, Fired: rec.Fired, Occurrence: rec.Occurrence}
 	if rec.State != job.StateEnabled || rec.Next.IsZero() {
@@ -205,7 +243,10 @@ func (pd *partitionDispatcher) prepare(rec *store.Job, now time.Time, r rules) p
 		}
 		return pending{move: move}
 	}
-	e, err := pd.cache.get(rec)
+	e, err := held, error(nil)
+	if e == nil {
+		e, err = pd.cache.get(rec)
+	}
 	if err != nil {
 		pd.cfg.Metrics.Error("prepare")
 		pd.cfg.Logger.Error("stored definition does not compile; the job is parked Faulted", "collection", rec.Collection, "job", rec.Name, "error", err)

@@ -183,12 +183,27 @@ func (s *Store) GetJob(ctx context.Context, c, j string) (*Job, error) {
 // (a long pipeline takes Redis several reads of the socket), and the dispatcher would cache
 // one version's definition under another's number.
 func (s *Store) LoadJobs(ctx context.Context, members []string) ([]*Job, error) {
+	return s.loadJobs(ctx, members, nil)
+}
+
+// LoadClaimed reads jobs as LoadJobs does, except the definition (left nil) of each member
+// for which held(i) is true: the dispatcher keeps definitions compiled by version, and read
+// again at every fire a definition cost Redis and the planner more than the state beside it.
+// Versions never repeat, so a caller holding the version read holds its definition; one whose
+// version moved reads the job again with LoadJobs.
+func (s *Store) LoadClaimed(ctx context.Context, members []string, held func(i int) bool) ([]*Job, error) {
+	return s.loadJobs(ctx, members, held)
+}
+
+func (s *Store) loadJobs(ctx context.Context, members []string, held func(i int) bool) ([]*Job, error) {
 	pipe := s.rdb.TxPipeline()
 	defs := make([]*redis.StringCmd, len(members))
 	states := make([]*redis.SliceCmd, len(members))
 	for i, m := range members {
 		c, j := splitMember(m)
-		defs[i] = pipe.Get(ctx, s.k.def(c, j))
+		if held == nil || !held(i) {
+			defs[i] = pipe.Get(ctx, s.k.def(c, j))
+		}
 		states[i] = pipe.HMGet(ctx, s.k.state(c, j), stateFields...)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
@@ -196,12 +211,18 @@ func (s *Store) LoadJobs(ctx context.Context, members []string) ([]*Job, error) 
 	}
 	out := make([]*Job, len(members))
 	for i, m := range members {
-		def, err := defs[i].Bytes()
-		if errors.Is(err, redis.Nil) {
-			continue
+		var def []byte
+		vals := states[i].Val()
+		if defs[i] != nil {
+			var err error
+			if def, err = defs[i].Bytes(); errors.Is(err, redis.Nil) {
+				continue
+			}
+		} else if len(vals) == 0 || vals[0] == nil {
+			continue // no version: every put writes one, a delete removes the whole state
 		}
 		c, j := splitMember(m)
-		out[i] = jobFromState(c, j, def, states[i].Val())
+		out[i] = jobFromState(c, j, def, vals)
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -73,5 +74,45 @@ func TestLoadJobsReadsEachJobAtOneVersion(t *testing.T) {
 				t.Fatalf("%s: definition of put %d read with the state of put %d", r.Name, i, got)
 			}
 		}
+	}
+}
+
+// TestLoadClaimedLeavesOutTheDefinitionsHeld: the jobs read as LoadJobs reads them, without
+// the definitions the caller holds; a missing job is nil either way.
+func TestLoadClaimedLeavesOutTheDefinitionsHeld(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	putCollection(t, s, "c", 0)
+	putJob(t, s, "c", "a", t0)
+	putJob(t, s, "c", "b", t0.Add(time.Minute))
+	members := []string{store.Member("c", "a"), store.Member("c", "b"), store.Member("c", "gone"), store.Member("c", "gone2")}
+	whole, err := s.LoadJobs(ctx, members)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.LoadClaimed(ctx, members, func(i int) bool { return i%2 == 0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range whole {
+		g := got[i]
+		if (w == nil) != (g == nil) {
+			t.Fatalf("%s: LoadJobs %v, LoadClaimed %v", members[i], w, g)
+		}
+		if w == nil {
+			continue
+		}
+		if held := i%2 == 0; held != (g.Definition == nil) {
+			t.Errorf("%s: held %v, definition %q", members[i], held, g.Definition)
+		}
+		if i%2 == 0 {
+			w.Definition = nil
+		}
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("%s: LoadClaimed %+v, LoadJobs %+v", members[i], g, w)
+		}
+	}
+	if got[0] == nil || got[1] == nil || got[2] != nil || got[3] != nil {
+		t.Errorf("LoadClaimed found %v", got)
 	}
 }
