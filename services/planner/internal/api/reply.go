@@ -14,6 +14,10 @@ import (
 // CodeInternal is the code of an error the client cannot act on (Redis down, a bug).
 const CodeInternal = "InternalError"
 
+// CodeServerBusy is the code of a request this planner cannot take now (503): sent again, it
+// reaches a planner that can.
+const CodeServerBusy = "ServerBusy"
+
 // errorReply is the body of an error reply, in the shape Azure Resource Manager used.
 type errorReply struct {
 	Error *jobs.Error `json:"error"`

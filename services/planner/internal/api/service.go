@@ -14,7 +14,7 @@
 //   - {} for delete and run;
 //   - an error as {"error": {"code", "message", "details": [{"path", "message"}]}} with the
 //     micro error headers Nats-Service-Error-Code (the HTTP-like status: "400", "404", "409",
-//     "500") and Nats-Service-Error (the message).
+//     "500", "503" from a planner that is stopping) and Nats-Service-Error (the message).
 package api
 
 import (
@@ -79,16 +79,26 @@ type handlers struct {
 	log      *slog.Logger
 	work     chan func() // to the workers, one per slot of Concurrency
 	inFlight sync.WaitGroup
-	stop     sync.Once // closes work
+	// handing is held (shared) while a request is handed to a worker, and taken whole to set
+	// stopped: once stopped, no request reaches work, which is then closed.
+	handing sync.RWMutex
+	stopped bool
 }
 
-// stopWorkers lets the requests in hand finish and ends the workers. Only after the micro
-// service has stopped: no request may come after.
+// stopWorkers lets the requests in hand finish and ends the workers. The micro service stops
+// first, but its subscriptions drain: the requests they had already received still reach the
+// handler afterwards, and are refused as unavailable (the client sends them again, to another
+// planner).
 func (a *handlers) stopWorkers() {
-	a.stop.Do(func() {
-		a.inFlight.Wait()
-		close(a.work)
-	})
+	a.handing.Lock()
+	stopped := a.stopped
+	a.stopped = true
+	a.handing.Unlock()
+	if stopped {
+		return
+	}
+	a.inFlight.Wait()
+	close(a.work)
 }
 
 // Server is the running API.
@@ -174,6 +184,12 @@ func (a *handlers) endpoints() []endpoint {
 // one when all are busy (micro hands requests over one at a time per endpoint).
 func (a *handlers) handler(e endpoint) micro.Handler {
 	return micro.HandlerFunc(func(req micro.Request) {
+		a.handing.RLock()
+		defer a.handing.RUnlock()
+		if a.stopped {
+			a.fail(req, errStopping)
+			return
+		}
 		a.inFlight.Add(1)
 		a.work <- func() {
 			defer a.inFlight.Done()
@@ -181,6 +197,9 @@ func (a *handlers) handler(e endpoint) micro.Handler {
 		}
 	})
 }
+
+// errStopping answers the requests that arrive while the planner stops.
+var errStopping = &jobs.Error{Status: 503, Code: CodeServerBusy, Message: "this planner is stopping; send the request again"}
 
 // worker serves requests until the API stops. The workers live as long as the API rather than
 // one goroutine per request: validating a definition needs a deep stack, and a new goroutine

@@ -3,6 +3,7 @@ package api_test
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -125,5 +126,41 @@ func TestStopFinishesTheRequestInHand(t *testing.T) {
 	}
 	if msg := <-answered; msg == nil || msg.Header.Get(micro.ErrorCodeHeader) != "" {
 		t.Fatalf("the request in hand was not answered: %v", msg)
+	}
+}
+
+// Stopping while requests keep arriving: those the subscription still delivers after Stop are
+// answered (served, or refused as unavailable so the client tries again), and none reaches the
+// stopped workers (a send on their closed channel panicked).
+func TestStopWhileRequestsArrive(t *testing.T) {
+	e := newEnv(t)
+	e.putCollection(t, "c", `{}`)
+	replies, err := e.nc.SubscribeSync(nats.NewInbox() + ".>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inbox := strings.TrimSuffix(replies.Subject, ">")
+	const n = 2000
+	for i := range n {
+		if err := e.nc.PublishRequest("scheduler.api.jobs.get.c.j", inbox+strconv.Itoa(i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.api.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	// Every request reached the planner's connection before Stop (the flush), so the drained
+	// subscription hands each one to the handler: each is answered.
+	for i := range n {
+		msg, err := replies.NextMsg(5 * time.Second)
+		if err != nil {
+			t.Fatalf("%d requests of %d answered: %v", i, n, err)
+		}
+		if code := msg.Header.Get(micro.ErrorCodeHeader); code != "404" && code != "503" {
+			t.Fatalf("answer with error code %q: %s", code, msg.Data)
+		}
 	}
 }
