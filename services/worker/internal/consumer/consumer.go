@@ -94,10 +94,11 @@ type Config struct {
 
 // Consumer consumes the due stream.
 type Consumer struct {
-	cfg     Config
-	log     *slog.Logger
-	ready   atomic.Bool
-	results *reporter // set by Run
+	cfg        Config
+	log        *slog.Logger
+	ready      atomic.Bool
+	results    *reporter      // set by Run
+	escalating sync.WaitGroup // error actions being scheduled (finish)
 }
 
 // New returns a Consumer.
@@ -162,16 +163,21 @@ func (c *Consumer) Run(ctx context.Context) error {
 	close(msgs) // the idle deliverers end; the busy ones end after their delivery
 	c.ready.Store(false)
 	if stopErr := c.stop(&inflight, abandon); stopErr != nil {
-		return errors.Join(err, stopErr) // a delivery may still hand over its result
+		return errors.Join(err, stopErr)
 	}
-	c.results.close()
 	return err
 }
 
-// stop waits for the deliveries in flight, abandoning them after StopTimeout.
+// stop waits for the deliveries in flight and the settling of those that have ended (their
+// results published, their messages settled), abandoning them after StopTimeout.
 func (c *Consumer) stop(inflight *sync.WaitGroup, abandon context.CancelCauseFunc) error {
 	done := make(chan struct{})
-	go func() { inflight.Wait(); close(done) }()
+	go func() {
+		inflight.Wait()
+		c.results.close() // no delivery hands a result over any more
+		c.escalating.Wait()
+		close(done)
+	}()
 	timer := time.NewTimer(c.cfg.StopTimeout)
 	defer timer.Stop()
 	select {

@@ -195,6 +195,32 @@ func TestBusyWorkerBatchesItsResults(t *testing.T) {
 	testenv.Eventually(t, deadline, "every due message acknowledged", func() bool { return e.dueMessages(t) == 0 })
 }
 
+// A delivery's slot is free once its attempt has ended: the next due message is delivered while
+// the last one's result still waits for the stream's acknowledgement, and no due message is
+// acknowledged before its result's acknowledgement.
+func TestSlotIsFreeWhileTheResultAwaitsItsAcknowledgement(t *testing.T) {
+	e := newEnv(t)
+	res := e.results(t)
+	tg := newTarget(t)
+	gate := make(chan struct{})
+	e.worker(t, func(c *consumer.Config) {
+		c.Concurrency = 1
+		c.JS = heldPubAcks{JetStream: c.JS, gate: gate}
+	})
+	for _, j := range []string{"j1", "j2"} {
+		e.publishDue(t, "c", j, scheduled, job.Action{ActionSpec: httpAct(tg.URL, nil)})
+	}
+	testenv.Eventually(t, deadline, "both occurrences delivered by the one slot", func() bool { return len(tg.callsSoFar()) == 2 })
+	if n := e.dueMessages(t); n != 2 {
+		t.Fatalf("due stream holds %d messages while their results await acknowledgement, want 2", n)
+	}
+	close(gate)
+	if got := len(res.take(t, 2)); got != 2 {
+		t.Fatalf("%d results, want 2", got)
+	}
+	testenv.Eventually(t, deadline, "every due message acknowledged", func() bool { return e.dueMessages(t) == 0 })
+}
+
 // A result the results stream does not take (here: the stream is gone) is not lost: the due
 // message is not acknowledged, the attempt runs again, and once the stream is back its result
 // is stored and the occurrence settled.

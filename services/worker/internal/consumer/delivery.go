@@ -16,7 +16,8 @@ import (
 	"github.com/resched/resched/shared/job"
 )
 
-// handle runs one delivery and settles its message.
+// handle runs one delivery and hands its result to the reporter, which settles the message
+// once the result is stored (finish). The slot is then free for the next delivery.
 func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
 	c.cfg.Metrics.InFlight(1)
 	defer c.cfg.Metrics.InFlight(-1)
@@ -32,16 +33,24 @@ func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
 		c.malformed(msg, err)
 		return
 	}
-	log := &deliveryLog{base: c.log, a: &a, dec: &dec}
 	if errors.Is(context.Cause(ctx), errAbandoned) {
+		log := &deliveryLog{base: c.log, a: &a, dec: &dec}
 		log.get().Warn("delivery abandoned at stop; handing it back")
 		c.settle(log, "nak", msg.Nak())
 		return
 	}
 	c.cfg.Metrics.Attempt(dec.ActionType, dec.Result.Status, dec.Result.EndTime.Sub(dec.Result.StartTime))
-	if err := c.results.send(dec.Result); err != nil {
+	c.results.hand(dec.Result, func(published error) { c.finish(ctx, msg, &a, &dec, published) })
+}
+
+// finish settles a due message once its result's publish has an outcome: not stored, the
+// attempt runs again; stored, as the executor decided. It runs in the reporter's goroutine that
+// awaits the result's batch, so it never waits on the network itself.
+func (c *Consumer) finish(ctx context.Context, msg jetstream.Msg, a *executor.Attempt, dec *executor.Decision, published error) {
+	log := &deliveryLog{base: c.log, a: a, dec: dec}
+	if published != nil {
 		c.cfg.Metrics.Error("publish_result")
-		log.get().Error("result not published; the attempt will run again", "error", err)
+		log.get().Error("result not published; the attempt will run again", "error", published)
 		c.settle(log, "nak", msg.NakWithDelay(c.cfg.RetryDelay))
 		return
 	}
@@ -58,16 +67,24 @@ func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
 		c.cfg.Metrics.Retry(dec.ActionType)
 		c.settle(log, "nak", msg.NakWithDelay(dec.Delay))
 	case executor.Escalate:
-		if err := c.publish(ctx, errorPhaseMsg(msg, a.Due)); err != nil {
-			c.cfg.Metrics.Error("publish_error_action")
-			log.get().Error("error action not scheduled; the attempt will run again", "error", err)
-			c.settle(log, "nak", msg.NakWithDelay(c.cfg.RetryDelay))
-			return
-		}
-		c.settle(log, "ack", msg.Ack())
+		// Publishing the error action's message waits for the stream: in a goroutine of its
+		// own, so that the batch's other deliveries are not held (Run waits for it).
+		c.escalating.Go(func() { c.escalate(ctx, msg, a.Due, log) })
 	default:
 		c.settle(log, "ack", msg.Ack())
 	}
+}
+
+// escalate schedules the error action (a message of its own) and then acknowledges the main
+// one; when the error action cannot be scheduled, the attempt runs again.
+func (c *Consumer) escalate(ctx context.Context, msg jetstream.Msg, d bus.Due, log *deliveryLog) {
+	if err := c.publish(ctx, errorPhaseMsg(msg, d)); err != nil {
+		c.cfg.Metrics.Error("publish_error_action")
+		log.get().Error("error action not scheduled; the attempt will run again", "error", err)
+		c.settle(log, "nak", msg.NakWithDelay(c.cfg.RetryDelay))
+		return
+	}
+	c.settle(log, "ack", msg.Ack())
 }
 
 // deliveryLog builds the logger of a delivery on its first use: most deliveries log nothing,

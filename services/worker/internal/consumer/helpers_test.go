@@ -247,3 +247,37 @@ func fixed(count int, interval time.Duration) *job.RetryPolicy {
 	d := job.Duration(interval)
 	return &job.RetryPolicy{RetryType: job.RetryFixed, RetryCount: &count, RetryInterval: &d}
 }
+
+// heldPubAcks is JetStream whose asynchronous publishes are stored at once but acknowledged to
+// the caller only once gate is closed.
+type heldPubAcks struct {
+	jetstream.JetStream
+	gate chan struct{}
+}
+
+func (h heldPubAcks) PublishMsgAsync(m *nats.Msg, opts ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
+	f, err := h.JetStream.PublishMsgAsync(m, opts...)
+	if err != nil {
+		return nil, err
+	}
+	held := &heldPubAck{PubAckFuture: f, ok: make(chan *jetstream.PubAck, 1), err: make(chan error, 1)}
+	go func() {
+		<-h.gate
+		select {
+		case a := <-f.Ok():
+			held.ok <- a
+		case err := <-f.Err():
+			held.err <- err
+		}
+	}()
+	return held, nil
+}
+
+type heldPubAck struct {
+	jetstream.PubAckFuture
+	ok  chan *jetstream.PubAck
+	err chan error
+}
+
+func (a *heldPubAck) Ok() <-chan *jetstream.PubAck { return a.ok }
+func (a *heldPubAck) Err() <-chan error            { return a.err }

@@ -27,12 +27,16 @@ const (
 const reportWindow = 4
 
 // reporter publishes the results of a worker's deliveries. A delivery hands its result over
-// and waits until the results stream has it, and only then settles its due message, as when
-// it published the result itself. One goroutine publishes: the results that finished while it
-// sent the last ones go together, one message per collection (docs/nats-api.md). An idle
-// worker so sends each result at once, alone, and a busy one sends a message, a stored
-// message and an acknowledgement per batch rather than per attempt, which was a third of the
-// NATS server's work per fire.
+// with what to do once the results stream has it (or not): settle its due message, so a due
+// message is never acknowledged before its result is stored. One goroutine publishes: the
+// results that finished while it sent the last ones go together, one message per collection
+// (docs/nats-api.md). An idle worker so sends each result at once, alone, and a busy one
+// sends a message, a stored message and an acknowledgement per batch rather than per attempt,
+// which was a third of the NATS server's work per fire.
+//
+// The delivery does not wait: its slot is free for the next due message as soon as the
+// attempt has ended, and the results waiting for the stream are bounded by the hand-over
+// queue and the window (a full queue makes the next hand-over wait).
 type reporter struct {
 	js       asyncPublisher
 	subjects bus.Subjects
@@ -44,10 +48,10 @@ type reporter struct {
 	done     chan struct{}  // closed when run has returned
 }
 
-// report is one result and where its publish's outcome goes.
+// report is one result and what to do with its publish's outcome.
 type report struct {
 	r    bus.Result
-	sent chan error // buffered: run never waits for the delivery
+	done func(error) // called once, by the goroutine awaiting the result's batch
 }
 
 // asyncPublisher is the part of JetStream the reporter uses: a publish that does not wait for
@@ -61,11 +65,10 @@ func newReporter(js asyncPublisher, subjects bus.Subjects, timeout time.Duration
 		in: make(chan report, maxReportBatch), window: make(chan struct{}, reportWindow), done: make(chan struct{})}
 }
 
-// send publishes r and returns once the results stream has it, or why it does not.
-func (p *reporter) send(r bus.Result) error {
-	rep := report{r: r, sent: make(chan error, 1)}
-	p.in <- rep
-	return <-rep.sent
+// hand publishes r and calls done with nil once the results stream has it, or with why it
+// does not. It waits only while the queue of results handed over is full.
+func (p *reporter) hand(r bus.Result, done func(error)) {
+	p.in <- report{r: r, done: done}
 }
 
 // run publishes until close is called.
@@ -92,7 +95,8 @@ func (p *reporter) run() {
 	}
 }
 
-// close ends run once the results handed over are published. No send may follow.
+// close ends run once the results handed over are published and their deliveries finished.
+// No hand may follow.
 func (p *reporter) close() {
 	close(p.in)
 	<-p.done
@@ -109,7 +113,7 @@ type outgoing struct {
 }
 
 // publish sends a batch's messages side by side and, in the background, waits for each to
-// be stored (a failed one is tried again the slow way), tells each delivery and frees the
+// be stored (a failed one is tried again the slow way), finishes each delivery and frees the
 // batch's slot of the window.
 func (p *reporter) publish(batch []report) {
 	msgs := p.messages(batch)
@@ -138,7 +142,7 @@ func (p *reporter) await(msgs []*outgoing) {
 			m.err = p.retry(m.msg)
 		}
 		for _, rep := range m.reports {
-			rep.sent <- m.err
+			rep.done(m.err)
 		}
 	}
 }

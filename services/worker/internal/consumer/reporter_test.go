@@ -82,7 +82,7 @@ func startReporter(t *testing.T, h *heldAcks, retry func(*nats.Msg) error) *repo
 func sendAll(p *reporter, rs []bus.Result) <-chan error {
 	out := make(chan error, len(rs))
 	for _, r := range rs {
-		go func() { out <- p.send(r) }()
+		go p.hand(r, func(err error) { out <- err })
 	}
 	return out
 }
