@@ -21,6 +21,10 @@ const envPrefix = "RESCHED_WORKER_"
 // its time-out, and a worker scales out by replicas, not by one huge process.
 const maxConcurrency = 1024
 
+// maxResultLinger bounds ResultLinger: a result waits for company, not for long (its due
+// message is settled after it, and its job's history and status lag by as much).
+const maxResultLinger = time.Second
+
 // Config is everything the worker reads at start. It is read once; changing it means a restart.
 type Config struct {
 	LogLevel      slog.Level
@@ -37,6 +41,7 @@ type Config struct {
 	AttemptTimeout   time.Duration // time-out of one attempt of any action (HTTP_TIMEOUT)
 	MinRetryInterval time.Duration // floor under every retry interval
 	ShutdownTimeout  time.Duration // how long a stop waits for the deliveries in flight
+	ResultLinger     time.Duration // how long a result waits for others to go in one message
 	StreamReplicas   int           // replicas of the streams, when a worker is the first to create them
 	PlacementTags    string        // comma-separated server tags the streams are placed on, when created
 
@@ -62,6 +67,7 @@ func defaultConfig() Config {
 		AttemptTimeout:       60 * time.Second,
 		MinRetryInterval:     15 * time.Second,
 		ShutdownTimeout:      30 * time.Second,
+		ResultLinger:         20 * time.Millisecond,
 		StreamReplicas:       1,
 		OAuthAuthority:       "https://login.microsoftonline.com",
 		StorageQueueEndpoint: "https://{account}.queue.core.windows.net",
@@ -88,6 +94,7 @@ func (c *Config) settings() []config.Setting {
 		config.Define("HTTP time-out", "http-timeout", p+"HTTP_TIMEOUT", "time-out of one attempt: an HTTP request, a queue or Service Bus send", config.Duration(&c.AttemptTimeout, time.Millisecond)),
 		config.Define("minimum retry interval", "min-retry-interval", p+"MIN_RETRY_INTERVAL", "floor under every retry interval", config.Duration(&c.MinRetryInterval, time.Millisecond)),
 		config.Define("shutdown timeout", "shutdown-timeout", p+"SHUTDOWN_TIMEOUT", "how long a stop waits for the deliveries in flight", config.Duration(&c.ShutdownTimeout, time.Second)),
+		config.Define("result linger", "result-linger", p+"RESULT_LINGER", "how long a result waits for others to go with it in one message to the planners (0: at once); the due message is settled after", config.Duration(&c.ResultLinger, 0)),
 		config.Define("stream replicas", "stream-replicas", p+"STREAM_REPLICAS", "JetStream replicas of the streams, when a worker is the first to create them", config.Int(&c.StreamReplicas, 1, 5)),
 		config.Define("stream placement tags", "stream-placement-tags", p+"STREAM_PLACEMENT_TAGS", "comma-separated server tags of the NATS servers that hold the streams, when a worker is the first to create them", config.OptionalText(&c.PlacementTags, checkTags)),
 		config.Define("OAuth authority", "oauth-authority", p+"OAUTH_AUTHORITY", "where ActiveDirectoryOAuth tokens come from: <authority>/<tenant>/oauth2/token", config.Text(&c.OAuthAuthority, checkAuthority)),
@@ -108,8 +115,12 @@ func parseConfig(args []string, getenv func(string) string, output io.Writer) (C
 	if err != nil {
 		return Config{}, err
 	}
+	if cfg.ResultLinger > maxResultLinger {
+		errs = append(errs, fmt.Errorf("result linger (-result-linger, %sRESULT_LINGER): %s is more than %s", envPrefix,
+			config.FormatDuration(cfg.ResultLinger), config.FormatDuration(maxResultLinger)))
+	}
 	if len(errs) == 0 {
-		errs = cfg.NATS.Check()
+		errs = append(errs, cfg.NATS.Check()...)
 		var err error
 		if cfg.keys, err = cfg.Secrets.Load(); err != nil {
 			errs = append(errs, err)
@@ -138,6 +149,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("http_timeout", config.FormatDuration(c.AttemptTimeout)),
 		slog.String("min_retry_interval", config.FormatDuration(c.MinRetryInterval)),
 		slog.String("shutdown_timeout", config.FormatDuration(c.ShutdownTimeout)),
+		slog.String("result_linger", config.FormatDuration(c.ResultLinger)),
 		slog.Int("stream_replicas", c.StreamReplicas),
 		slog.String("stream_placement_tags", c.PlacementTags),
 		slog.String("oauth_authority", config.RedactURLs(c.OAuthAuthority)),

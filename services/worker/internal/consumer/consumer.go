@@ -85,6 +85,9 @@ type Config struct {
 	// StopTimeout is how long a stop waits for the deliveries in flight; those still running
 	// then are cancelled and handed back. Default 30 s.
 	StopTimeout time.Duration
+	// ResultLinger is how long a result waits for others to go with it in one message; 0
+	// sends it as soon as the stream may take another batch.
+	ResultLinger time.Duration
 	// PublishTimeout bounds one publish of a result; default 10 s.
 	PublishTimeout time.Duration
 	// RetryDelay is the wait after a NATS failure before setting the consumer up again, or
@@ -143,7 +146,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	defer abandon(nil)
 	// A fixed pool of delivery goroutines, rather than one per message: a new goroutine's
 	// stack grows again on every delivery, and that cost as much as a tenth of a delivery.
-	c.results = newReporter(c.cfg.JS, c.cfg.Subjects, c.cfg.PublishTimeout, func(m *nats.Msg) error {
+	c.results = newReporter(c.cfg.JS, c.cfg.Subjects, c.cfg.ResultLinger, c.cfg.PublishTimeout, func(m *nats.Msg) error {
 		return c.publish(work, m)
 	})
 	go c.results.run()

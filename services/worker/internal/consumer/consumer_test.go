@@ -325,3 +325,38 @@ func TestLongDeliveryIsKeptInProgress(t *testing.T) {
 		t.Errorf("target got %d calls, want 1", n)
 	}
 }
+
+// A result that waits long for the results stream (its acknowledgement held here, as in a
+// stream leader election) keeps its due message in progress: the occurrence is not handed to
+// another delivery meanwhile.
+func TestMessageAwaitingItsResultIsKeptInProgress(t *testing.T) {
+	e := newEnv(t)
+	res := e.results(t)
+	acks, err := e.srv.Connect(t).SubscribeSync("$JS.ACK.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := newTarget(t)
+	gate := make(chan struct{})
+	e.worker(t, func(c *consumer.Config) {
+		c.AckWait = time.Second
+		c.JS = heldPubAcks{JetStream: c.JS, gate: gate}
+	})
+	tag := e.publishDue(t, "c", "j", scheduled, job.Action{ActionSpec: httpAct(tg.URL, nil)})
+	testenv.Eventually(t, deadline, "the occurrence delivered", func() bool { return len(tg.callsSoFar()) == 1 })
+	for n := 0; n < 3; {
+		m, err := acks.NextMsg(deadline)
+		if err != nil {
+			t.Fatalf("waiting for in-progress acknowledgements: %v", err)
+		}
+		if bytes.Equal(m.Data, []byte("+WPI")) {
+			n++
+		}
+	}
+	close(gate)
+	checkResults(t, res.take(t, 1), tag, []summary{{job.ActionNameMain, 0, job.ExecutionCompleted, true, false}})
+	testenv.Eventually(t, deadline, "the due message acknowledged", func() bool { return e.dueMessages(t) == 0 })
+	if n := len(tg.callsSoFar()); n != 1 {
+		t.Errorf("target got %d calls, want 1", n)
+	}
+}

@@ -26,21 +26,27 @@ func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
 		c.malformed(msg, err)
 		return
 	}
+	// The heartbeat runs until the message is settled: a result waiting for the results
+	// stream (a stream leader election, a lingering batch) keeps its message this worker's.
 	beat := c.heartbeat(msg)
 	dec, err := c.cfg.Executor.Execute(ctx, a)
-	beat.stop()
 	if err != nil {
+		beat.stop()
 		c.malformed(msg, err)
 		return
 	}
 	if errors.Is(context.Cause(ctx), errAbandoned) {
+		beat.stop()
 		log := &deliveryLog{base: c.log, a: &a, dec: &dec}
 		log.get().Warn("delivery abandoned at stop; handing it back")
 		c.settle(log, "nak", msg.Nak())
 		return
 	}
 	c.cfg.Metrics.Attempt(dec.ActionType, dec.Result.Status, dec.Result.EndTime.Sub(dec.Result.StartTime))
-	c.results.hand(dec.Result, func(published error) { c.finish(ctx, msg, &a, &dec, published) })
+	c.results.hand(dec.Result, func(published error) {
+		beat.stop()
+		c.finish(ctx, msg, &a, &dec, published)
+	})
 }
 
 // finish settles a due message once its result's publish has an outcome: not stored, the

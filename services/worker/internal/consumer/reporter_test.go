@@ -69,11 +69,20 @@ func (h *heldAcks) published() []*nats.Msg {
 
 func startReporter(t *testing.T, h *heldAcks, retry func(*nats.Msg) error) *reporter {
 	t.Helper()
-	p := newReporter(h, bus.Subjects{Prefix: "scheduler"}, within, retry)
+	return startLingering(t, h, 0, retry)
+}
+
+func startLingering(t *testing.T, h *heldAcks, linger time.Duration, retry func(*nats.Msg) error) *reporter {
+	t.Helper()
+	p := newReporter(h, bus.Subjects{Prefix: "scheduler"}, linger, within, retry)
 	go p.run()
 	t.Cleanup(func() {
 		h.release()
-		p.close()
+		select {
+		case <-p.done: // the test closed it
+		default:
+			p.close()
+		}
 	})
 	return p
 }
@@ -170,5 +179,46 @@ func TestRefusedBatchIsRetriedAndItsDeliveriesTold(t *testing.T) {
 	}
 	if m := <-retried; m != h.published()[0] {
 		t.Errorf("retried %s, want the refused message", m.Subject)
+	}
+}
+
+// With a linger, results wait for others though the window is free: a batch goes once it is
+// full, or at the end of the linger (here an hour, so only a full batch or a close sends one).
+func TestLingeringResultsGoTogether(t *testing.T) {
+	h := &heldAcks{}
+	p := startLingering(t, h, time.Hour, func(*nats.Msg) error { t.Error("no publish should be retried"); return nil })
+	full := make([]bus.Result, maxReportBatch)
+	for i := range full {
+		full[i] = result("c", i)
+	}
+	out := sendAll(p, full)
+	testenv.Eventually(t, within, "the full batch to be published", func() bool { return len(h.published()) == 1 })
+	h.release()
+	for range full {
+		if err := <-out; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rs, err := bus.DecodeResults(h.published()[0].Data); err != nil || len(rs) != maxReportBatch {
+		t.Fatalf("the batch holds %d results (%v), want %d", len(rs), err, maxReportBatch)
+	}
+
+	last := make(chan error, 2)
+	for i := range 2 {
+		p.hand(result("c", 1000+i), func(err error) { last <- err })
+	}
+	testenv.Eventually(t, within, "the two results to be taken into a batch", func() bool { return len(p.in) == 0 })
+	if n := len(h.published()); n != 1 {
+		t.Fatalf("%d messages published while two results linger, want 1", n)
+	}
+	closed := make(chan struct{})
+	go func() { p.close(); close(closed) }()
+	testenv.Eventually(t, within, "close to send the lingering batch", func() bool { return len(h.published()) == 2 })
+	h.release()
+	<-closed
+	for range 2 {
+		if err := <-last; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
