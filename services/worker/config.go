@@ -67,7 +67,7 @@ func defaultConfig() Config {
 		AttemptTimeout:       60 * time.Second,
 		MinRetryInterval:     15 * time.Second,
 		ShutdownTimeout:      30 * time.Second,
-		ResultLinger:         20 * time.Millisecond,
+		ResultLinger:         100 * time.Millisecond,
 		StreamReplicas:       1,
 		OAuthAuthority:       "https://login.microsoftonline.com",
 		StorageQueueEndpoint: "https://{account}.queue.core.windows.net",
