@@ -23,6 +23,17 @@ type Meta struct {
 	Region          string
 }
 
+// Bounded returns ctx ended by the time-out d from now. A ctx that already ends as soon is
+// returned as it is, with a cancel that does nothing: the executor bounds every attempt by the
+// same time-out, and a second timer context per delivery cost an allocation, a timer and a
+// registration under the parent's lock for nothing.
+func Bounded(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if end, ok := ctx.Deadline(); ok && time.Until(end) <= d {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, d)
+}
+
 // Deliverer delivers one attempt. It returns the history message summarising what the target
 // answered, and an error when the attempt failed; wrap the error with Permanent when retrying
 // cannot help (a definition the target can never accept, e.g. an unreadable certificate).

@@ -23,10 +23,27 @@ func BenchmarkDeliver(b *testing.B) {
 	a.Request.Headers = map[string]string{"Content-Type": "application/json"}
 	a.Request.Body = `{"hello":"world"}`
 	m := testMeta()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := d.Deliver(context.Background(), a, m); err != nil {
-			b.Fatal(err)
+	b.Run("alone", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := d.Deliver(context.Background(), a, m); err != nil {
+				b.Fatal(err)
+			}
 		}
-	}
+	})
+	// As a worker calls it: the executor bounds the attempt by the same time-out, under the
+	// consumer's cancellable context.
+	b.Run("attempt", func(b *testing.B) {
+		work, stop := context.WithCancel(context.Background())
+		defer stop()
+		b.ReportAllocs()
+		for b.Loop() {
+			ctx, cancel := context.WithTimeout(work, httpaction.DefaultTimeout)
+			_, err := d.Deliver(ctx, a, m)
+			cancel()
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -129,7 +129,7 @@ func (d *Deliverer) Deliver(ctx context.Context, a *job.ActionSpec, m action.Met
 		return "", action.Permanent(err)
 	}
 	host := u.Hostname()
-	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	ctx, cancel := action.Bounded(ctx, d.timeout)
 	defer cancel()
 
 	client, err := d.clientFor(r.Authentication)

@@ -131,7 +131,7 @@ func (d *Deliverer) Deliver(ctx context.Context, a *job.ActionSpec, m action.Met
 	if err != nil {
 		return failed(classify(ctx, t, err, auth.SASKey))
 	}
-	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	ctx, cancel := action.Bounded(ctx, d.timeout)
 	defer cancel()
 	msg := NewMessage(t.sb, m)
 	if err := s.SendMessage(ctx, msg, nil); err != nil {

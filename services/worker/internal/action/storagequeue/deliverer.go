@@ -111,7 +111,7 @@ func (d *Deliverer) Deliver(ctx context.Context, a *job.ActionSpec, m action.Met
 	if err != nil {
 		return failed(action.Permanent(fmt.Errorf("%s: %s", target, redact(err, token))))
 	}
-	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	ctx, cancel := action.Bounded(ctx, d.timeout)
 	defer cancel()
 	resp, err := client.EnqueueMessage(ctx, body, nil)
 	if err != nil {
