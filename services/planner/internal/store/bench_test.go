@@ -66,6 +66,57 @@ func fireRounds(b *testing.B, load func(*store.Store, []string) ([]*store.Job, e
 	b.ReportMetric(float64(redistest.CPU(b, rdb)-cpu)/float64(b.N*batch)/1e3, "redis-cpu-µs/job")
 }
 
+// BenchmarkFireRoundOnce is BenchmarkFireRound for one-time jobs, a burst's case: each job
+// is read whole and fired once, its series over in the advance. The jobs of a round are put before it,
+// outside the measurement; Redis's CPU is read around the claim, load and advance alone.
+func BenchmarkFireRoundOnce(b *testing.B) {
+	const batch = 256
+	ctx := context.Background()
+	s, rdb := benchStore(b, 0)
+	p := s.PartitionOf("c")
+	if _, err := s.Acquire(ctx, []int{p}, "bench", time.Hour); err != nil {
+		b.Fatal(err)
+	}
+	def := []byte(`{"startTime":"2026-01-01T12:00:00Z"}` + "\n" + `{"type":"Http"}`)
+	now, seq := t0.Add(time.Second), 0
+	moves := make([]store.Advance, 0, batch)
+	var cpu time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		for range batch {
+			seq++
+			if _, _, _, err := s.PutJob(ctx, store.PutJob{Collection: "c", Name: fmt.Sprint("once", seq), Definition: def,
+				Accepted: t0, Next: t0, State: job.StateEnabled}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		before := redistest.CPU(b, rdb)
+		b.StartTimer()
+		members, _, err := s.Claim(ctx, p, "bench", now, batch)
+		if err != nil || len(members) != batch {
+			b.Fatalf("claimed %d: %v", len(members), err)
+		}
+		recs, err := s.LoadJobs(ctx, members)
+		if err != nil {
+			b.Fatal(err)
+		}
+		moves = moves[:0]
+		for _, r := range recs {
+			moves = append(moves, store.Advance{Collection: r.Collection, Name: r.Name, Version: r.Version, Claimed: r.Next,
+				Fired: r.Fired + 1, Occurrence: r.Occurrence + 1, Published: r.Next})
+		}
+		// Each occurrence was published: its result, not the advance, ends the job.
+		if _, _, err := s.Advance(ctx, p, "bench", moves); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		cpu += redistest.CPU(b, rdb) - before
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/job")
+	b.ReportMetric(float64(cpu)/float64(b.N*batch)/1e3, "redis-cpu-µs/job")
+}
+
 // BenchmarkApplyResults is the planner's results consumer's share of a fire: a batch of 256
 // attempts (a success each, with the short message a target's 200 leaves) recorded in one
 // pipelined round trip: history line, counters, result id remembered. It reports Redis's CPU
