@@ -47,7 +47,7 @@ func (s *Service) Apply(ctx context.Context, changes []Change) []Outcome {
 	out := make([]Outcome, len(changes))
 	writes := make([]store.Write, 0, len(changes))
 	at := make([]int, 0, len(changes)) // the change of each write
-	colls := map[string]*job.Collection{}
+	colls := map[string]cachedCollection{}
 	now := s.now()
 	props := make([]*job.Properties, 0, len(changes)) // the definition of each write
 	for i, ch := range changes {
@@ -65,7 +65,9 @@ func (s *Service) Apply(ctx context.Context, changes []Change) []Outcome {
 			props = append(props, nil)
 		}
 	}
-	for k, a := range s.store.Apply(ctx, writes) {
+	results := s.store.Apply(ctx, writes)
+	s.recheck(ctx, writes, props, results, now)
+	for k, a := range results {
 		i, ch := at[k], changes[at[k]]
 		out[i].Created, out[i].Stale = a.Created, a.Stale
 		if a.Err != nil {
@@ -90,7 +92,7 @@ func (s *Service) Apply(ctx context.Context, changes []Change) []Outcome {
 // write checks one change and makes its store write. A put's definition comes back once
 // decoded, refused or not (its secrets sealed once it is written): the intake needs to know
 // whether a refused one held secrets, the API replies with it.
-func (s *Service) write(ctx context.Context, ch Change, colls map[string]*job.Collection, now time.Time) (store.Write, *job.Definition, error) {
+func (s *Service) write(ctx context.Context, ch Change, colls map[string]cachedCollection, now time.Time) (store.Write, *job.Definition, error) {
 	if err := checkNames(ch.Collection, ch.Name); err != nil {
 		return store.Write{}, nil, err
 	}
@@ -105,24 +107,70 @@ func (s *Service) write(ctx context.Context, ch Change, colls map[string]*job.Co
 	}
 	coll, ok := colls[ch.Collection]
 	if !ok {
-		if coll, err = s.collection(ctx, ch.Collection); err != nil {
+		if coll, err = s.checkedCollection(ctx, ch.Collection); err != nil {
 			var apiErr *Error
 			if !errors.As(err, &apiErr) {
 				return store.Write{}, def, err // Redis: a failure, not a refusal
 			}
-			coll = nil
 		}
 		colls[ch.Collection] = coll
 	}
-	if coll == nil {
+	if coll.coll == nil {
 		return store.Write{}, def, notFound("job collection %s not found: create it first", ch.Collection)
 	}
-	put, err := s.prepare(coll, ch.Collection, ch.Name, def.Properties, now)
+	put, err := s.prepare(coll.coll, ch.Collection, ch.Name, def.Properties, now)
+	if errors.As(err, new(refusedByCollection)) && coll.kept {
+		if coll, err = s.freshCollection(ctx, ch.Collection); err != nil {
+			return store.Write{}, def, err
+		}
+		colls[ch.Collection] = coll
+		put, err = s.prepare(coll.coll, ch.Collection, ch.Name, def.Properties, now)
+	}
 	if err != nil {
 		return store.Write{}, def, err
 	}
-	put.Stamp, put.CreateOnly = ch.Stamp, ch.CreateOnly
+	put.Stamp, put.CreateOnly, put.CollectionGeneration = ch.Stamp, ch.CreateOnly, coll.generation
 	return store.Write{Put: &put}, def, nil
+}
+
+// recheck checks again the puts Redis refused because their collection was written after
+// they were checked (a kept collection, or one changed between the read and the write),
+// against the collection read anew, and writes those it allows again, replacing their
+// results. They keep their order: a generation once passed never comes back, so they are the
+// last of their collection in the batch, and changes to one job still apply in order. One
+// refused again for the same reason keeps that refusal (a Conflict: retry).
+func (s *Service) recheck(ctx context.Context, writes []store.Write, props []*job.Properties, results []store.Applied, now time.Time) {
+	var again []store.Write
+	var at []int
+	fresh := map[string]cachedCollection{}
+	for k, a := range results {
+		if !errors.Is(a.Err, store.ErrCollectionChanged) {
+			continue
+		}
+		put := writes[k].Put
+		coll, ok := fresh[put.Collection]
+		if !ok {
+			var err error
+			if coll, err = s.freshCollection(ctx, put.Collection); err != nil {
+				results[k].Err = err
+				continue
+			}
+			fresh[put.Collection] = coll
+		}
+		if _, err := compileIn(coll.coll, *props[k], now); err != nil {
+			results[k].Err = err
+			continue
+		}
+		put.CollectionGeneration = coll.generation
+		again = append(again, writes[k])
+		at = append(at, k)
+	}
+	if len(again) == 0 {
+		return
+	}
+	for j, a := range s.store.Apply(ctx, again) {
+		results[at[j]] = a
+	}
 }
 
 // applied tells the world about a change that was made.

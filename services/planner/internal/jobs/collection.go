@@ -56,6 +56,7 @@ func (s *Service) PutCollection(ctx context.Context, c string, raw []byte, creat
 	}
 	// Stored with its old state, so that a state change goes through setState below.
 	created, err := s.store.PutCollection(ctx, c, def, oldState, maxJobs, createOnly)
+	s.collections.forget(c) // not needed (puts check its generation), but spares them a refusal
 	if errors.Is(err, store.ErrExists) {
 		return nil, false, conflict("job collection %s already exists: update it, or put it to replace it", c)
 	}
@@ -82,21 +83,46 @@ func (s *Service) GetCollection(ctx context.Context, c string) (*job.Collection,
 
 // collection reads a collection with its current state.
 func (s *Service) collection(ctx context.Context, c string) (*job.Collection, error) {
+	e, err := s.readCollection(ctx, c)
+	return e.coll, err
+}
+
+// readCollection reads a collection with its generation.
+func (s *Service) readCollection(ctx context.Context, c string) (cachedCollection, error) {
 	rec, err := s.store.GetCollection(ctx, c)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, notFound("job collection %s not found", c)
+		return cachedCollection{}, notFound("job collection %s not found", c)
 	}
 	if err != nil {
-		return nil, err
+		return cachedCollection{}, err
 	}
 	var coll job.Collection
 	if err := json.Unmarshal(rec.Definition, &coll); err != nil {
-		return nil, fmt.Errorf("decode stored collection %s: %w", c, err)
+		return cachedCollection{}, fmt.Errorf("decode stored collection %s: %w", c, err)
 	}
 	coll.Properties.State = rec.State
 	n := rec.JobCount
 	coll.JobCount = &n
-	return &coll, nil
+	return cachedCollection{coll: &coll, generation: rec.Generation}, nil
+}
+
+// checkedCollection is the collection a put is checked against: the one kept, else the one
+// read, then kept (only puts use what is kept, and never change it).
+func (s *Service) checkedCollection(ctx context.Context, c string) (cachedCollection, error) {
+	if e, ok := s.collections.get(c); ok {
+		return e, nil
+	}
+	return s.freshCollection(ctx, c)
+}
+
+// freshCollection reads a collection for the puts and keeps it in place of the one kept.
+func (s *Service) freshCollection(ctx context.Context, c string) (cachedCollection, error) {
+	s.collections.forget(c)
+	e, err := s.readCollection(ctx, c)
+	if err == nil {
+		s.collections.put(c, e)
+	}
+	return e, err
 }
 
 // ListCollections lists the collections by name.
@@ -119,6 +145,7 @@ func (s *Service) ListCollections(ctx context.Context, r PageRequest) (Page[*job
 
 // DeleteCollection deletes a collection and every job in it.
 func (s *Service) DeleteCollection(ctx context.Context, c string) error {
+	defer s.collections.forget(c)
 	ok, err := s.store.DeleteCollection(ctx, c)
 	if err != nil {
 		return err

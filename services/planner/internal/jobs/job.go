@@ -10,6 +10,7 @@ import (
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/planner/internal/store"
 	"github.com/resched/resched/shared/job"
+	"github.com/resched/resched/shared/recurrence"
 )
 
 // PutJob creates or replaces a job (only creates it when createOnly is set: an existing job is
@@ -57,14 +58,8 @@ func (s *Service) prepare(coll *job.Collection, c, j string, p job.Properties, n
 	if err := certificates(&p); err != nil {
 		return store.PutJob{}, err
 	}
-	if err := checkFreeJob(coll, p); err != nil {
-		return store.PutJob{}, err
-	}
-	sched, err := Compile(p, now)
+	sched, err := compileIn(coll, p, now)
 	if err != nil {
-		return store.PutJob{}, err
-	}
-	if err := checkMaxRecurrence(coll.Properties.Quota, sched, now); err != nil {
 		return store.PutJob{}, err
 	}
 	put := store.PutJob{Collection: c, Name: j, Accepted: now, State: job.StateEnabled, Reaccept: true}
@@ -80,6 +75,28 @@ func (s *Service) prepare(coll *job.Collection, c, j string, p job.Properties, n
 	}
 	return put, nil
 }
+
+// compileIn compiles a job's schedule and checks the job against what its collection allows:
+// its plan and quota (a refusal of those is a refusedByCollection).
+func compileIn(coll *job.Collection, p job.Properties, now time.Time) (*recurrence.Schedule, error) {
+	if err := checkFreeJob(coll, p); err != nil {
+		return nil, refusedByCollection{err}
+	}
+	sched, err := Compile(p, now)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkMaxRecurrence(coll.Properties.Quota, sched, now); err != nil {
+		return nil, refusedByCollection{err}
+	}
+	return sched, nil
+}
+
+// refusedByCollection is a refusal by the job's collection: its plan or quota. Against a kept
+// collection, which may be stale, it is checked again against the collection read anew.
+type refusedByCollection struct{ error }
+
+func (r refusedByCollection) Unwrap() error { return r.error }
 
 // putStored writes a job and wakes the planner that dispatches its partition when it is due
 // soon, so a new job fires on time without any planner polling for it.
@@ -340,6 +357,8 @@ func storeError(err error, c, j string) error {
 		return apiErr
 	case errors.Is(err, store.ErrNoCollection):
 		return notFound("job collection %s not found: create it first", c)
+	case errors.Is(err, store.ErrCollectionChanged):
+		return conflict("job collection %s changed while job %s was put; retry it", c, j)
 	case errors.Is(err, store.ErrNotFound):
 		return notFound("job %s/%s not found", c, j)
 	case errors.As(err, &q):

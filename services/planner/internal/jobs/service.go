@@ -43,6 +43,8 @@ type Service struct {
 	now        func() time.Time
 	log        *slog.Logger
 	puts       *putBatcher // the API's puts in flight
+	// collections are the ones puts were checked against lately (collectioncache.go).
+	collections *collectionCache
 }
 
 // Config gathers a Service's dependencies.
@@ -72,7 +74,7 @@ func New(c Config) *Service {
 	}
 	return &Service{store: c.Store, validator: c.Validator, events: c.Events, runner: c.Runner,
 		waker: c.Waker, wakeWithin: c.WakeWithin, subjects: c.Subjects, keys: c.Keys, now: c.Clock, log: c.Logger,
-		puts: newPutBatcher()}
+		puts: newPutBatcher(), collections: newCollectionCache()}
 }
 
 // wake tells the dispatcher of a collection's partition to look now.

@@ -18,12 +18,16 @@ type Collection struct {
 	State       job.CollectionState
 	MaxJobCount int
 	JobCount    int
+	// Generation changes with every write of the collection and never repeats; "" for one
+	// written before generations were kept. PutJob.CollectionGeneration names it.
+	Generation string
 }
 
 // PutCollection stores a collection; it reports whether it was created. With createOnly an
 // existing collection is left alone and ErrExists returned.
 func (s *Store) PutCollection(ctx context.Context, name string, def []byte, state job.CollectionState, maxJobCount int, createOnly bool) (bool, error) {
-	keys := []string{s.k.colls(s.k.partitionOf(name)), s.k.coll(name)}
+	part := s.k.partitionOf(name)
+	keys := []string{s.k.colls(part), s.k.coll(name), s.k.seq(part)}
 	n, err := s.run(ctx, "put_collection", keys, name, def, string(state), maxJobCount, boolArg(createOnly)).Int()
 	if err != nil {
 		return false, fmt.Errorf("put collection %s: %w", name, scriptError(err))
@@ -44,7 +48,7 @@ func (s *Store) GetCollection(ctx context.Context, name string) (*Collection, er
 		return nil, fmt.Errorf("collection %s: %w", name, ErrNotFound)
 	}
 	return &Collection{Name: name, Definition: []byte(v["def"]), State: job.CollectionState(v["state"]),
-		MaxJobCount: atoi(v["maxJobCount"]), JobCount: int(n.Val())}, nil
+		MaxJobCount: atoi(v["maxJobCount"]), JobCount: int(n.Val()), Generation: v["gen"]}, nil
 }
 
 // CollectionNames lists every collection, sorted.

@@ -41,6 +41,10 @@ type PutJob struct {
 	// Stamp is the place in the intake stream of the message this write applies (zero when it
 	// does not come from the intake): a message older than the job's last is stale.
 	Stamp Stamp
+	// CollectionGeneration, when set, fails the write with ErrCollectionChanged unless the
+	// collection is still at this generation (Collection.Generation): the job was checked
+	// against the collection as it was then.
+	CollectionGeneration string
 }
 
 // Stamp is a message's place in the intake stream: the stream's creation (a stream made again
@@ -153,7 +157,7 @@ func (s *Store) putArgs(p *PutJob) ([]string, []any) {
 	epoch, seq := p.Stamp.args()
 	keys := []string{s.k.coll(c), s.k.jobs(c), s.k.def(c, j), s.k.state(c, j), s.k.due(part), s.k.seq(part), s.k.gone(part), s.k.goneTimes(part)}
 	return keys, []any{member(c, j), j, p.Definition, ms(p.Accepted), ms(p.Next),
-		string(p.State), ifVersion, reaccept, boolArg(p.CreateOnly), ifNext, epoch, seq}
+		string(p.State), ifVersion, reaccept, boolArg(p.CreateOnly), ifNext, epoch, seq, p.CollectionGeneration}
 }
 
 func (s *Store) deleteArgs(d *DeleteJob) ([]string, []any) {

@@ -20,7 +20,7 @@ const MaxPartitions = 1024
 //	<prefix>:{pNN}:owner          string: the token of the planner holding the partition's lease
 //	<prefix>:{pNN}:seq            counter: job versions, never repeated within the partition
 //	<prefix>:{pNN}:colls          set: collection names of the partition
-//	<prefix>:{pNN}:coll:<c>       hash: def (collection JSON), state, maxJobCount
+//	<prefix>:{pNN}:coll:<c>       hash: def (collection JSON), state, maxJobCount, gen
 //	<prefix>:{pNN}:jobs:<c>       sorted set, every score 0: job names of a collection, in order
 //	<prefix>:{pNN}:gone           hash: member -> "epoch:seq" of the intake delete that removed it
 //	<prefix>:{pNN}:gonet          sorted set: member, by when it was deleted (to forget "gone")

@@ -23,8 +23,10 @@ var luaFS embed.FS
 var (
 	ErrNotFound     = errors.New("not found")
 	ErrNoCollection = errors.New("job collection not found")
-	ErrConflict     = errors.New("changed concurrently")
-	ErrExists       = errors.New("already exists")
+	// ErrCollectionChanged: the collection is not at the generation a put was checked against.
+	ErrCollectionChanged = errors.New("job collection changed")
+	ErrConflict          = errors.New("changed concurrently")
+	ErrExists            = errors.New("already exists")
 	// ErrNotOwner: the partition's lease is not (or no longer) this planner's.
 	ErrNotOwner = errors.New("partition lease not held")
 )
@@ -140,6 +142,8 @@ func scriptError(err error) error {
 	switch {
 	case msg == "NOCOLLECTION":
 		return ErrNoCollection
+	case msg == "COLLCHANGED":
+		return ErrCollectionChanged
 	case msg == "NOTOWNER":
 		return ErrNotOwner
 	case msg == "EXISTS":

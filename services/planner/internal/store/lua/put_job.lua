@@ -13,11 +13,13 @@
 --       8 "1" to re-accept (new anchor: accepted time set, count restarted) or "0" to keep them,
 --       9 "1" to create only (an existing job is left alone), 10 "" or, with 7, "=" and the next
 --       fire time read (ms, or nothing for none): the stored one must still be it,
---       11 stream epoch ("" when not from the intake), 12 stream sequence
+--       11 stream epoch ("" when not from the intake), 12 stream sequence, 13 the generation of
+--       the collection the job was checked against ("" for any; put_collection.lua)
 -- Returns {created (0|1), version, 1 when the job is due (in the due set) else 0, 1 when stale,
 -- then the job's status counters as kept: executions, failures, faults, last execution (ms, 0
 -- for none)}: with what it wrote, the caller has the job as stored without reading it back.
--- Errors: NOCOLLECTION, QUOTA <n>, CONFLICT, EXISTS.
+-- Errors: NOCOLLECTION, COLLCHANGED (not the generation checked against), QUOTA <n>, CONFLICT,
+-- EXISTS.
 local function older(stamp, ep, sq)
   -- stamp ("epoch:seq", or nil) is at least as new as (ep, sq)
   if not stamp then return false end
@@ -25,9 +27,12 @@ local function older(stamp, ep, sq)
   e, s = tonumber(e), tonumber(s)
   return e > ep or (e == ep and s >= sq)
 end
-local coll = redis.call('HMGET', KEYS[1], 'state', 'maxJobCount')
+local coll = redis.call('HMGET', KEYS[1], 'state', 'maxJobCount', 'gen')
 if not coll[1] then
   return redis.error_reply('NOCOLLECTION')
+end
+if ARGV[13] ~= '' and coll[3] ~= ARGV[13] then
+  return redis.error_reply('COLLCHANGED')
 end
 local exists = redis.call('ZSCORE', KEYS[2], ARGV[2]) ~= false
 local ep, sq = tonumber(ARGV[11]), tonumber(ARGV[12])
