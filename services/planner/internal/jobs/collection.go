@@ -103,13 +103,13 @@ func (s *Service) readCollection(ctx context.Context, c string) (cachedCollectio
 	coll.Properties.State = rec.State
 	n := rec.JobCount
 	coll.JobCount = &n
-	return cachedCollection{coll: &coll, generation: rec.Generation}, nil
+	return cachedCollection{coll: &coll, generation: rec.Generation, read: s.now()}, nil
 }
 
 // checkedCollection is the collection a put is checked against: the one kept, else the one
 // read, then kept (only puts use what is kept, and never change it).
 func (s *Service) checkedCollection(ctx context.Context, c string) (cachedCollection, error) {
-	if e, ok := s.collections.get(c); ok {
+	if e, ok := s.collections.get(c, s.now()); ok {
 		return e, nil
 	}
 	return s.freshCollection(ctx, c)
