@@ -1,7 +1,6 @@
 package job
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -162,9 +161,11 @@ func (d DateTime) UTC() time.Time {
 	return t.Add(-time.Duration(d.Offset) * time.Second)
 }
 
-// MarshalJSON writes the canonical text.
-func (d DateTime) MarshalJSON() ([]byte, error) {
-	return json.Marshal(d.String())
+// MarshalText writes the canonical text. A text marshaler rather than MarshalJSON: the
+// encoder quotes it directly, where MarshalJSON's output went through a second encoder and was
+// then checked again.
+func (d DateTime) MarshalText() ([]byte, error) {
+	return []byte(d.String()), nil
 }
 
 // UnmarshalJSON reads a JSON string with ParseDateTime.

@@ -46,7 +46,7 @@ func (f Frequency) MarshalJSON() ([]byte, error) {
 	if f == 0 {
 		return []byte("null"), nil
 	}
-	return json.Marshal(f.String())
+	return []byte(`"` + f.String() + `"`), nil // a name of letters: nothing to escape
 }
 
 // UnmarshalJSON reads a name case-insensitively.
