@@ -13,10 +13,11 @@ import (
 // each put names the generation it was checked against, Redis refuses it when the collection
 // was written since (store.ErrCollectionChanged), and the put is checked again against the
 // collection read anew (Service.recheck); a put a kept collection refuses is checked again
-// against the collection read anew before it is refused (Service.write). Collections written before generations were kept have
-// none and are never kept here. An entry is also read anew after collectionKeepFor: a planner
-// of a version before generations, during a rolling upgrade, writes a collection without
-// changing its generation, and this bounds how long such a change goes unseen.
+// against the collection read anew before it is refused (Service.write). Collections written
+// before generations were kept have none and are never kept here. An entry is also read anew
+// after collectionKeepFor: a planner of a version before generations, during a rolling
+// upgrade, writes a collection without changing its generation, and this bounds how long such
+// a change goes unseen.
 type collectionCache struct {
 	mu sync.Mutex
 	m  map[string]cachedCollection
