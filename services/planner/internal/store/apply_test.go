@@ -2,7 +2,9 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/resched/resched/services/internal/redistest"
@@ -103,4 +105,86 @@ func TestJobIndexPagesAndMigrates(t *testing.T) {
 	if len(all) != 25 || all[0] != "j00" || all[24] != "j24" {
 		t.Errorf("paged %v", all)
 	}
+}
+
+// The puts of a batch go to Redis a partition's puts per script call: each still has its own
+// outcome (a refused put or a Redis error fails alone), and a delete between puts of its
+// partition is applied between them.
+func TestApplyStoresEachPutOfABatchAlone(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	s := store.New(rdb, "test")
+	putCollection(t, s, "a", 2)
+	putCollection(t, s, "b", 0)
+	// A key of the wrong type makes the put of b/bad fail inside Redis.
+	bad := fmt.Sprintf("test:{p%02d}:st:b/bad", s.PartitionOf("b"))
+	if err := rdb.Set(ctx, bad, "not a hash", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	put := func(c, j string) store.Write {
+		return store.Write{Put: &store.PutJob{Collection: c, Name: j, Definition: []byte(`{"j":"` + j + `"}`),
+			Accepted: t0, Next: t0, State: job.StateEnabled, Reaccept: true}}
+	}
+	ifVersion := put("b", "cas")
+	ifVersion.Put.IfVersion = 99
+	writes := []store.Write{
+		put("a", "1"), put("a", "2"),
+		put("a", "3"), // over the quota of 2
+		put("none", "x"),
+		ifVersion,
+		put("b", "bad"),
+		put("b", "2"),
+		{Delete: &store.DeleteJob{Collection: "a", Name: "1"}},
+		put("a", "4"), // room again, after the delete
+	}
+	for i := range 150 { // more puts of one partition than one call takes
+		writes = append(writes, put("b", fmt.Sprintf("n%03d", i)))
+	}
+	res := s.Apply(ctx, writes)
+	want := []string{"created", "created", "quota", "no collection", "conflict", "WRONGTYPE", "created", "existed", "created"}
+	for len(want) < len(writes) {
+		want = append(want, "created")
+	}
+	var q store.QuotaError
+	versions := map[string]bool{} // versions never repeat within a partition
+	for i, a := range res {
+		version := fmt.Sprintf("%d %d", s.PartitionOf(collectionOf(writes[i])), a.Version)
+		got := "created"
+		switch {
+		case errors.As(a.Err, &q) && q.Max == 2:
+			got = "quota"
+		case errors.Is(a.Err, store.ErrNoCollection):
+			got = "no collection"
+		case errors.Is(a.Err, store.ErrConflict):
+			got = "conflict"
+		case a.Err != nil && strings.Contains(a.Err.Error(), "WRONGTYPE"):
+			got = "WRONGTYPE"
+		case a.Err != nil:
+			got = a.Err.Error()
+		case writes[i].Delete != nil && a.Created:
+			got = "existed"
+		case !a.Created || !a.Due || a.Version == 0 || versions[version]:
+			got = fmt.Sprintf("%+v", a)
+		}
+		versions[version] = true
+		if got != want[i] {
+			t.Errorf("write %d: %s, want %s", i, got, want[i])
+		}
+	}
+	if names, _ := s.JobNames(ctx, "a"); fmt.Sprint(names) != "[2 4]" {
+		t.Errorf("jobs of a: %v", names)
+	}
+	for _, j := range []string{"2", "n000", "n149"} {
+		if rec, err := s.GetJob(ctx, "b", j); err != nil || string(rec.Definition) != `{"j":"`+j+`"}` {
+			t.Errorf("job b/%s: %v %v", j, rec, err)
+		}
+	}
+}
+
+func collectionOf(w store.Write) string {
+	if w.Put != nil {
+		return w.Put.Collection
+	}
+	return w.Delete.Collection
 }

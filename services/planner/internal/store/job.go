@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -102,62 +103,132 @@ type DeleteJob struct {
 const goneMemory = 24 * time.Hour
 
 // Apply makes a batch of writes in one round trip to each Redis node, in the order given (so
-// writes to one job apply in order); each has its own outcome.
+// writes to one job apply in order); each has its own outcome. The puts of one partition go
+// in one script call (putChunk at most); a delete has its own call, and the partition's puts
+// after it go in a call after it.
 func (s *Store) Apply(ctx context.Context, writes []Write) []Applied {
 	out := make([]Applied, len(writes))
-	cmds := s.evalMixed(ctx, len(writes), func(i int) (string, []string, []any) {
-		if w := writes[i]; w.Put != nil {
-			keys, args := s.putArgs(w.Put)
-			return "put_job", keys, args
+	calls := s.writeCalls(writes)
+	cmds := s.evalMixed(ctx, len(calls), func(c int) (string, []string, []any) {
+		if d := writes[calls[c][0]].Delete; d != nil {
+			keys, args := s.deleteArgs(d)
+			return "delete_job", keys, args
 		}
-		keys, args := s.deleteArgs(writes[i].Delete)
-		return "delete_job", keys, args
+		keys, args := s.putsArgs(writes, calls[c])
+		return "put_jobs", keys, args
 	})
-	for i, w := range writes {
-		out[i] = s.applied(w, cmds[i])
+	for c, cmd := range cmds {
+		if d := writes[calls[c][0]].Delete; d != nil {
+			out[calls[c][0]] = deleteApplied(d, cmd)
+			continue
+		}
+		res, err := cmd.Slice()
+		if err == nil && len(res) != len(calls[c]) {
+			err = fmt.Errorf("%d answers for %d puts", len(res), len(calls[c]))
+		}
+		for k, i := range calls[c] {
+			p := writes[i].Put
+			if err != nil {
+				out[i] = Applied{Err: fmt.Errorf("put job %s/%s: %w", p.Collection, p.Name, scriptError(err))}
+				continue
+			}
+			out[i] = putApplied(p, res[k])
+		}
 	}
 	return out
 }
 
-func (s *Store) applied(w Write, cmd *redis.Cmd) Applied {
-	if w.Put != nil {
-		res, err := cmd.Int64Slice()
-		if err != nil {
-			return Applied{Err: fmt.Errorf("put job %s/%s: %w", w.Put.Collection, w.Put.Name, scriptError(err))}
+// putChunk bounds the puts one script call stores, so that no call holds Redis for long (a
+// put costs it about 30 µs).
+const putChunk = 64
+
+// writeCalls splits writes into script calls: the indexes of each call's writes, in order. A
+// call is a delete alone or puts of one partition; a delete closes its partition's call, so a
+// put after it is stored after it.
+func (s *Store) writeCalls(writes []Write) [][]int {
+	var calls [][]int
+	open := map[int]int{} // partition -> its call of puts being filled
+	for i, w := range writes {
+		if w.Delete != nil {
+			delete(open, s.k.partitionOf(w.Delete.Collection))
+			calls = append(calls, []int{i})
+			continue
 		}
-		if len(res) < 8 {
-			return Applied{Err: fmt.Errorf("put job %s/%s: %d values in the answer", w.Put.Collection, w.Put.Name, len(res))}
+		p := s.k.partitionOf(w.Put.Collection)
+		c, ok := open[p]
+		if !ok || len(calls[c]) == putChunk {
+			c = len(calls)
+			calls = append(calls, make([]int, 0, min(putChunk, len(writes)-i)))
+			open[p] = c
 		}
-		cnt := Counters{Executions: int(res[4]), Failures: int(res[5]), Faults: int(res[6])}
-		if res[7] != 0 {
-			cnt.LastExecution = time.UnixMilli(res[7]).UTC()
-		}
-		return Applied{Created: res[0] == 1, Version: res[1], Due: res[2] == 1, Stale: res[3] == 1, Counters: cnt}
+		calls[c] = append(calls[c], i)
 	}
+	return calls
+}
+
+// putApplied reads one put's answer in a put_jobs reply.
+func putApplied(p *PutJob, v any) Applied {
+	fail := func(err error) Applied {
+		return Applied{Err: fmt.Errorf("put job %s/%s: %w", p.Collection, p.Name, err)}
+	}
+	if msg, ok := v.(string); ok {
+		if code, refused := strings.CutPrefix(msg, "!"); refused {
+			return fail(scriptError(errors.New(code)))
+		}
+		return fail(fmt.Errorf("unexpected answer %q", msg))
+	}
+	vals, _ := v.([]any)
+	if len(vals) < 8 {
+		return fail(fmt.Errorf("%d values in the answer", len(vals)))
+	}
+	res := make([]int64, len(vals))
+	for i, x := range vals {
+		n, ok := x.(int64)
+		if !ok {
+			return fail(fmt.Errorf("value %d of the answer is %T", i, x))
+		}
+		res[i] = n
+	}
+	cnt := Counters{Executions: int(res[4]), Failures: int(res[5]), Faults: int(res[6])}
+	if res[7] != 0 {
+		cnt.LastExecution = time.UnixMilli(res[7]).UTC()
+	}
+	return Applied{Created: res[0] == 1, Version: res[1], Due: res[2] == 1, Stale: res[3] == 1, Counters: cnt}
+}
+
+func deleteApplied(d *DeleteJob, cmd *redis.Cmd) Applied {
 	n, err := cmd.Int()
 	if err != nil {
-		return Applied{Err: fmt.Errorf("delete job %s/%s: %w", w.Delete.Collection, w.Delete.Name, err)}
+		return Applied{Err: fmt.Errorf("delete job %s/%s: %w", d.Collection, d.Name, err)}
 	}
 	return Applied{Created: n == 1, Stale: n == -1} // Created: the job existed
 }
 
-func (s *Store) putArgs(p *PutJob) ([]string, []any) {
-	c, j := p.Collection, p.Name
-	ifVersion, ifNext, reaccept := "", "", "0"
-	if p.IfVersion != 0 {
-		ifVersion = fmt.Sprint(p.IfVersion)
-		if p.IfNext != nil {
-			ifNext = "=" + ms(*p.IfNext)
+// putsArgs are put_jobs.lua's keys and arguments for the puts at idx, all of one partition.
+func (s *Store) putsArgs(writes []Write, idx []int) ([]string, []any) {
+	part := s.k.partitionOf(writes[idx[0]].Put.Collection)
+	keys := make([]string, 0, 4+4*len(idx))
+	args := make([]any, 0, 13*len(idx))
+	keys = append(keys, s.k.due(part), s.k.seq(part), s.k.gone(part), s.k.goneTimes(part))
+	for _, i := range idx {
+		p := writes[i].Put
+		c, j := p.Collection, p.Name
+		ifVersion, ifNext, reaccept := "", "", "0"
+		if p.IfVersion != 0 {
+			ifVersion = strconv.FormatInt(p.IfVersion, 10)
+			if p.IfNext != nil {
+				ifNext = "=" + ms(*p.IfNext)
+			}
 		}
+		if p.Reaccept {
+			reaccept = "1"
+		}
+		epoch, seq := p.Stamp.args()
+		keys = append(keys, s.k.coll(c), s.k.jobs(c), s.k.def(c, j), s.k.state(c, j))
+		args = append(args, member(c, j), j, p.Definition, ms(p.Accepted), ms(p.Next),
+			string(p.State), ifVersion, reaccept, boolArg(p.CreateOnly), ifNext, epoch, seq, p.CollectionGeneration)
 	}
-	if p.Reaccept {
-		reaccept = "1"
-	}
-	part := s.k.partitionOf(c)
-	epoch, seq := p.Stamp.args()
-	keys := []string{s.k.coll(c), s.k.jobs(c), s.k.def(c, j), s.k.state(c, j), s.k.due(part), s.k.seq(part), s.k.gone(part), s.k.goneTimes(part)}
-	return keys, []any{member(c, j), j, p.Definition, ms(p.Accepted), ms(p.Next),
-		string(p.State), ifVersion, reaccept, boolArg(p.CreateOnly), ifNext, epoch, seq, p.CollectionGeneration}
+	return keys, args
 }
 
 func (s *Store) deleteArgs(d *DeleteJob) ([]string, []any) {

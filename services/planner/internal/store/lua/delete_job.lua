@@ -1,5 +1,5 @@
 -- Deletes a job: its definition, state, history, applied result ids and place in the due set.
--- A delete from the intake stream carries its place in the stream (see put_job.lua): it is
+-- A delete from the intake stream carries its place in the stream (see put_jobs.lua): it is
 -- stale when the job holds a newer message, and otherwise it is remembered in "gone" (for
 -- ARGV[6] ms at least), so that an older put arriving after it does not bring the job back.
 -- KEYS: 1 jobs, 2 def, 3 st, 4 hist, 5 due, 6 rid, 7 gone, 8 gone times

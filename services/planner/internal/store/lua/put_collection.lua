@@ -1,6 +1,6 @@
 -- Stores a job collection. Each write gives it a new generation from the partition's counter
 -- (never repeated, even by a collection deleted and made again): a put of a job names the
--- generation it was checked against (put_job.lua), so a planner may keep collections it read.
+-- generation it was checked against (put_jobs.lua), so a planner may keep collections it read.
 -- KEYS: 1 colls, 2 coll, 3 the partition's counter
 -- ARGV: 1 name, 2 definition JSON, 3 state, 4 maxJobCount (0 = no limit), 5 "1" to create only
 -- Returns 1 when the collection was created. Errors: EXISTS (create only, and it exists).
