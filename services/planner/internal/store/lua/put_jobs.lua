@@ -34,10 +34,18 @@ local function older(stamp, ep, sq)
   return e > ep or (e == ep and s >= sq)
 end
 
+-- A collection is read once per call: puts do not change it, and a batch's puts are mostly of
+-- one collection.
+local colls = {}
+
 local function put(collKey, jobsKey, defKey, stKey, a)
   local member, name, blob, accepted, nextAt, state, ifVersion, reaccept, createOnly, ifNext, epoch, sequence, gen =
     unpack(ARGV, a + 1, a + 13)
-  local coll = redis.call('HMGET', collKey, 'state', 'maxJobCount', 'gen')
+  local coll = colls[collKey]
+  if not coll then
+    coll = redis.call('HMGET', collKey, 'state', 'maxJobCount', 'gen')
+    colls[collKey] = coll
+  end
   if not coll[1] then
     return '!NOCOLLECTION'
   end
@@ -94,9 +102,13 @@ local function put(collKey, jobsKey, defKey, stKey, a)
     redis.call('HDEL', goneH, member)
     redis.call('ZREM', goneT, member)
   end
-  local cnt = redis.call('HMGET', stKey, 'exec', 'fail', 'faulted', 'last')
-  for i = 1, 4 do
-    cnt[i] = tonumber(cnt[i]) or 0
+  -- A job created now has counted nothing yet (a delete removes the state with the job).
+  local cnt = {0, 0, 0, 0}
+  if created == 0 then
+    cnt = redis.call('HMGET', stKey, 'exec', 'fail', 'faulted', 'last')
+    for i = 1, 4 do
+      cnt[i] = tonumber(cnt[i]) or 0
+    end
   end
   local isDue = 0
   if nextAt ~= '' and state == 'Enabled' and coll[1] ~= 'Disabled' then
