@@ -360,6 +360,40 @@ func TestApplyResultIgnoresARedelivery(t *testing.T) {
 	}
 }
 
+// The ids of applied results are remembered for the result memory at least: a redelivery
+// within it is ignored; older ids are dropped (at every eighth occurrence of the job), so the
+// set does not grow with the job's life.
+func TestAppliedResultIDsAreForgottenAfterTheirMemory(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	s := store.New(rdb, "test", store.WithResultMemory(time.Minute))
+	putCollection(t, s, "c", 0)
+	putJob(t, s, "c", "j", t0)
+	apply := func(id string, occurrence int, now time.Time) {
+		t.Helper()
+		o := store.Outcome{ID: id, Entry: job.HistoryEntry{StartTime: now, ActionName: job.ActionNameMain,
+			Status: job.ExecutionCompleted}, Scheduled: now, Occurrence: occurrence, MainDone: true}
+		if _, err := s.ApplyResult(ctx, "c", "j", o, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for occ := 1; occ <= 7; occ++ {
+		apply(fmt.Sprint("r", occ), occ, t0.Add(time.Duration(occ)*time.Second))
+	}
+	apply("r3", 3, t0.Add(50*time.Second)) // a redelivery within the memory
+	apply("r8", 8, t0.Add(5*time.Minute))  // drops the ids older than a minute before it
+	apply("r8", 8, t0.Add(5*time.Minute))  // a redelivery of the newest
+	key := fmt.Sprintf("test:{p%02d}:rid:c/j", s.PartitionOf("c"))
+	if ids, err := rdb.ZRange(ctx, key, 0, -1).Result(); err != nil || fmt.Sprint(ids) != "[r8]" {
+		t.Errorf("remembered ids %v (%v), want [r8]", ids, err)
+	}
+	got, _ := s.GetJob(ctx, "c", "j")
+	if h, _ := s.History(ctx, "c", "j", t0); got.Executions != 8 || len(h) != 8 {
+		t.Errorf("executions %d, %d history entries; want 8, 8", got.Executions, len(h))
+	}
+}
+
 // An occurrence counts once in executionCount, at the result that ends its main action, however
 // its attempts interleave with another occurrence's and whichever attempt was lost with a worker.
 func TestExecutionCountCountsOccurrences(t *testing.T) {

@@ -25,24 +25,28 @@ local function apply(st, hist, rid, a)
   -- be delivered again, possibly after newer results of the same job. Every id applied within
   -- the window is remembered, so any redelivery is a no-op. The check comes before the trim, so
   -- a redelivery after a long outage of every planner is still recognised.
+  -- ZADD NX both checks and remembers (a call from Lua costs about what the command does). The
+  -- ids older than the window are dropped at every eighth occurrence of a job only: the set
+  -- holds a few more, and a redelivery is recognised all the same.
   local id = ARGV[a + 8]
   if id ~= '' then
-    if redis.call('ZSCORE', rid, id) then
+    if redis.call('ZADD', rid, 'NX', now, id) == 0 then
       return ''
     end
-    redis.call('ZREMRANGEBYSCORE', rid, '-inf', tonumber(now) - memory)
-    redis.call('ZADD', rid, now, id)
+    if tonumber(ARGV[a + 9]) % 8 == 0 then
+      redis.call('ZREMRANGEBYSCORE', rid, '-inf', tonumber(now) - memory)
+    end
   end
-  -- LPUSH says the length: the list is trimmed only when it holds too many.
-  if redis.call('LPUSH', hist, ARGV[a + 1]) > maxEntries then
+  -- LPUSH says the length: the list is trimmed only when it holds too many; the entry of a
+  -- job's first attempt, alone in the list, is its own oldest.
+  local length = redis.call('LPUSH', hist, ARGV[a + 1])
+  if length > maxEntries then
     redis.call('LTRIM', hist, 0, maxEntries - 1)
   end
-  while true do
-    local oldest = redis.call('LINDEX', hist, -1)
-    if not oldest or tonumber(string.match(oldest, '^(%d+)|') or cutoff) >= cutoff then
-      break
-    end
+  local oldest = length == 1 and ARGV[a + 1] or redis.call('LINDEX', hist, -1)
+  while oldest and tonumber(string.match(oldest, '^(%d+)|') or cutoff) < cutoff do
     redis.call('RPOP', hist)
+    oldest = redis.call('LINDEX', hist, -1)
   end
   local final, faulted = ARGV[a + 5], ARGV[a + 6]
   if ARGV[a + 2] == 'MainAction' then
