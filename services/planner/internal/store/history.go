@@ -64,7 +64,7 @@ func (s *Store) ApplyResult(ctx context.Context, c, j string, o Outcome, now tim
 }
 
 // applyChunk bounds the results one script call records, so that no call holds Redis for
-// long (a result costs it about 20 µs).
+// long (a result costs it about 12 µs).
 const applyChunk = 128
 
 // ApplyResults records a batch of attempts in one round trip to each Redis node, in order: one
@@ -107,22 +107,11 @@ func (s *Store) ApplyResults(ctx context.Context, results []Result, now time.Tim
 	return out
 }
 
-// applyCalls splits results into script calls: the indexes of each call's results, of one
-// partition, in their order.
+// applyCalls splits results into script calls of one partition each.
 func (s *Store) applyCalls(results []Result) [][]int {
-	var calls [][]int
-	open := map[int]int{} // partition -> its call being filled
-	for i, r := range results {
-		p := s.k.partitionOf(r.Collection)
-		c, ok := open[p]
-		if !ok || len(calls[c]) == applyChunk {
-			c = len(calls)
-			calls = append(calls, make([]int, 0, min(applyChunk, len(results)-i)))
-			open[p] = c
-		}
-		calls[c] = append(calls[c], i)
-	}
-	return calls
+	return s.partitionCalls(len(results), applyChunk, func(i int) (string, bool) {
+		return results[i].Collection, false
+	})
 }
 
 // AppendHistory records entries that change no status (skipped occurrences), newest last.

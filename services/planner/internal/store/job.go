@@ -142,28 +142,15 @@ func (s *Store) Apply(ctx context.Context, writes []Write) []Applied {
 // put costs it about 30 µs).
 const putChunk = 64
 
-// writeCalls splits writes into script calls: the indexes of each call's writes, in order. A
-// call is a delete alone or puts of one partition; a delete closes its partition's call, so a
-// put after it is stored after it.
+// writeCalls splits writes into script calls: a delete alone, or puts of one partition; a
+// delete closes its partition's call, so a put after it is stored after it.
 func (s *Store) writeCalls(writes []Write) [][]int {
-	var calls [][]int
-	open := map[int]int{} // partition -> its call of puts being filled
-	for i, w := range writes {
-		if w.Delete != nil {
-			delete(open, s.k.partitionOf(w.Delete.Collection))
-			calls = append(calls, []int{i})
-			continue
+	return s.partitionCalls(len(writes), putChunk, func(i int) (string, bool) {
+		if d := writes[i].Delete; d != nil {
+			return d.Collection, true
 		}
-		p := s.k.partitionOf(w.Put.Collection)
-		c, ok := open[p]
-		if !ok || len(calls[c]) == putChunk {
-			c = len(calls)
-			calls = append(calls, make([]int, 0, min(putChunk, len(writes)-i)))
-			open[p] = c
-		}
-		calls[c] = append(calls[c], i)
-	}
-	return calls
+		return writes[i].Put.Collection, false
+	})
 }
 
 // putApplied reads one put's answer in a put_jobs reply.

@@ -51,6 +51,33 @@ func (s *Store) evalMixed(ctx context.Context, n int, call func(i int) (string, 
 	return cmds
 }
 
+// partitionCalls splits n items into script calls, since a call may only name the keys of one
+// Redis Cluster slot: the indexes of each call's items, all of one partition, in their order,
+// chunk at most. item(i) is the collection of item i, and whether it needs a call of its own;
+// such a call closes its partition's open call, so that the partition's items after it go in a
+// later call, after it.
+func (s *Store) partitionCalls(n, chunk int, item func(i int) (collection string, alone bool)) [][]int {
+	var calls [][]int
+	open := map[int]int{} // partition -> its call being filled
+	for i := range n {
+		c, alone := item(i)
+		p := s.k.partitionOf(c)
+		if alone {
+			delete(open, p)
+			calls = append(calls, []int{i})
+			continue
+		}
+		k, ok := open[p]
+		if !ok || len(calls[k]) == chunk {
+			k = len(calls)
+			calls = append(calls, make([]int, 0, min(chunk, n-i)))
+			open[p] = k
+		}
+		calls[k] = append(calls[k], i)
+	}
+	return calls
+}
+
 // loadScripts loads every script into Redis (every master of a cluster).
 func (s *Store) loadScripts(ctx context.Context) error {
 	for name, sc := range s.scripts {
