@@ -248,8 +248,9 @@ func (s *Store) LoadJobs(ctx context.Context, members []string) ([]*Job, error) 
 	return s.loadJobs(ctx, members, nil)
 }
 
-// LoadClaimed reads jobs as LoadJobs does, except the definition (left nil) of each member
-// for which held(i) is true: the dispatcher keeps definitions compiled by version, and read
+// LoadClaimed reads jobs as LoadJobs does, except their status counters (left zero: the
+// dispatcher has no use for them) and the definition (left nil) of each member for which
+// held(i) is true: the dispatcher keeps definitions compiled by version, and read
 // again at every fire a definition cost Redis and the planner more than the state beside it.
 // Versions never repeat, so a caller holding the version read holds its definition; one whose
 // version moved reads the job again with LoadJobs.
@@ -258,6 +259,10 @@ func (s *Store) LoadClaimed(ctx context.Context, members []string, held func(i i
 }
 
 func (s *Store) loadJobs(ctx context.Context, members []string, held func(i int) bool) ([]*Job, error) {
+	fields := stateFields
+	if held != nil {
+		fields = stateFields[:scheduleFields]
+	}
 	pipe := s.rdb.TxPipeline()
 	defs := make([]*redis.StringCmd, len(members))
 	states := make([]*redis.SliceCmd, len(members))
@@ -266,7 +271,7 @@ func (s *Store) loadJobs(ctx context.Context, members []string, held func(i int)
 		if held == nil || !held(i) {
 			defs[i] = pipe.Get(ctx, s.k.def(c, j))
 		}
-		states[i] = pipe.HMGet(ctx, s.k.state(c, j), stateFields...)
+		states[i] = pipe.HMGet(ctx, s.k.state(c, j), fields...)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("load jobs: %w", err)
@@ -293,8 +298,14 @@ func (s *Store) loadJobs(ctx context.Context, members []string, held func(i int)
 // returns them (the scripts also keep lastOcc, finalOcc and finalFault there).
 var stateFields = []string{"ver", "acc", "next", "fired", "occ", "state", "exec", "fail", "faulted", "last"}
 
+// scheduleFields is how many of stateFields come before the status counters.
+const scheduleFields = 6
+
 func jobFromState(c, j string, def []byte, vals []any) *Job {
 	f := func(i int) string {
+		if i >= len(vals) {
+			return "" // not read
+		}
 		s, _ := vals[i].(string)
 		return s
 	}

@@ -78,17 +78,24 @@ func TestLoadJobsReadsEachJobAtOneVersion(t *testing.T) {
 }
 
 // TestLoadClaimedLeavesOutTheDefinitionsHeld: the jobs read as LoadJobs reads them, without
-// the definitions the caller holds; a missing job is nil either way.
+// the definitions the caller holds and the status counters; a missing job is nil either way.
 func TestLoadClaimedLeavesOutTheDefinitionsHeld(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
 	putCollection(t, s, "c", 0)
 	putJob(t, s, "c", "a", t0)
 	putJob(t, s, "c", "b", t0.Add(time.Minute))
+	if _, err := s.ApplyResult(ctx, "c", "a", store.Outcome{Entry: job.HistoryEntry{StartTime: t0, ActionName: job.ActionNameMain,
+		Status: job.ExecutionFailed}, Scheduled: t0, Occurrence: 1, MainDone: true}, t0); err != nil {
+		t.Fatal(err)
+	}
 	members := []string{store.Member("c", "a"), store.Member("c", "b"), store.Member("c", "gone"), store.Member("c", "gone2")}
 	whole, err := s.LoadJobs(ctx, members)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if whole[0] == nil || whole[0].Executions != 1 || whole[0].Failures != 1 {
+		t.Fatalf("LoadJobs read job a as %+v, want its counters", whole[0])
 	}
 	got, err := s.LoadClaimed(ctx, members, func(i int) bool { return i%2 == 0 })
 	if err != nil {
@@ -108,6 +115,7 @@ func TestLoadClaimedLeavesOutTheDefinitionsHeld(t *testing.T) {
 		if i%2 == 0 {
 			w.Definition = nil
 		}
+		w.Counters = store.Counters{}
 		if !reflect.DeepEqual(g, w) {
 			t.Errorf("%s: LoadClaimed %+v, LoadJobs %+v", members[i], g, w)
 		}
