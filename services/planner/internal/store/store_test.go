@@ -394,6 +394,40 @@ func TestAppliedResultIDsAreForgottenAfterTheirMemory(t *testing.T) {
 	}
 }
 
+// History entries older than the retention age are never read, and leave Redis with a later
+// result of the job (by its eighth occurrence at the latest).
+func TestAgedHistoryIsSweptAndNeverRead(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	s := store.New(rdb, "test", store.WithHistory(100, time.Hour, 100))
+	putCollection(t, s, "c", 0)
+	putJob(t, s, "c", "j", t0)
+	apply := func(occurrence int, at time.Time) {
+		t.Helper()
+		o := store.Outcome{Entry: job.HistoryEntry{StartTime: at, ActionName: job.ActionNameMain, Status: job.ExecutionCompleted,
+			RepeatCount: occurrence}, Scheduled: at, Occurrence: occurrence, MainDone: true}
+		if _, err := s.ApplyResult(ctx, "c", "j", o, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for occ := 1; occ <= 3; occ++ {
+		apply(occ, t0.Add(time.Duration(occ)*time.Minute))
+	}
+	later := t0.Add(2 * time.Hour) // the three entries are older than an hour now
+	key := fmt.Sprintf("test:{p%02d}:hist:c/j", s.PartitionOf("c"))
+	for occ := 4; occ <= 8; occ++ {
+		apply(occ, later.Add(time.Duration(occ)*time.Second))
+		h, err := s.History(ctx, "c", "j", later.Add(10*time.Second))
+		if err != nil || len(h) != occ-3 || h[len(h)-1].RepeatCount != 4 {
+			t.Fatalf("after occurrence %d: %d entries read, want %d (%v)", occ, len(h), occ-3, err)
+		}
+	}
+	if n, err := rdb.LLen(ctx, key).Result(); err != nil || n != 5 {
+		t.Fatalf("%d entries kept after the eighth occurrence, want 5 (%v)", n, err)
+	}
+}
+
 // An occurrence counts once in executionCount, at the result that ends its main action, however
 // its attempts interleave with another occurrence's and whichever attempt was lost with a worker.
 func TestExecutionCountCountsOccurrences(t *testing.T) {
