@@ -14,7 +14,9 @@ import (
 
 // canonicaliser rewrites a decoded JSON tree into the spelling the (case-sensitive) schema
 // expects, guided by the compiled schema itself, so that the schema stays the only place
-// that lists names and enum values:
+// that lists names and enum values. The tree is the decoder's own and is rewritten in place
+// (objects whose names need rewriting are copied); what it returns is to be used, not the
+// tree it was given:
 //   - property names of described objects are matched case-insensitively to the schema's
 //     names ("Occurrence" becomes "occurrence"); free-form maps (headers, tags,
 //     customMessageProperties) have no described properties and are left alone;
@@ -27,65 +29,67 @@ import (
 //     integer is written as one (1.0 becomes 1), so that the typed decode can read it.
 type canonicaliser struct {
 	probs   *problems
-	changed *bool // set when the tree written differs from the tree read
+	changed *bool  // set when the tree written differs from the tree read
+	at      []step // the path of the value being read
 }
 
-func (c canonicaliser) value(sch *jsonschema.Schema, v any, at jsonPath) any {
+func (c *canonicaliser) value(sch *jsonschema.Schema, v any) any {
 	if sch == nil {
 		return v
 	}
 	f := factsOf(sch)
-	switch v := v.(type) {
+	switch t := v.(type) {
 	case map[string]any:
-		return c.object(f, v, at)
+		return c.object(f, t)
 	case []any:
-		return c.array(f, v, at)
+		return c.array(f, t)
 	case string:
-		m := f.enumMember(v)
-		if m != v {
+		if m := f.enumMember(t); m != t {
 			c.mark()
+			return m
 		}
-		return m
 	case json.Number:
 		if f.array {
 			c.mark()
-			return c.array(f, []any{v}, at)
+			return c.array(f, []any{t})
 		}
-		if f.integer {
-			w := wholeNumber(v)
-			if w != v {
-				c.mark()
-			}
+		if !f.integer {
+			break
+		}
+		if w := wholeNumber(t); w != t {
+			c.mark()
 			return w
 		}
 	}
-	return v
+	return v // as it came: an unchanged string or number is not boxed again
 }
 
-func (c canonicaliser) mark() {
+func (c *canonicaliser) mark() {
 	if c.changed != nil {
 		*c.changed = true
 	}
 }
 
-func (c canonicaliser) object(f *facts, obj map[string]any, at jsonPath) any {
+func (c *canonicaliser) object(f *facts, obj map[string]any) any {
 	if len(f.names) == 0 {
 		return obj
 	}
-	out := make(map[string]any, len(obj))
 	if spelledAsDeclared(f, obj) {
 		// The common case: no name to rewrite, so none given twice, and the order of the
-		// keys does not matter (problems are sorted by path).
+		// keys does not matter (problems are sorted by path). The object is rewritten where
+		// it is (updating and deleting the members being ranged over is well defined).
 		for k, v := range obj {
 			sub := f.names[k]
 			if v == nil || (sub != nil && factsOf(sub).readOnly) {
 				c.mark()
+				delete(obj, k)
 				continue
 			}
-			out[k] = c.value(sub, v, at.key(k))
+			obj[k] = c.member(sub, v, step{key: k})
 		}
-		return out
+		return obj
 	}
+	out := make(map[string]any, len(obj))
 	given := make(map[string]string, len(obj))        // canonical name → the spelling used
 	for _, k := range slices.Sorted(maps.Keys(obj)) { // in order: which spelling wins is stable
 		name := f.canonicalName(k)
@@ -93,7 +97,7 @@ func (c canonicaliser) object(f *facts, obj map[string]any, at jsonPath) any {
 			c.mark()
 		}
 		if prev, dup := given[name]; dup {
-			c.probs.add(string(at.key(name)), fmt.Sprintf(
+			c.probs.add(string(pathOf(c.at).key(name)), fmt.Sprintf(
 				"given twice, as %q and %q (property names are matched ignoring case)", prev, k))
 			continue
 		}
@@ -103,8 +107,19 @@ func (c canonicaliser) object(f *facts, obj map[string]any, at jsonPath) any {
 			c.mark()
 			continue
 		}
-		out[name] = c.value(sub, obj[k], at.key(name))
+		out[name] = c.member(sub, obj[k], step{key: name})
 	}
+	return out
+}
+
+// member canonicalises a member or an element of the value being read.
+func (c *canonicaliser) member(sch *jsonschema.Schema, v any, s step) any {
+	if c.at == nil {
+		c.at = make([]step, 0, 8) // deeper than any job's members: one allocation per document
+	}
+	c.at = append(c.at, s)
+	out := c.value(sch, v)
+	c.at = c.at[:len(c.at)-1]
 	return out
 }
 
@@ -119,12 +134,11 @@ func spelledAsDeclared(f *facts, obj map[string]any) bool {
 	return true
 }
 
-func (c canonicaliser) array(f *facts, arr []any, at jsonPath) any {
-	out := make([]any, len(arr))
+func (c *canonicaliser) array(f *facts, arr []any) any {
 	for i, e := range arr {
-		out[i] = c.value(f.items, e, at.index(i))
+		arr[i] = c.member(f.items, e, step{index: i, element: true})
 	}
-	return out
+	return arr
 }
 
 // chain returns the schema and the schemas its $ref leads to: a property declared with

@@ -20,7 +20,7 @@ func canonicalJob(v *Validator, raw []byte) (any, bool) {
 	if props == nil || !checkNumbers(props, "", probs) {
 		return nil, false
 	}
-	return canonicaliser{probs: probs}.value(v.job, props, ""), true
+	return (&canonicaliser{probs: probs}).value(v.job, props), true
 }
 
 // conditionCases break one conditional rule of the schema each, and nothing else: the schema

@@ -87,6 +87,7 @@ func TestDecodeRejects(t *testing.T) {
 		{"huge exponent", withRecurrence(`{"frequency":"Day","interval":1e999999999}`), "recurrence.interval", "the exponent of a number must be between -400 and 400"},
 		{"huge exponent in a header", withAction(`{"type":"Http","request":{"uri":"http://localhost/","method":"GET","headers":{"X":1e9999999}}}`), `action.request.headers.X`, "exponent"},
 		{"given twice", withRecurrence(`{"frequency":"Day","Interval":1,"interval":2}`), "recurrence.interval", `given twice, as "Interval" and "interval"`},
+		{"given twice in an array", withRecurrence(`{"frequency":"Month","interval":1,"schedule":{"monthlyOccurrences":[{"day":"Monday"},{"day":"Friday","Day":"Monday"}]}}`), "recurrence.schedule.monthlyOccurrences[1].day", `given twice, as "Day" and "day"`},
 
 		// Limits of the original service (reference, section 5.1) and client rules.
 		{"uri too long", withAction(`{"type":"Http","request":{"uri":"http://localhost/` + strings.Repeat("a", 2049-17) + `","method":"GET"}}`), "action.request.uri", "must be at most 2,048 characters"},

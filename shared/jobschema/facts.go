@@ -63,7 +63,10 @@ func (f *facts) canonicalName(k string) string {
 }
 
 // enumMember returns the enum member s matches ignoring case, or s when none does.
-func (f *facts) enumMember(s string) any {
+func (f *facts) enumMember(s string) string {
+	if f.enum == nil {
+		return s
+	}
 	if m, ok := f.enum[strings.ToLower(s)]; ok {
 		return m
 	}

@@ -64,7 +64,7 @@ func FuzzDecode(f *testing.F) {
 		probs := &problems{}
 		tree, _ := parse(raw, "job", probs)
 		props := unwrap(tree, probs)
-		canon := canonicaliser{probs: probs}.value(v.job, props, "")
+		canon := (&canonicaliser{probs: probs}).value(v.job, props)
 		slow, err := typedJob(raw, false, canon, true)
 		if err != nil {
 			t.Fatal(err)

@@ -113,3 +113,25 @@ func (p jsonPath) key(name string) jsonPath {
 func (p jsonPath) index(i int) jsonPath {
 	return p + jsonPath("["+strconv.Itoa(i)+"]")
 }
+
+// step is one step of a JSON path: a member's name or an array element's index.
+type step struct {
+	key     string
+	index   int
+	element bool // an array element (index) rather than a member (key)
+}
+
+// pathOf writes steps out as a path, as jsonPath.key and jsonPath.index do. A walk over every
+// member of every definition keeps its steps and writes them out only when a problem needs
+// them.
+func pathOf(steps []step) jsonPath {
+	var p jsonPath
+	for _, s := range steps {
+		if s.element {
+			p = p.index(s.index)
+		} else {
+			p = p.key(s.key)
+		}
+	}
+	return p
+}

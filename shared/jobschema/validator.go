@@ -107,7 +107,7 @@ func (v *Validator) Decode(raw []byte) (*job.Definition, error) {
 		return nil, probs.err()
 	}
 	changed := false
-	canon := canonicaliser{probs: probs, changed: &changed}.value(v.job, props, "")
+	canon := (&canonicaliser{probs: probs, changed: &changed}).value(v.job, props)
 	if !v.jobHolds(canon) {
 		v.validate(v.job, canon, probs)
 	}
@@ -169,7 +169,7 @@ func (v *Validator) DecodeCollection(raw []byte) (*job.Collection, error) {
 	if !checkNumbers(tree, "", probs) {
 		return nil, probs.err()
 	}
-	canon := canonicaliser{probs: probs}.value(v.collection, tree, "")
+	canon := (&canonicaliser{probs: probs}).value(v.collection, tree)
 	v.validate(v.collection, canon, probs)
 	if m, ok := canon.(map[string]any); ok {
 		v.check(probs, func(c checker) { c.collection(m) })
