@@ -3,7 +3,6 @@ package job
 import (
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -122,25 +121,52 @@ func DaysIn(year int, m time.Month) int {
 // String returns the canonical text: a date alone, or yyyy-mm-ddThh:mm:ss followed by Z or
 // ±hh:mm when an offset was given.
 func (d DateTime) String() string {
-	date := fmt.Sprintf("%04d-%02d-%02d", d.Year, int(d.Month), d.Day)
+	return string(d.appendText(make([]byte, 0, len("2006-01-02T15:04:05.999999999+07:00"))))
+}
+
+// appendText appends the canonical text without fmt: every job answered or stored writes its
+// times, and fmt's formatting was the larger part of that.
+func (d DateTime) appendText(b []byte) []byte {
+	b = appendPadded(b, d.Year, 4)
+	b = appendPadded(append(b, '-'), int(d.Month), 2)
+	b = appendPadded(append(b, '-'), d.Day, 2)
 	if d.DateOnly {
-		return date
+		return b
 	}
-	s := fmt.Sprintf("%sT%02d:%02d:%02d", date, d.Hour, d.Minute, d.Second)
+	b = appendPadded(append(b, 'T'), d.Hour, 2)
+	b = appendPadded(append(b, ':'), d.Minute, 2)
+	b = appendPadded(append(b, ':'), d.Second, 2)
 	if d.Nanosecond != 0 {
-		s += strings.TrimRight(fmt.Sprintf(".%09d", d.Nanosecond), "0")
+		b = appendPadded(append(b, '.'), d.Nanosecond, 9)
+		for b[len(b)-1] == '0' {
+			b = b[:len(b)-1]
+		}
 	}
-	if !d.HasOffset {
-		return s
+	switch {
+	case !d.HasOffset:
+		return b
+	case d.Offset == 0:
+		return append(b, 'Z')
 	}
-	if d.Offset == 0 {
-		return s + "Z"
-	}
-	sign, off := '+', d.Offset
+	sign, off := byte('+'), d.Offset
 	if off < 0 {
 		sign, off = '-', -off
 	}
-	return fmt.Sprintf("%s%c%02d:%02d", s, sign, off/3600, off%3600/60)
+	b = appendPadded(append(b, sign), off/3600, 2)
+	return appendPadded(append(b, ':'), off%3600/60, 2)
+}
+
+// appendPadded appends n in decimal with leading zeros up to width digits, as fmt's %0*d.
+func appendPadded(b []byte, n, width int) []byte {
+	if n < 0 {
+		return fmt.Appendf(b, "%0*d", width, n)
+	}
+	for digits, p := 1, 10; digits < width; digits, p = digits+1, p*10 {
+		if n < p { // n has at most this many digits: one more zero in front
+			b = append(b, '0')
+		}
+	}
+	return strconv.AppendInt(b, int64(n), 10)
 }
 
 // DateTimeOf returns the DateTime of an instant, in UTC, with the Z offset.
@@ -165,7 +191,7 @@ func (d DateTime) UTC() time.Time {
 // encoder quotes it directly, where MarshalJSON's output went through a second encoder and was
 // then checked again.
 func (d DateTime) MarshalText() ([]byte, error) {
-	return []byte(d.String()), nil
+	return d.appendText(make([]byte, 0, len("2006-01-02T15:04:05.999999999+07:00"))), nil
 }
 
 // UnmarshalJSON reads a JSON string with ParseDateTime.
