@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -32,28 +31,10 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// logBuffer collects JSON log records written from several goroutines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // records decodes the log records written so far.
-func (b *logBuffer) records(t *testing.T) []map[string]any {
+func records(t *testing.T, logs *testenv.LogBuffer) []map[string]any {
 	t.Helper()
-	return logLines(t, b.String())
+	return logLines(t, logs.String())
 }
 
 // logLines decodes JSON log records.
@@ -74,11 +55,11 @@ func logLines(t *testing.T, out string) []map[string]any {
 }
 
 // waitLog waits for a log record with the message and returns it.
-func waitLog(t *testing.T, logs *logBuffer, msg string) map[string]any {
+func waitLog(t *testing.T, logs *testenv.LogBuffer, msg string) map[string]any {
 	t.Helper()
 	var found map[string]any
 	testenv.Eventually(t, 10*time.Second, "log record "+msg, func() bool {
-		for _, r := range logs.records(t) {
+		for _, r := range records(t, logs) {
 			if r["msg"] == msg {
 				found = r
 				return true
@@ -103,9 +84,9 @@ func httpGet(t *testing.T, url string) (int, string) {
 
 // started runs serve in the background and returns its HTTP base URL and a stop function that
 // cancels it and returns what serve returned.
-func started(t *testing.T, cfg Config) (base string, logs *logBuffer, stop func() error) {
+func started(t *testing.T, cfg Config) (base string, logs *testenv.LogBuffer, stop func() error) {
 	t.Helper()
-	logs = &logBuffer{}
+	logs = &testenv.LogBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -162,7 +143,7 @@ func TestServeWithoutNATSOrRedis(t *testing.T) {
 		t.Fatalf("serve: %v", err)
 	}
 	var msgs []string
-	for _, r := range logs.records(t) {
+	for _, r := range records(t, logs) {
 		msgs = append(msgs, r["msg"].(string))
 	}
 	joined := strings.Join(msgs, "|")

@@ -86,12 +86,12 @@ func TestPlannerEndToEnd(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatalf("serve: %v", err)
 	}
-	for _, r := range logs.records(t) {
+	for _, r := range records(t, logs) {
 		if r["level"] == "ERROR" {
 			t.Errorf("error logged: %v", r)
 		}
 	}
-	if recs := logs.records(t); recs[len(recs)-1]["msg"] != "planner stopped" {
+	if recs := records(t, logs); recs[len(recs)-1]["msg"] != "planner stopped" {
 		t.Errorf("last log record %v, want planner stopped", recs[len(recs)-1])
 	}
 }

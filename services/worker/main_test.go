@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/resched/resched/services/internal/testenv"
 )
 
 // runAsWorker makes the test binary act as the worker when a test starts it as a child, so
@@ -42,7 +44,7 @@ func logLines(t *testing.T, out string) []map[string]any {
 const unreachableNATS = "nats://127.0.0.1:1"
 
 func TestServeStopsWhenContextIsCanceled(t *testing.T) {
-	var out syncBuffer
+	var out testenv.LogBuffer
 	logger := slog.New(slog.NewJSONHandler(&out, nil))
 	cfg := defaultConfig()
 	cfg.NATS.URL, cfg.HTTPAddr = unreachableNATS, "127.0.0.1:0"

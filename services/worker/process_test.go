@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -25,24 +24,6 @@ import (
 
 // deadline bounds every wait of these tests; they poll, they never sleep.
 const deadline = 30 * time.Second
-
-// syncBuffer is a bytes.Buffer safe for the goroutines that log.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // child is a worker process: the test binary run as the worker.
 type child struct {

@@ -1,11 +1,9 @@
 package natsconn_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,31 +14,13 @@ import (
 	"github.com/resched/resched/services/internal/testenv"
 )
 
-// logBuffer is a concurrency-safe log destination.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 func withUser(name, password string) natstest.Option {
 	return func(o *server.Options) { o.Users = []*server.User{{Username: name, Password: password}} }
 }
 
-func connect(t *testing.T, o natsconn.Options) (*natsconn.Conn, *logBuffer) {
+func connect(t *testing.T, o natsconn.Options) (*natsconn.Conn, *testenv.LogBuffer) {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &testenv.LogBuffer{}
 	c, err := natsconn.Connect(o, "test", slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 // Package testenv is what the tests share: where the repository and its test emulators are, a
-// bounded buffer for a child process's output, and Eventually, the one way a test waits for a
-// condition that other processes or goroutines bring about.
+// bounded buffer for a child process's output and a whole one for a test's logs, and
+// Eventually, the one way a test waits for a condition that other processes or goroutines
+// bring about.
 package testenv
 
 import (
