@@ -194,7 +194,9 @@ func (in *Intake) settleOutcome(ctx context.Context, msg jetstream.Msg, ch jobs.
 	var refused *jobs.Error
 	switch {
 	case o.Err == nil:
-		in.log.Debug("intake: applied", "collection", ch.Collection, "job", ch.Name, "delete", ch.Delete, "stale", o.Stale)
+		if in.log.Enabled(ctx, slog.LevelDebug) { // the arguments cost allocations even when not logged
+			in.log.Debug("intake: applied", "collection", ch.Collection, "job", ch.Name, "delete", ch.Delete, "stale", o.Stale)
+		}
 		if o.Secrets {
 			in.erase(ctx, msg)
 		}

@@ -143,6 +143,7 @@ func (rc *Consumer) handle(ctx context.Context, msgs []jetstream.Msg) {
 	work, cancel := context.WithTimeout(context.WithoutCancel(ctx), rc.cfg.Timeout)
 	defer cancel()
 	failed := make([]bool, len(msgs))
+	debug := rc.log.Enabled(work, slog.LevelDebug)
 	for start := 0; start < len(rs); start += rc.cfg.Batch {
 		end := min(start+rc.cfg.Batch, len(rs))
 		writes := make([]store.Result, 0, end-start)
@@ -162,8 +163,10 @@ func (rc *Consumer) handle(ctx context.Context, msgs []jetstream.Msg) {
 				continue
 			}
 			rc.cfg.Metrics.Result(string(r.Status))
-			rc.log.Debug("results: applied", "collection", r.Collection, "job", r.Job, "action", r.ActionName,
-				"attempt", r.Attempt, "status", r.Status, "final", r.Final, "faulted", r.Faulted)
+			if debug { // asked once a batch: the arguments allocate even when the line is not written
+				rc.log.Debug("results: applied", "collection", r.Collection, "job", r.Job, "action", r.ActionName,
+					"attempt", r.Attempt, "status", r.Status, "final", r.Final, "faulted", r.Faulted)
+			}
 			rc.announce(r, a.State, now)
 		}
 	}

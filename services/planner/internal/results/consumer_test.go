@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/internal/natstest"
 	"github.com/resched/resched/services/internal/redistest"
+	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/services/planner/internal/dispatch"
 	"github.com/resched/resched/services/planner/internal/jobs"
 	"github.com/resched/resched/services/planner/internal/leasetest"
@@ -36,6 +39,7 @@ type env struct {
 	svc    *jobs.Service
 	events chan *nats.Msg
 	m      *recorder
+	logs   *testenv.LogBuffer // the consumer's log, at debug level
 }
 
 // setup starts NATS and Redis, a collection "c", and a running results consumer.
@@ -49,7 +53,7 @@ func setup(t *testing.T) *env {
 	}
 	clock := func() time.Time { return t0 }
 	e := &env{t: t, nc: nc, js: js, subj: subj, store: store.New(redistest.Start(t).Client(t), ""),
-		events: make(chan *nats.Msg, 16), m: &recorder{}}
+		events: make(chan *nats.Msg, 16), m: &recorder{}, logs: &testenv.LogBuffer{}}
 	e.svc = jobs.New(jobs.Config{Store: e.store, Validator: v, Subjects: subj, Clock: clock})
 	if _, _, err := e.svc.PutCollection(ctx, "c", []byte(`{"properties":{}}`), false); err != nil {
 		t.Fatal(err)
@@ -59,7 +63,8 @@ func setup(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
-	e.start(results.New(results.Config{JS: js, Store: e.store, Events: nc, Subjects: subj, Clock: clock, Metrics: e.m}))
+	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	e.start(results.New(results.Config{JS: js, Store: e.store, Events: nc, Subjects: subj, Clock: clock, Metrics: e.m, Logger: log}))
 	return e
 }
 
@@ -196,6 +201,9 @@ func TestLastOccurrenceSucceedsJobCompletes(t *testing.T) {
 	}
 	if got := e.m.get("Completed"); got != 1 {
 		t.Errorf("results metric Completed = %d, want 1", got)
+	}
+	if logs := e.logs.String(); !strings.Contains(logs, `msg="results: applied" collection=c job=once action=MainAction`) {
+		t.Errorf("no debug line for the applied result in the log at debug level:\n%s", logs)
 	}
 }
 
