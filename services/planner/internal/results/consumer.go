@@ -167,7 +167,7 @@ func (rc *Consumer) handle(ctx context.Context, msgs []jetstream.Msg) {
 				rc.log.Debug("results: applied", "collection", r.Collection, "job", r.Job, "action", r.ActionName,
 					"attempt", r.Attempt, "status", r.Status, "final", r.Final, "faulted", r.Faulted)
 			}
-			rc.announce(r, a.State, now)
+			rc.announce(r, a.State, now, debug)
 		}
 	}
 	for i, msg := range msgs {
@@ -265,7 +265,7 @@ func (rc *Consumer) names(subject string) (c, j string, ok bool) {
 
 // announce publishes the completed or faulted event of a job this result ended. A lost event
 // is logged only: the state it reports is already stored.
-func (rc *Consumer) announce(r bus.Result, state job.State, now time.Time) {
+func (rc *Consumer) announce(r bus.Result, state job.State, now time.Time, debug bool) {
 	var kind string
 	switch state {
 	case job.StateCompleted:
@@ -275,7 +275,11 @@ func (rc *Consumer) announce(r bus.Result, state job.State, now time.Time) {
 	default:
 		return
 	}
-	rc.log.Info("results: job ended", "collection", r.Collection, "job", r.Job, "state", state)
+	if debug {
+		// Not at info: a burst of one-time jobs would write a line per job, and the end is
+		// already an event on the bus, the job's state and its history's last entry.
+		rc.log.Debug("results: job ended", "collection", r.Collection, "job", r.Job, "state", state)
+	}
 	if rc.cfg.Events == nil {
 		return
 	}

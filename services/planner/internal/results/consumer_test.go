@@ -202,8 +202,10 @@ func TestLastOccurrenceSucceedsJobCompletes(t *testing.T) {
 	if got := e.m.get("Completed"); got != 1 {
 		t.Errorf("results metric Completed = %d, want 1", got)
 	}
-	if logs := e.logs.String(); !strings.Contains(logs, `msg="results: applied" collection=c job=once action=MainAction`) {
-		t.Errorf("no debug line for the applied result in the log at debug level:\n%s", logs)
+	for _, line := range []string{`msg="results: applied" collection=c job=once action=MainAction`, `msg="results: job ended" collection=c job=once state=Completed`} {
+		if logs := e.logs.String(); !strings.Contains(logs, line) {
+			t.Errorf("no debug line %s in the log at debug level:\n%s", line, logs)
+		}
 	}
 }
 
