@@ -70,13 +70,13 @@ func startStack(t testing.TB, workers int) *stack {
 		s.profiled["nats-server"] = natsProfile
 	}
 	s.planner = testenv.Start(t, dir, "planner", filepath.Join(bin, "planner"), []string{"NATS_URL=" + url,
-		"REDIS_URL=" + s.redis.URL(), "RESCHED_PLANNER_HTTP_ADDR=" + plannerHTTP, "RESCHED_PLANNER_LOG_LEVEL=warn",
+		"REDIS_URL=" + s.redis.URL(), "RESCHED_PLANNER_HTTP_ADDR=" + plannerHTTP,
 		"RESCHED_PLANNER_PPROF=" + pprof})
 	for i := range workers {
 		name, addr := fmt.Sprint("worker-", i), testenv.FreeAddr(t)
 		s.profiled[name] = addr
 		s.workers = append(s.workers, testenv.Start(t, dir, name, filepath.Join(bin, "worker"), []string{
-			"NATS_URL=" + url, "RESCHED_WORKER_HTTP_ADDR=" + addr, "RESCHED_WORKER_LOG_LEVEL=warn",
+			"NATS_URL=" + url, "RESCHED_WORKER_HTTP_ADDR=" + addr,
 			"RESCHED_WORKER_CONCURRENCY=64", "RESCHED_WORKER_PPROF=" + pprof}))
 	}
 	testenv.Eventually(t, 30*time.Second, "the planner answers", func() bool {
