@@ -142,13 +142,28 @@ func (s *Server) start(bin string) {
 	}
 }
 
-// Stop stops the server (SIGTERM, so it flushes its append-only file) and waits for it.
+// stopWait bounds how long Stop waits for redis-server to exit after SIGTERM. A master waits up
+// to its shutdown-timeout (10 s) for its replicas; a server that refuses to exit (Redis keeps
+// running when its shutdown fails) once held a make test for its whole 10-minute time-out.
+const stopWait = 30 * time.Second
+
+// Stop stops the server (SIGTERM, so it flushes its append-only file) and waits for it; a
+// server still running after stopWait is killed, and its log shown.
 func (s *Server) Stop() {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return
 	}
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	_ = s.cmd.Wait()
+	done := make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(stopWait):
+		s.t.Logf("redistest: redis-server on %s still running %v after SIGTERM: killed. Its log:\n%s",
+			s.Addr, stopWait, testenv.TailOf(filepath.Join(s.dir, "redis-server.log"), 4<<10))
+		_ = s.cmd.Process.Kill()
+		<-done
+	}
 	s.cmd = nil
 }
 
