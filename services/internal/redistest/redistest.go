@@ -143,28 +143,38 @@ func (s *Server) start(bin string) {
 }
 
 // stopWait bounds how long Stop waits for redis-server to exit after SIGTERM. A master waits up
-// to its shutdown-timeout (10 s) for its replicas; a server that refuses to exit (Redis keeps
-// running when its shutdown fails) once held a make test for its whole 10-minute time-out.
+// to its shutdown-timeout (10 s) for its replicas.
 const stopWait = 30 * time.Second
 
-// Stop stops the server (SIGTERM, so it flushes its append-only file) and waits for it; a
-// server still running after stopWait is killed, and its log shown.
+// Stop stops the server (SIGTERM, so it flushes its append-only file) and waits for it. Redis
+// refuses a SIGTERM that comes while it writes its first append-only file (a replica does
+// right after its first sync) and then forgets it: it kept running, and a make test waited for
+// it until its 10-minute time-out. So the signal is sent again every half second; a server
+// still running after stopWait is killed, and its log shown.
 func (s *Server) Stop() {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return
 	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan struct{})
 	go func() { _ = s.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(stopWait):
-		s.t.Logf("redistest: redis-server on %s still running %v after SIGTERM: killed. Its log:\n%s",
-			s.Addr, stopWait, testenv.TailOf(filepath.Join(s.dir, "redis-server.log"), 4<<10))
-		_ = s.cmd.Process.Kill()
-		<-done
+	give := time.After(stopWait)
+	for {
+		_ = s.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+			s.cmd = nil
+			return
+		case <-time.After(500 * time.Millisecond): // a child process's shutdown, not test time
+			continue
+		case <-give:
+			s.t.Logf("redistest: redis-server on %s still running %v after SIGTERM: killed. Its log:\n%s",
+				s.Addr, stopWait, testenv.TailOf(filepath.Join(s.dir, "redis-server.log"), 4<<10))
+			_ = s.cmd.Process.Kill()
+			<-done
+			s.cmd = nil
+			return
+		}
 	}
-	s.cmd = nil
 }
 
 // Kill ends the server with SIGKILL, as a crash would, and waits for it.
