@@ -102,6 +102,12 @@ func TestStopFinishesTheRequestInHand(t *testing.T) {
 	if err := e.api.Stop(); err != nil { // only the second planner answers now
 		t.Fatal(err)
 	}
+	// Once the server has the stopped planner's unsubscriptions, the request can reach only
+	// the second one; before, it could reach the first's draining subscription and be
+	// answered 503 there (a make test failed so, the second never seeing the request).
+	if err := e.conn.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	answered := make(chan *nats.Msg, 1)
 	go func() {
 		msg, err := e.nc.Request("scheduler.api.jobs.put.c.j", []byte(hourly), 5*time.Second)

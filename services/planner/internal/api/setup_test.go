@@ -41,6 +41,7 @@ type env struct {
 	nats   *natstest.Server
 	redis  *redistest.Server
 	nc     *nats.Conn // the client's connection
+	conn   *nats.Conn // the planner's connection (api's)
 	store  *store.Store
 	svc    *jobs.Service
 	runner *fakeRunner
@@ -73,6 +74,7 @@ func newEnv(t testing.TB, opts ...func(*setup)) *env {
 		t.Fatal(err)
 	}
 	conn := e.nats.Connect(t)
+	e.conn = conn
 	e.clock.Store(t0.UnixNano())
 	e.svc = jobs.New(jobs.Config{Store: e.store, Validator: v, Events: conn, Runner: e.runner, Keys: cfg.keys,
 		Subjects: bus.NewSubjects(""), Clock: func() time.Time { return time.Unix(0, e.clock.Load()).UTC() }})
