@@ -267,13 +267,8 @@ func (s *stack) cleanup(t *testing.T) {
 		if s.started == nil { // the test failed before the script was ready
 			s.started = s.children()
 		}
-		_ = s.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-s.exited:
-		case <-time.After(stopTimeout):
-			t.Errorf("run.sh did not stop within %s of SIGTERM: killing it", stopTimeout)
-			_ = s.cmd.Process.Kill()
-			<-s.exited
+		if testenv.Terminate(s.cmd.Process, s.exited, stopTimeout) {
+			t.Errorf("run.sh did not stop within %s of SIGTERM: killed", stopTimeout)
 		}
 	}
 	if left := s.leftovers(); len(left) > 0 {

@@ -16,7 +16,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"syscall"
 	"testing"
 	"time"
 
@@ -101,13 +100,7 @@ func (a *Azurite) read(r io.Reader, addr chan<- string) {
 }
 
 func (a *Azurite) stop(t testing.TB) {
-	_ = a.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-a.done:
-	case <-time.After(stopTimeout):
-		_ = a.cmd.Process.Kill()
-		<-a.done
-	}
+	testenv.Terminate(a.cmd.Process, a.done, stopTimeout)
 	_ = a.cmd.Wait()
 	if t.Failed() {
 		t.Logf("azurite-queue output:\n%s", a.out)

@@ -23,7 +23,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -137,13 +136,7 @@ func (b *Broker) read(r io.Reader, ready chan<- listening) {
 }
 
 func (b *Broker) stop(t testing.TB) {
-	_ = b.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-b.done:
-	case <-time.After(stopTimeout):
-		_ = b.cmd.Process.Kill()
-		<-b.done
-	}
+	testenv.Terminate(b.cmd.Process, b.done, stopTimeout)
 	_ = b.cmd.Wait()
 	if t.Failed() {
 		t.Logf("fake broker output:\n%s", b.out)

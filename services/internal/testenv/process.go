@@ -172,30 +172,47 @@ func (p *Proc) Running() bool {
 }
 
 // Kill ends the process with SIGKILL, as kill -9 does, and waits for it.
-func (p *Proc) Kill(t testing.TB) { p.signal(t, syscall.SIGKILL, 0) }
-
-// Stop ends the process with SIGTERM and waits for it, killing it after grace.
-func (p *Proc) Stop(t testing.TB, grace time.Duration) { p.signal(t, syscall.SIGTERM, grace) }
-
-func (p *Proc) signal(t testing.TB, sig syscall.Signal, grace time.Duration) {
+func (p *Proc) Kill(t testing.TB) {
 	t.Helper()
-	p.mu.Lock()
-	cmd, exited := p.cmd, p.exited
-	p.mu.Unlock()
+	cmd, exited := p.running()
 	if cmd == nil {
 		return
 	}
-	_ = cmd.Process.Signal(sig)
-	if grace > 0 {
-		select {
-		case <-exited:
-			return
-		case <-time.After(grace):
-			t.Errorf("testenv: %s did not stop within %v of SIGTERM: killing it", p.Name, grace)
-			_ = cmd.Process.Kill()
-		}
-	}
+	_ = cmd.Process.Kill()
 	<-exited
+}
+
+// Stop ends the process with SIGTERM and waits for it, killing it after grace.
+func (p *Proc) Stop(t testing.TB, grace time.Duration) {
+	t.Helper()
+	cmd, exited := p.running()
+	if cmd == nil {
+		return
+	}
+	if Terminate(cmd.Process, exited, grace) {
+		t.Errorf("testenv: %s did not stop within %v of SIGTERM: killed", p.Name, grace)
+	}
+}
+
+func (p *Proc) running() (*exec.Cmd, <-chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd, p.exited
+}
+
+// Terminate sends a process SIGTERM and waits until exited is closed, killing the process
+// after grace; it reports whether it had to kill. The helpers that start servers for tests
+// stop them with it, so that a server that hangs in its stop cannot hold a test run.
+func Terminate(proc *os.Process, exited <-chan struct{}, grace time.Duration) (killed bool) {
+	_ = proc.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+		return false
+	case <-time.After(grace):
+		_ = proc.Kill()
+		<-exited
+		return true
+	}
 }
 
 // PID is the process's id (0 when it does not run).
