@@ -34,3 +34,21 @@ func TestBoundedShortensALaterDeadline(t *testing.T) {
 		}
 	}
 }
+
+// A schedule's whole seconds print as the original's header did; a run-now's millisecond is kept,
+// so a target never reads a time earlier than the one the job was due at.
+func TestExpectedExecutionTime(t *testing.T) {
+	cest := time.FixedZone("CEST", 2*3600)
+	for _, c := range []struct {
+		at   time.Time
+		want string
+	}{
+		{time.Date(2026, 3, 1, 11, 30, 0, 0, cest), "2026-03-01T09:30:00Z"},
+		{time.Date(2026, 3, 1, 9, 30, 0, 250*int(time.Millisecond), time.UTC), "2026-03-01T09:30:00.25Z"},
+		{time.Date(2026, 3, 1, 9, 30, 0, 7*int(time.Millisecond), time.UTC), "2026-03-01T09:30:00.007Z"},
+	} {
+		if got := (action.Meta{Scheduled: c.at}).ExpectedExecutionTime(); got != c.want {
+			t.Errorf("%v: %q, want %q", c.at, got, c.want)
+		}
+	}
+}

@@ -215,7 +215,7 @@ func newRequest(ctx context.Context, r *job.HTTPRequest, u *url.URL, m action.Me
 	}
 	req.Header[canonicalJobID] = []string{m.Job}
 	req.Header[canonicalJobCollectionID] = []string{m.Collection}
-	req.Header[canonicalExpectedExecution] = []string{m.Scheduled.UTC().Format(time.RFC3339)}
+	req.Header[canonicalExpectedExecution] = []string{m.ExpectedExecutionTime()}
 	req.Header[canonicalExecutionTag] = []string{m.ExecutionTag}
 	if m.ClientRequestID != "" {
 		req.Header[canonicalClientRequestID] = []string{m.ClientRequestID}

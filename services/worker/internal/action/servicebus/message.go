@@ -1,8 +1,6 @@
 package servicebus
 
 import (
-	"time"
-
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
 
 	"github.com/resched/resched/services/worker/internal/action"
@@ -69,7 +67,7 @@ func NewMessage(sb *job.ServiceBusMessage, m action.Meta) *azservicebus.Message 
 	for k, v := range map[string]string{
 		PropertyJobID:             m.Job,
 		PropertyJobCollectionID:   m.Collection,
-		PropertyExpectedExecution: m.Scheduled.UTC().Format(time.RFC3339),
+		PropertyExpectedExecution: m.ExpectedExecutionTime(),
 		PropertyExecutionTag:      m.ExecutionTag,
 		PropertyClientRequestID:   m.ClientRequestID,
 	} {

@@ -22,8 +22,9 @@ const envelopeFormat = "<?xml version=\"1.0\" encoding=\"utf-16\"?>\r\n" +
 	"  <Message>%s</Message>\r\n" +
 	"</StorageQueueMessage>"
 
-// expectedTimeLayout has no zone designator, as the original wrote it (UTC implied).
-const expectedTimeLayout = "2006-01-02T15:04:05"
+// expectedTimeLayout has no zone designator, as the original wrote it (UTC implied); milliseconds
+// only when the time has them, as action.Meta.ExpectedExecutionTime.
+const expectedTimeLayout = "2006-01-02T15:04:05.999"
 
 // Envelope wraps the user's message with the attempt's metadata. It fails when a value holds a
 // character XML 1.0 cannot carry (the original's serializer refused those too).

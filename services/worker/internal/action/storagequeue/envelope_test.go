@@ -86,3 +86,16 @@ func TestEnvelopeRefusesWhatXMLCannotCarry(t *testing.T) {
 		})
 	}
 }
+
+// A run-now's millisecond is kept, still without a zone designator.
+func TestEnvelopeKeepsMilliseconds(t *testing.T) {
+	m := sampleMeta()
+	m.Scheduled = time.Date(2015, 9, 10, 0, 0, 0, 125*int(time.Millisecond), time.UTC)
+	got, err := Envelope("membership", m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got, "<ExpectedExecutionTime>2015-09-10T00:00:00.125</ExpectedExecutionTime>") {
+		t.Errorf("envelope:\n%s", got)
+	}
+}
