@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -170,4 +171,40 @@ func (s *stack) putJobs(t testing.TB, c string, n int, props func(i int) string)
 	t.Helper()
 	s.request(t, "collections.put."+c, `{}`)
 	apitest.BulkPut(t, s.nc, c, n, func(i int) string { return "j" + strconv.Itoa(i) }, props)
+}
+
+// putEvenly puts jobs j<first> to j<end-1> in collection c (which must exist) at rate a second,
+// evenly: each millisecond one jobs.bulk request with the jobs due by then, not waiting for the
+// answers of the ones before (at most 32 of them). It returns how long the puts took.
+func (s *stack) putEvenly(t testing.TB, c string, rate, first, end int, props string) time.Duration {
+	t.Helper()
+	name := func(i int) string { return "j" + strconv.Itoa(i) }
+	sem := make(chan struct{}, 32)
+	var wg sync.WaitGroup
+	var failed atomic.Pointer[error]
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	start := time.Now()
+	for put := first; put < end && failed.Load() == nil; {
+		<-tick.C
+		next := min(first+int(time.Since(start)*time.Duration(rate)/time.Second), end)
+		if next == put {
+			continue
+		}
+		from := put
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := apitest.Bulk(s.nc, c, apitest.BulkBody(from, next, name, func(int) string { return props })); err != nil {
+				failed.CompareAndSwap(nil, &err)
+			}
+		})
+		put = next
+	}
+	took := time.Since(start)
+	wg.Wait()
+	if err := failed.Load(); err != nil {
+		t.Fatal(*err)
+	}
+	return took
 }

@@ -21,18 +21,8 @@ func BulkPut(tb testing.TB, nc *nats.Conn, c string, n int, name, props func(i i
 	const per, inFlight = 1000, 8
 	var next atomic.Int64
 	testenv.Parallel(tb, inFlight, func(int) error {
-		var b strings.Builder
-		for first := next.Add(per) - per; first < int64(n); first = next.Add(per) - per {
-			b.Reset()
-			b.WriteString(`{"jobs": [`)
-			for i := first; i < min(first+per, int64(n)); i++ {
-				if i > first {
-					b.WriteByte(',')
-				}
-				fmt.Fprintf(&b, `{"name": %q, "properties": %s}`, name(int(i)), props(int(i)))
-			}
-			b.WriteString(`]}`)
-			if err := bulk(nc, c, b.String()); err != nil {
+		for first := int(next.Add(per) - per); first < n; first = int(next.Add(per) - per) {
+			if err := Bulk(nc, c, BulkBody(first, min(first+per, n), name, props)); err != nil {
 				return err
 			}
 		}
@@ -40,7 +30,23 @@ func BulkPut(tb testing.TB, nc *nats.Conn, c string, n int, name, props func(i i
 	})
 }
 
-func bulk(nc *nats.Conn, c, body string) error {
+// BulkBody is the jobs.bulk request for jobs first to end-1, named and with properties as in
+// BulkPut.
+func BulkBody(first, end int, name, props func(i int) string) string {
+	var b strings.Builder
+	b.WriteString(`{"jobs": [`)
+	for i := first; i < end; i++ {
+		if i > first {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"name": %q, "properties": %s}`, name(i), props(i))
+	}
+	b.WriteString(`]}`)
+	return b.String()
+}
+
+// Bulk sends one jobs.bulk request to collection c and fails on an error answer or a refused job.
+func Bulk(nc *nats.Conn, c, body string) error {
 	msg, err := nc.Request("scheduler.api.jobs.bulk."+c, []byte(body), time.Minute)
 	switch {
 	case err != nil:
