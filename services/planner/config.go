@@ -41,6 +41,7 @@ type Config struct {
 	Concurrency      int               // partitions dispatched at once
 	MaxIdle          time.Duration     // longest wait between two looks at the due set
 	Lookahead        time.Duration     // how long before its time a job is claimed and prepared
+	WakeLinger       time.Duration     // how long a partition woken by a put waits for more puts
 	StreamReplicas   int               // JetStream replicas of the streams, when created
 	PlacementTags    string            // comma-separated server tags the streams are placed on, when created
 	DuplicateWindow  time.Duration     // JetStream duplicate window of the due and results streams
@@ -82,6 +83,7 @@ func defaultConfig() Config {
 		Concurrency:      16,
 		MaxIdle:          time.Second,
 		Lookahead:        250 * time.Millisecond,
+		WakeLinger:       10 * time.Millisecond,
 		StreamReplicas:   1,
 		DuplicateWindow:  10 * time.Minute,
 		MinRetryInterval: 15 * time.Second,
@@ -117,6 +119,7 @@ func (c *Config) settings() []config.Setting {
 		config.Define("concurrency", "concurrency", p+"CONCURRENCY", "partitions of the due set dispatched at once", config.Int(&c.Concurrency, 1, store.MaxPartitions)),
 		config.Define("max idle", "max-idle", p+"MAX_IDLE", "longest wait between two looks at a partition with nothing due soon (a job put through any planner wakes it at once)", config.Duration(&c.MaxIdle, time.Millisecond)),
 		config.Define("lookahead", "lookahead", p+"LOOKAHEAD", "read and prepare jobs this long before they are due; each is still published at its time (0 to turn off)", config.Duration(&c.Lookahead, 0)),
+		config.Define("wake linger", "wake-linger", p+"WAKE_LINGER", "how long a partition woken by a put waits for the puts that follow before it looks, so that jobs put to run now go out together (0: at once); never past the look the partition had planned, so at most max idle", config.Duration(&c.WakeLinger, 0)),
 		config.Define("stream replicas", "stream-replicas", p+"STREAM_REPLICAS", "JetStream replicas of the streams when they are created (3 on a cluster); an existing stream keeps its own", config.Int(&c.StreamReplicas, 1, 5)),
 		config.Define("stream placement tags", "stream-placement-tags", p+"STREAM_PLACEMENT_TAGS", "comma-separated server tags (server_tags) of the NATS servers that hold the streams, when they are created", config.OptionalText(&c.PlacementTags, checkTags)),
 		config.Define("duplicate window", "duplicate-window", p+"DUPLICATE_WINDOW", "JetStream duplicate window of the due and results streams", config.Duration(&c.DuplicateWindow, time.Second)),
@@ -186,6 +189,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("batch", c.Batch),
 		slog.Int("concurrency", c.Concurrency),
 		slog.String("max_idle", config.FormatDuration(c.MaxIdle)),
+		slog.String("wake_linger", config.FormatDuration(c.WakeLinger)),
 		slog.Int("stream_replicas", c.StreamReplicas),
 		slog.String("stream_placement_tags", c.PlacementTags),
 		slog.String("duplicate_window", config.FormatDuration(c.DuplicateWindow)),

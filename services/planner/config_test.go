@@ -72,7 +72,7 @@ func TestParseConfig(t *testing.T) {
 			name: "every planner flag",
 			args: []string{"-http-addr", ":0", "-redis-key-prefix", "f", "-catch-up-window", "2h", "-lease", "10s",
 				"-batch", "1", "-concurrency", "1", "-max-idle", "1ms", "-stream-replicas", "5",
-				"-duplicate-window", "1s", "-min-retry-interval", "1s", "-shutdown-timeout", "1s", "-lookahead", "2s"},
+				"-duplicate-window", "1s", "-min-retry-interval", "1s", "-shutdown-timeout", "1s", "-lookahead", "2s", "-wake-linger", "0"},
 			env: map[string]string{"RESCHED_PLANNER_BATCH": "7", "RESCHED_PLANNER_LEASE": "1m"},
 			want: with(def, func(c *Config) {
 				c.HTTPAddr = ":0"
@@ -87,6 +87,7 @@ func TestParseConfig(t *testing.T) {
 				c.MinRetryInterval = time.Second
 				c.ShutdownTimeout = time.Second
 				c.Lookahead = 2 * time.Second
+				c.WakeLinger = 0
 			}),
 		},
 		{

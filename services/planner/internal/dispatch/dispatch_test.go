@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -344,9 +345,17 @@ func TestDeletionStopsFutureFires(t *testing.T) {
 	}
 }
 
-type counter struct{ published atomic.Int64 }
+type counter struct {
+	published atomic.Int64
+	mu        sync.Mutex
+	claims    []int // the size of every claim that took jobs
+}
 
-func (c *counter) Claimed(int)           {}
+func (c *counter) Claimed(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.claims = append(c.claims, n)
+}
 func (c *counter) Published(n int)       { c.published.Add(int64(n)) }
 func (c *counter) Skipped(int)           {}
 func (c *counter) FireLag(time.Duration) {}

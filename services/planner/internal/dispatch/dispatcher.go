@@ -68,6 +68,10 @@ type Config struct {
 	// CatchUpRate is the most missed occurrences one job fires per second; default 10.
 	CatchUpRate int
 	MaxIdle     time.Duration // longest wait between two looks at a partition; default 1 s
+	// WakeLinger is how long a partition woken (by a put) waits for the wake-ups that follow
+	// before it looks, never past the look it had planned: a stream of jobs put to run now then
+	// goes out a batch a round, not one round (a claim, a publish, an advance) each. Zero: at once.
+	WakeLinger time.Duration
 	// Lookahead reads jobs this long before they are due, so their messages are ready and each
 	// is published the moment it is due (never before): fire lag is then the publish alone.
 	Lookahead   time.Duration

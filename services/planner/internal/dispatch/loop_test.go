@@ -28,6 +28,7 @@ const loopLease = time.Second
 
 // plannerProc is one planner's dispatch side: its leases and its dispatcher's loop.
 type plannerProc struct {
+	d      *dispatch.Dispatcher
 	leases *lease.Leases
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -48,6 +49,7 @@ func (e *env) startPlanner(id string, m dispatch.Metrics, tune ...func(*dispatch
 		t(&cfg)
 	}
 	d = dispatch.New(cfg)
+	pp.d = d
 	pp.wg.Go(func() { _ = pp.leases.Run(ctx) })
 	pp.wg.Go(func() { _ = d.Run(ctx) })
 	e.t.Cleanup(func() { pp.stop(true) })
@@ -116,6 +118,36 @@ func uriOf(r received) string {
 	var a job.Action
 	_ = json.Unmarshal(r.due.Action, &a)
 	return a.Request.URI
+}
+
+// A partition woken by a put waits its WakeLinger for the puts that follow and takes them in one
+// claim; a linger longer than the look it had planned ends at that look, not before, not after.
+func TestLoopWakeLingerHoldsTheRoundUpToThePlannedLook(t *testing.T) {
+	const maxIdle = 2 * time.Second
+	e := setup(t)
+	e.useRealClock()
+	ds := e.watchDue()
+	m := &counter{}
+	pp := e.startPlanner("p1", m, func(c *dispatch.Config) { c.WakeLinger, c.MaxIdle = time.Hour, maxIdle })
+	runNow := `{"action":{"type":"Http","request":{"method":"GET","uri":"http://localhost:9/now"}}}`
+	e.put("warm-up", runNow) // found when the lease is taken; the partition then sleeps maxIdle
+	testenv.Eventually(t, 10*time.Second, "the warm-up job published", func() bool { return len(ds.all()) == 1 })
+	e.put("a", runNow)
+	pp.d.Wake(e.store.PartitionOf("c"))
+	e.put("b", runNow)
+	pp.d.Wake(e.store.PartitionOf("c"))
+	testenv.Eventually(t, 10*time.Second, "both jobs published at the planned look, not after the hour's linger", func() bool { return len(ds.all()) == 3 })
+	msgs := ds.all()
+	// The round that published the warm-up ended after the stream stored it, and planned its
+	// next look maxIdle later.
+	if waited := msgs[1].stored.Sub(msgs[0].stored); waited < maxIdle {
+		t.Errorf("the woken partition looked %v after the warm-up's round, before its planned look (%v): it did not linger", waited, maxIdle)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !slices.Equal(m.claims, []int{1, 2}) {
+		t.Errorf("claims %v, want the warm-up alone, then both jobs in one", m.claims)
+	}
 }
 
 // A job put, fired, deleted and put again under the same name is a new job: the loop fires it

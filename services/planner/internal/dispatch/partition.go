@@ -57,7 +57,8 @@ func (pd *partitionDispatcher) run(ctx context.Context) {
 	}
 }
 
-// sleep waits until earliest less the lookahead (zero: no due job), at most MaxIdle, or a wake.
+// sleep waits until earliest less the lookahead (zero: no due job), at most MaxIdle, or a wake
+// and its linger.
 func (pd *partitionDispatcher) sleep(ctx context.Context, earliest time.Time) {
 	wait := pd.cfg.MaxIdle
 	if !earliest.IsZero() {
@@ -72,6 +73,22 @@ func (pd *partitionDispatcher) sleep(ctx context.Context, earliest time.Time) {
 	case <-ctx.Done():
 	case <-t.C:
 	case <-pd.wake[pd.p]:
+		pd.linger(ctx, t.C)
+	}
+}
+
+// linger waits WakeLinger after a wake-up, or less when the planned look (planned) or ctx
+// comes first.
+func (pd *partitionDispatcher) linger(ctx context.Context, planned <-chan time.Time) {
+	if pd.cfg.WakeLinger <= 0 {
+		return
+	}
+	l := time.NewTimer(pd.cfg.WakeLinger)
+	defer l.Stop()
+	select {
+	case <-ctx.Done():
+	case <-planned:
+	case <-l.C:
 	}
 }
 
