@@ -69,7 +69,7 @@ bench: ## run the Go benchmarks of BENCH_PKGS (figures in docs/benchmarks.md)
 		(cd $${p%%/*} && go test -run='^$$' -bench=. -benchmem -benchtime="$$t" -timeout=30m ./$${p#*/}/); \
 	done
 
-bench-e2e: build deps ## the whole system end to end (processes, HTTP sink): a burst of 100,000 and 1,000/s and 5,000/s for 60 s (docs/benchmarks.md)
+bench-e2e: build deps ## the whole system end to end (processes, HTTP sink): a burst of 100,000, 1,000/s and 5,000/s for 60 s aligned and spread (docs/benchmarks.md)
 	cd services && RESCHED_E2E=full go test -count=1 -v -timeout 30m -run '^TestEndToEnd$$' ./e2ebench/
 
 chaos: deps ## the full fault run of docs/reliability.md (about 8 minutes): kills, restarts, an outage of every planner
