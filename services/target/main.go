@@ -56,6 +56,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// arrivalLayout is RFC 3339 with milliseconds: the expected time of a job put to run now has
+// them, and a line must show its request arriving after it, not in the same second.
+const arrivalLayout = "2006-01-02T15:04:05.000Z07:00"
+
 // handler prints each request on one line and answers 200, or 500 under /fail/.
 func handler(out io.Writer, now func() time.Time) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -66,7 +70,7 @@ func handler(out io.Writer, now func() time.Time) http.Handler {
 		}
 		h := r.Header
 		fmt.Fprintf(out, "%s %d %s %s job=%s/%s expected=%s tag=%s request=%s body=%q\n",
-			now().UTC().Format(time.RFC3339), status, r.Method, r.URL.Path,
+			now().UTC().Format(arrivalLayout), status, r.Method, r.URL.Path,
 			h.Get("x-ms-scheduler-jobcollectionid"), h.Get("x-ms-scheduler-jobid"),
 			h.Get("x-ms-scheduler-expected-execution-time"), h.Get("x-ms-scheduler-execution-tag"),
 			h.Get("x-ms-client-request-id"), body)

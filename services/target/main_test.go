@@ -11,7 +11,7 @@ import (
 
 func TestHandlerPrintsDeliveriesAndFailsUnderFail(t *testing.T) {
 	var out bytes.Buffer
-	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	at := time.Date(2026, 1, 2, 3, 4, 5, 7*int(time.Millisecond), time.UTC)
 	srv := httptest.NewServer(handler(&out, func() time.Time { return at }))
 	defer srv.Close()
 	for path, want := range map[string]int{"/ping": 200, "/fail/now": 500} {
@@ -28,7 +28,7 @@ func TestHandlerPrintsDeliveriesAndFailsUnderFail(t *testing.T) {
 			t.Errorf("%s answered %d, want %d", path, resp.StatusCode, want)
 		}
 	}
-	for _, want := range []string{"2026-01-02T03:04:05Z 200 POST /ping job=c/j", `tag=abc`, `body="hello"`, "500 POST /fail/now"} {
+	for _, want := range []string{"2026-01-02T03:04:05.007Z 200 POST /ping job=c/j", `tag=abc`, `body="hello"`, "500 POST /fail/now"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
