@@ -117,7 +117,7 @@ func (c *Config) settings() []config.Setting {
 		config.Define("lease", "lease", p+"LEASE", "how long a planner's lease on a partition lasts unrenewed: how soon the partitions of a planner that died are taken over", config.Duration(&c.Lease, time.Second)),
 		config.Define("batch", "batch", p+"BATCH", "due jobs per claim", config.Int(&c.Batch, 1, 10_000)),
 		config.Define("concurrency", "concurrency", p+"CONCURRENCY", "partitions of the due set dispatched at once", config.Int(&c.Concurrency, 1, store.MaxPartitions)),
-		config.Define("max idle", "max-idle", p+"MAX_IDLE", "longest wait between two looks at a partition with nothing due soon (a job put through any planner wakes it at once)", config.Duration(&c.MaxIdle, time.Millisecond)),
+		config.Define("max idle", "max-idle", p+"MAX_IDLE", "longest wait between two looks at a partition with nothing due soon (a job put through any planner wakes it, after the wake linger)", config.Duration(&c.MaxIdle, time.Millisecond)),
 		config.Define("lookahead", "lookahead", p+"LOOKAHEAD", "read and prepare jobs this long before they are due; each is still published at its time (0 to turn off)", config.Duration(&c.Lookahead, 0)),
 		config.Define("wake linger", "wake-linger", p+"WAKE_LINGER", "how long a partition woken by a put waits for the puts that follow before it looks, so that jobs put to run now go out together (0: at once); never past the look the partition had planned, so at most max idle", config.Duration(&c.WakeLinger, 0)),
 		config.Define("stream replicas", "stream-replicas", p+"STREAM_REPLICAS", "JetStream replicas of the streams when they are created (3 on a cluster); an existing stream keeps its own", config.Int(&c.StreamReplicas, 1, 5)),
