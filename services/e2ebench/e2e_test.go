@@ -148,14 +148,14 @@ func steady(t *testing.T, s *stack, sk *sink, rate int, d time.Duration) {
 // delivery, its put included; so is the CPU per fire. What the put alone costs is measured
 // first, at the same rate for at most 10 s, with jobs that never come due in the run.
 func spread(t *testing.T, s *stack, sk *sink, rate int, d time.Duration) {
-	const c = "spread"
+	const c, putOnly = "spread", "spread-put"
 	n := rate * int(min(d, 10*time.Second)/time.Second)
-	s.request(t, "collections.put."+c, `{}`)
+	s.request(t, "collections.put."+putOnly, `{}`)
 	later := `{"startTime": "` + time.Now().Add(24*time.Hour).UTC().Format(time.RFC3339) + `", ` + action(sk.url+"/spread") + `}`
 	before := s.cpu(t)
-	s.putEvenly(t, c, rate, 0, n, later)
+	s.putEvenly(t, putOnly, rate, n, later)
 	putCPU := total(before, s.cpu(t))
-	s.request(t, "collections.delete."+c, "")
+	s.request(t, "collections.delete."+putOnly, "")
 
 	sk.reset()
 	s.request(t, "collections.put."+c, `{}`)
@@ -163,7 +163,7 @@ func spread(t *testing.T, s *stack, sk *sink, rate int, d time.Duration) {
 	cpu := s.cpu(t)
 	defer s.profile(t, fmt.Sprint("spread-", rate), d)()
 	start := time.Now()
-	putFor := s.putEvenly(t, c, rate, n, n+want, `{`+action(sk.url+"/spread")+`}`)
+	putFor := s.putEvenly(t, c, rate, want, `{`+action(sk.url+"/spread")+`}`)
 	testenv.Eventually(t, 2*time.Minute, "every occurrence delivered", func() bool { return sk.count() >= want })
 	testenv.Eventually(t, time.Minute, "every result recorded", func() bool {
 		return s.pending(t, dueStream, workers) == 0 && s.pending(t, resultsStream, resultsReaders) == 0

@@ -173,10 +173,10 @@ func (s *stack) putJobs(t testing.TB, c string, n int, props func(i int) string)
 	apitest.BulkPut(t, s.nc, c, n, func(i int) string { return "j" + strconv.Itoa(i) }, props)
 }
 
-// putEvenly puts jobs j<first> to j<end-1> in collection c (which must exist) at rate a second,
+// putEvenly puts n jobs, j0 to j<n-1>, in collection c (which must exist) at rate a second,
 // evenly: each millisecond one jobs.bulk request with the jobs due by then, not waiting for the
 // answers of the ones before (at most 32 of them). It returns how long the puts took.
-func (s *stack) putEvenly(t testing.TB, c string, rate, first, end int, props string) time.Duration {
+func (s *stack) putEvenly(t testing.TB, c string, rate, n int, props string) time.Duration {
 	t.Helper()
 	name := func(i int) string { return "j" + strconv.Itoa(i) }
 	sem := make(chan struct{}, 32)
@@ -185,9 +185,9 @@ func (s *stack) putEvenly(t testing.TB, c string, rate, first, end int, props st
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	start := time.Now()
-	for put := first; put < end && failed.Load() == nil; {
+	for put := 0; put < n && failed.Load() == nil; {
 		<-tick.C
-		next := min(first+int(time.Since(start)*time.Duration(rate)/time.Second), end)
+		next := min(int(time.Since(start)*time.Duration(rate)/time.Second), n)
 		if next == put {
 			continue
 		}

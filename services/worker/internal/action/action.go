@@ -27,10 +27,10 @@ type Meta struct {
 // only when the time has them. A schedule's executions are whole seconds and print as the
 // original did; a job put without a startTime runs first at the millisecond it was accepted, and
 // a header cut to the second would tell its target it ran up to a second later than it did.
-func (m Meta) ExpectedExecutionTime() string { return m.Scheduled.UTC().Format(ExpectedTimeLayout) }
+func (m Meta) ExpectedExecutionTime() string { return m.Scheduled.UTC().Format(expectedTimeLayout) }
 
-// ExpectedTimeLayout is the layout of ExpectedExecutionTime.
-const ExpectedTimeLayout = "2006-01-02T15:04:05.999Z07:00"
+// expectedTimeLayout is the layout of ExpectedExecutionTime.
+const expectedTimeLayout = "2006-01-02T15:04:05.999Z07:00"
 
 // Bounded returns ctx ended by the time-out d from now. A ctx that already ends as soon is
 // returned as it is, with a cancel that does nothing: the executor bounds every attempt by the
