@@ -150,6 +150,26 @@ func TestLoopWakeLingerHoldsTheRoundUpToThePlannedLook(t *testing.T) {
 	}
 }
 
+// A stop is not held by a linger: the loop ends at once, though the linger and the planned look
+// are an hour away.
+func TestLoopStopEndsALinger(t *testing.T) {
+	e := setup(t)
+	e.useRealClock()
+	pp := e.startPlanner("p1", nil, func(c *dispatch.Config) { c.WakeLinger, c.MaxIdle = time.Hour, time.Hour })
+	testenv.Eventually(t, 10*time.Second, "the partition held", func() bool { return len(pp.leases.Held()) > 0 })
+	pp.d.Wake(e.store.PartitionOf("c"))
+	stopped := make(chan struct{})
+	go func() { pp.stop(true); close(stopped) }()
+	testenv.Eventually(t, 10*time.Second, "the loop stopped while lingering", func() bool {
+		select {
+		case <-stopped:
+			return true
+		default:
+			return false
+		}
+	})
+}
+
 // A job put, fired, deleted and put again under the same name is a new job: the loop fires it
 // with its new action and numbering, never with the deleted job's (whose compiled schedule and
 // action a dispatcher may still hold).
