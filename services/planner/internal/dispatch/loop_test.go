@@ -32,6 +32,8 @@ type plannerProc struct {
 	leases *lease.Leases
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// woken holds the partitions whose acquisition has woken their dispatcher.
+	woken sync.Map
 }
 
 // startPlanner runs a planner's leases and dispatcher until stop. The test's own leases are
@@ -43,7 +45,7 @@ func (e *env) startPlanner(id string, m dispatch.Metrics, tune ...func(*dispatch
 	pp := &plannerProc{cancel: cancel}
 	var d *dispatch.Dispatcher
 	pp.leases = lease.New(lease.Config{Store: e.store, ID: id, TTL: loopLease, Start: time.Now(),
-		Acquired: func(p int) { d.Wake(p) }})
+		Acquired: func(p int) { d.Wake(p); pp.woken.Store(p, true) }})
 	cfg := dispatch.Config{Store: e.store, JS: e.js, Leases: pp.leases, Subjects: e.subj, Metrics: m}
 	for _, t := range tune {
 		t(&cfg)
@@ -156,8 +158,13 @@ func TestLoopStopEndsALinger(t *testing.T) {
 	e := setup(t)
 	e.useRealClock()
 	pp := e.startPlanner("p1", nil, func(c *dispatch.Config) { c.WakeLinger, c.MaxIdle = time.Hour, time.Hour })
-	testenv.Eventually(t, 10*time.Second, "the partition held", func() bool { return len(pp.leases.Held()) > 0 })
-	pp.d.Wake(e.store.PartitionOf("c"))
+	// The acquisition's wake-up, once taken, begins a linger of an hour (no job, so nothing is
+	// planned sooner).
+	p := e.store.PartitionOf("c")
+	testenv.Eventually(t, 10*time.Second, "the acquisition's wake-up taken", func() bool {
+		_, woken := pp.woken.Load(p)
+		return woken && !pp.d.WakePending(p)
+	})
 	stopped := make(chan struct{})
 	go func() { pp.stop(true); close(stopped) }()
 	testenv.Eventually(t, 10*time.Second, "the loop stopped while lingering", func() bool {
