@@ -40,9 +40,9 @@ TESTFLAGS ?=
 help: ## list the targets
 	@echo "usage: make <target>"
 	@echo
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12 | sed 's/^/  /'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12 | sed 's/^/  /'
 
-build: ## build bin/planner, bin/worker, bin/schedctl and bin/target (the example HTTP target)
+build: ## build bin/planner, bin/worker, bin/schedctl, bin/gateway and bin/target (the example HTTP target)
 	go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./services/,$(COMMANDS))
 
 deps: ## install what the tests need when missing: redis-server, the emulators' Node packages, zsh and fish, chromium and playwright-core
