@@ -3,8 +3,8 @@ package bus_test
 import (
 	"context"
 	"strconv"
+	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/internal/natstest"
+	"github.com/resched/resched/services/internal/testenv"
 )
 
 // BenchmarkDueStream measures what the due stream costs per occurrence in CPU (nats-server and
@@ -28,8 +29,11 @@ func BenchmarkDueStream(b *testing.B) {
 }
 
 func benchDueStream(b *testing.B, per int) {
-	ctx := context.Background()
 	srv := natstest.Start(b)
+	// The workers end before the server does, even when the benchmark fails half way.
+	ctx, cancel := context.WithCancel(context.Background())
+	var workers sync.WaitGroup
+	b.Cleanup(func() { cancel(); workers.Wait() })
 	js, err := jetstream.New(srv.Connect(b), jetstream.WithPublishAsyncMaxPending(4000))
 	if err != nil {
 		b.Fatal(err)
@@ -49,13 +53,12 @@ func benchDueStream(b *testing.B, per int) {
 	}
 	msgs := (b.N + per - 1) / per
 	var pulled atomic.Int64
-	done := make(chan struct{})
 	for range 2 {
-		go pullAndAck(ctx, b, srv, subjects, &pulled, int64(msgs), done)
+		workers.Go(func() { pullAndAck(ctx, b, srv, subjects, &pulled, int64(msgs)) })
 	}
 
 	b.ResetTimer()
-	start := processCPU(b)
+	start := testenv.ProcessCPU(b)
 	for first := 0; first < msgs; first += 256 / per {
 		var acks []jetstream.PubAckFuture
 		for i := first; i < min(first+256/per, msgs); i++ {
@@ -75,16 +78,14 @@ func benchDueStream(b *testing.B, per int) {
 			}
 		}
 	}
-	<-done
-	<-done
+	workers.Wait()
 	b.StopTimer()
-	b.ReportMetric(float64((processCPU(b)-start).Microseconds())/float64(b.N), "cpu-µs/occurrence")
+	b.ReportMetric(float64((testenv.ProcessCPU(b)-start).Microseconds())/float64(b.N), "cpu-µs/occurrence")
 }
 
 // pullAndAck is one worker: it fetches up to 16 messages at a time and acknowledges each,
-// until all messages have been pulled.
-func pullAndAck(ctx context.Context, b *testing.B, srv *natstest.Server, subjects bus.Subjects, pulled *atomic.Int64, all int64, done chan<- struct{}) {
-	defer func() { done <- struct{}{} }()
+// until all messages have been pulled or ctx ends.
+func pullAndAck(ctx context.Context, b *testing.B, srv *natstest.Server, subjects bus.Subjects, pulled *atomic.Int64, all int64) {
 	js, err := jetstream.New(srv.Connect(b))
 	if err != nil {
 		b.Error(err)
@@ -95,7 +96,7 @@ func pullAndAck(ctx context.Context, b *testing.B, srv *natstest.Server, subject
 		b.Error(err)
 		return
 	}
-	for pulled.Load() < all {
+	for pulled.Load() < all && ctx.Err() == nil {
 		batch, err := cons.Fetch(16, jetstream.FetchMaxWait(50*time.Millisecond))
 		if err != nil {
 			b.Error(err)
@@ -109,13 +110,4 @@ func pullAndAck(ctx context.Context, b *testing.B, srv *natstest.Server, subject
 			pulled.Add(1)
 		}
 	}
-}
-
-// processCPU is the CPU time this process has used, user and system.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatalf("getrusage: %v", err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
