@@ -115,7 +115,7 @@ func (c *Config) settings() []config.Setting {
 		config.Define("catch-up policy", "catch-up-policy", p+"CATCH_UP_POLICY", "what fires of the occurrences missed while every planner was down: latest (only the latest) or all (every one, in order); a job's recurrence.catchUpPolicy overrides it", config.Text(&c.policyText, checkPolicy)),
 		config.Define("catch-up rate", "catch-up-rate", p+"CATCH_UP_RATE", "most missed occurrences one job fires per second while it catches up", config.Int(&c.CatchUpRate, 1, 10_000)),
 		config.Define("lease", "lease", p+"LEASE", "how long a planner's lease on a partition lasts unrenewed: how soon the partitions of a planner that died are taken over", config.Duration(&c.Lease, time.Second)),
-		config.Define("batch", "batch", p+"BATCH", "due jobs per claim", config.Int(&c.Batch, 1, 10_000)),
+		config.Define("batch", "batch", p+"BATCH", "due jobs advanced together (a round reads up to 32 batches)", config.Int(&c.Batch, 1, 10_000)),
 		config.Define("concurrency", "concurrency", p+"CONCURRENCY", "partitions of the due set dispatched at once", config.Int(&c.Concurrency, 1, store.MaxPartitions)),
 		config.Define("max idle", "max-idle", p+"MAX_IDLE", "longest wait between two looks at a partition with nothing due soon (a job put through any planner wakes it, after the wake linger)", config.Duration(&c.MaxIdle, time.Millisecond)),
 		config.Define("lookahead", "lookahead", p+"LOOKAHEAD", "read and prepare jobs this long before they are due; each is still published at its time (0 to turn off)", config.Duration(&c.Lookahead, 0)),

@@ -60,7 +60,7 @@ type Config struct {
 	Logger   *slog.Logger
 	Metrics  Metrics
 
-	Batch   int           // jobs read per claim, and most messages published per batch; default 256
+	Batch   int           // jobs advanced together, and most messages published per batch; default 256
 	CatchUp time.Duration // an occurrence this late or later never fires; default 1 h
 	// CatchUpPolicy applies to occurrences missed while every planner was down, for jobs without
 	// their own; default Latest.
@@ -102,11 +102,18 @@ func (c *Config) defaults() {
 	}
 }
 
+// roundBatches is how many batches one round of a partition reads and publishes before it
+// awaits the first one's acknowledgements (batch): 8,192 jobs at the default batch, so that
+// thousands due at one second are all read within the lookahead and go out at once. It also
+// bounds what a partition holds in memory for a round, about 1 KB a message.
+const roundBatches = 32
+
 // JetStreamOptions are the options of the JetStream context the dispatcher publishes with: room
-// for every publish it may have unacknowledged at once (Concurrency batches of at most Batch
-// messages), since past nats.go's limit (4,000 by default) a publish stalls and then fails.
+// for every publish it may have unacknowledged at once (Concurrency rounds of roundBatches
+// batches of at most Batch messages), since past nats.go's limit (4,000 by default) a publish
+// stalls and then fails. The limit allocates nothing.
 func JetStreamOptions(concurrency, batch int) []jetstream.JetStreamOpt {
-	return []jetstream.JetStreamOpt{jetstream.WithPublishAsyncMaxPending(max(4000, cmpOr(concurrency, 16)*cmpOr(batch, 256)+1000))}
+	return []jetstream.JetStreamOpt{jetstream.WithPublishAsyncMaxPending(max(4000, cmpOr(concurrency, 16)*cmpOr(batch, 256)*roundBatches+1000))}
 }
 
 func cmpOr[T comparable](v, d T) T {

@@ -148,37 +148,88 @@ func (m *outgoing) wait(ctx context.Context) error {
 	}
 }
 
-// batch reads one batch of due jobs, publishes what fires and advances them. full says the
-// batch was as large as allowed, so more may be due.
+// chunk is one batch of a round: jobs advanced together, and their messages.
+type chunk struct {
+	jobs []pending
+	msgs []*outgoing
+}
+
+// batch reads up to roundBatches batches of due jobs, publishes what fires, then confirms and
+// advances a batch at a time. Every batch is published before the first one's acknowledgements
+// are awaited: a round trip per batch had kept the due stream waiting, so 5,000 jobs due at
+// one second went out over 250 ms in 20 rounds. full says the read was as large as allowed, so
+// more may be due.
 func (pd *partitionDispatcher) batch(ctx context.Context) (full bool, earliest time.Time, err error) {
 	now := pd.cfg.Clock()
-	members, earliest, err := pd.cfg.Store.Claim(ctx, pd.p, pd.cfg.Leases.Token(), now.Add(pd.cfg.Lookahead), pd.cfg.Batch)
+	limit := pd.cfg.Batch * roundBatches
+	members, earliest, err := pd.cfg.Store.Claim(ctx, pd.p, pd.cfg.Leases.Token(), now.Add(pd.cfg.Lookahead), limit)
 	if err != nil || len(members) == 0 {
 		return false, earliest, err
 	}
 	pd.cfg.Metrics.Claimed(len(members))
-	recs, held, err := pd.load(ctx, members)
-	if err != nil {
-		return false, earliest, err
+	chunks, cut, lerr := pd.prepareAll(ctx, members, now)
+	if len(chunks) == 0 {
+		return false, earliest, lerr
 	}
+	for _, c := range chunks {
+		left, err := pd.finish(ctx, c)
+		if !left.IsZero() {
+			earliest = left
+		}
+		if err != nil {
+			return false, earliest, errors.Join(lerr, err)
+		}
+	}
+	return len(members) == limit || cut, earliest, lerr
+}
+
+// prepareAll reads the claimed jobs a batch at a time, decides what each fires and publishes
+// the messages already due as it goes (the rest are sent at their time, once all are read).
+// cut says some jobs were left for the next round: a batch publishes at most Batch messages.
+// A read that fails after some batches ends the reading; those are still published and
+// advanced, and the error returned beside them.
+func (pd *partitionDispatcher) prepareAll(ctx context.Context, members []string, now time.Time) ([]*chunk, bool, error) {
 	r := pd.rules()
-	jobs := make([]pending, 0, len(recs))
-	var msgs []*outgoing
-	for i, rec := range recs {
-		if rec == nil {
-			continue // deleted since the claim: the delete took it out of the due set
+	var chunks []*chunk
+	var unsent []*outgoing
+	for start := 0; start < len(members); start += pd.cfg.Batch {
+		recs, held, err := pd.load(ctx, members[start:min(start+pd.cfg.Batch, len(members))])
+		if err != nil {
+			pd.send(ctx, unsent, true)
+			return chunks, true, err
 		}
-		pj := pd.prepare(rec, held[i], now, r)
-		if len(msgs)+len(pj.msgs) > pd.cfg.Batch && len(jobs) > 0 {
-			break // a batch publishes at most Batch messages; the rest stay due
+		c := &chunk{jobs: make([]pending, 0, len(recs))}
+		cut := false
+		for i, rec := range recs {
+			if rec == nil {
+				continue // deleted since the claim: the delete took it out of the due set
+			}
+			pj := pd.prepare(rec, held[i], now, r)
+			if len(c.msgs)+len(pj.msgs) > pd.cfg.Batch && len(c.jobs) > 0 {
+				cut = true // the rest stay due
+				break
+			}
+			c.jobs = append(c.jobs, pj)
+			c.msgs = append(c.msgs, pj.msgs...)
 		}
-		jobs = append(jobs, pj)
-		msgs = append(msgs, pj.msgs...)
+		chunks = append(chunks, c)
+		unsent = pd.send(ctx, append(unsent, c.msgs...), false)
+		if cut {
+			pd.send(ctx, unsent, true)
+			return chunks, true, nil
+		}
 	}
-	published, err := pd.publish(ctx, msgs)
+	pd.send(ctx, unsent, true)
+	return chunks, false, nil
+}
+
+// finish waits for a batch's acknowledgements and advances the jobs whose messages were all
+// stored; it returns the earliest time left in the due set (zero when not advanced).
+func (pd *partitionDispatcher) finish(ctx context.Context, c *chunk) (time.Time, error) {
+	published, err := pd.confirm(ctx, c.msgs)
 	pd.cfg.Metrics.Published(published)
-	moves := make([]store.Advance, 0, len(jobs))
-	for _, pj := range jobs {
+	moves := make([]store.Advance, 0, len(c.jobs))
+	for _, pj := range c.jobs {
 		if slices.ContainsFunc(pj.msgs, func(m *outgoing) bool { return !m.ok }) {
 			continue // not advanced: the next round reads it again, and JetStream drops a copy
 		}
@@ -187,18 +238,15 @@ func (pd *partitionDispatcher) batch(ctx context.Context) (full bool, earliest t
 			pd.cfg.Metrics.Skipped(len(pj.move.History))
 		}
 	}
-	if len(moves) > 0 {
-		ended, left, aerr := pd.cfg.Store.Advance(ctx, pd.p, pd.cfg.Leases.Token(), moves)
-		if aerr != nil {
-			return false, earliest, errors.Join(err, aerr)
-		}
-		earliest = left
-		pd.announce(ended)
+	if len(moves) == 0 {
+		return time.Time{}, err
 	}
-	if err != nil {
-		return false, earliest, err
+	ended, left, aerr := pd.cfg.Store.Advance(ctx, pd.p, pd.cfg.Leases.Token(), moves)
+	if aerr != nil {
+		return time.Time{}, errors.Join(err, aerr)
 	}
-	return len(members) == pd.cfg.Batch || len(jobs) < len(recs), earliest, nil
+	pd.announce(ended)
+	return left, err
 }
 
 // load reads the claimed jobs, with the definitions only of those this partition does not
@@ -287,19 +335,27 @@ func (pd *partitionDispatcher) prepare(rec *store.Job, held *compiled, now time.
 	return pj
 }
 
-// publish sends the messages in time order, each once it is due (a lookahead read some early,
-// and none may reach a worker before its time), then waits for their acknowledgements. Those
-// that fail are sent again, over about two seconds in all (a stream leader election), under the
-// same message id, so a copy that did get stored is dropped. It returns how many were
-// acknowledged.
-func (pd *partitionDispatcher) publish(ctx context.Context, msgs []*outgoing) (int, error) {
+// send publishes msgs in time order, without waiting for their acknowledgements, and returns
+// those it left: with all, each once it is due (a lookahead read some early, and none may
+// reach a worker before its time) and none left; without, only those due already.
+func (pd *partitionDispatcher) send(ctx context.Context, msgs []*outgoing, all bool) []*outgoing {
 	slices.SortStableFunc(msgs, func(a, b *outgoing) int { return a.at.Compare(b.at) })
-	for _, m := range msgs {
+	for i, m := range msgs {
 		if wait := m.at.Sub(pd.cfg.Clock()); wait > 0 {
+			if !all {
+				return msgs[i:]
+			}
 			pd.pause(ctx, wait)
 		}
 		m.send(pd.cfg.JS)
 	}
+	return nil
+}
+
+// confirm waits for the acknowledgements of messages sent. Those that fail are sent again,
+// over about two seconds in all (a stream leader election), under the same message id, so a
+// copy that did get stored is dropped. It returns how many were acknowledged.
+func (pd *partitionDispatcher) confirm(ctx context.Context, msgs []*outgoing) (int, error) {
 	acked := 0
 	for try := 0; ; try++ {
 		var failed int

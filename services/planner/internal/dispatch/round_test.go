@@ -1,0 +1,97 @@
+package dispatch_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/resched/resched/services/internal/testenv"
+	"github.com/resched/resched/services/planner/internal/dispatch"
+)
+
+// gatedJS publishes through the real JetStream but hands the dispatcher each acknowledgement
+// only once the test opens the gate, so a test sees what the dispatcher sends before it has
+// any acknowledgement.
+type gatedJS struct {
+	jetstream.JetStream
+	gate chan struct{} // closed: acknowledgements pass
+
+	mu   sync.Mutex
+	sent int
+}
+
+func (g *gatedJS) PublishMsgAsync(m *nats.Msg, opts ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
+	f, err := g.JetStream.PublishMsgAsync(m, opts...)
+	if err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	g.sent++
+	g.mu.Unlock()
+	return &gatedAck{PubAckFuture: f, gate: g.gate}, nil
+}
+
+func (g *gatedJS) count() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.sent
+}
+
+type gatedAck struct {
+	jetstream.PubAckFuture
+	gate chan struct{}
+}
+
+func (a *gatedAck) Ok() <-chan *jetstream.PubAck {
+	out := make(chan *jetstream.PubAck, 1)
+	go func() {
+		<-a.gate
+		out <- <-a.PubAckFuture.Ok()
+	}()
+	return out
+}
+
+// A round publishes all its batches before it waits for the first one's acknowledgements:
+// 5,000 jobs due at one second once went out a batch per round trip, over a quarter second.
+// Here 5 batches of 10 are all sent while no acknowledgement has come, and once they come
+// every job is advanced, a batch at a time.
+func TestRoundSendsEveryBatchBeforeTheAcknowledgements(t *testing.T) {
+	e := setup(t)
+	const jobs = 50
+	for i := range jobs {
+		e.put(fmt.Sprint("j", i), `{"startTime":"2026-03-01T12:00:00Z",`+action+`,"recurrence":{"frequency":"Hour"}}`)
+	}
+	js := &gatedJS{JetStream: e.js, gate: make(chan struct{})}
+	d := dispatch.New(dispatch.Config{Store: e.store, JS: js, Leases: e.leases, Subjects: e.subj, Clock: e.clock.now,
+		Batch: 10, MaxIdle: 5 * time.Millisecond})
+	open := sync.OnceFunc(func() { close(js.gate) })
+	t.Cleanup(open) // a failed test lets the round end
+	done := make(chan int, 1)
+	go func() {
+		n, err := d.DispatchOnce(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		done <- n
+	}()
+	testenv.Eventually(t, 10*time.Second, "every batch sent before any acknowledgement", func() bool {
+		return js.count() == jobs
+	}, func() string { return fmt.Sprintf("%d of %d sent", js.count(), jobs) })
+	open()
+	if n := <-done; n != jobs {
+		t.Fatalf("published %d, want %d", n, jobs)
+	}
+	if got := e.drain(); len(got) != jobs {
+		t.Fatalf("%d occurrences on the due stream, want %d", len(got), jobs)
+	}
+	for i := range jobs {
+		rec, err := e.store.GetJob(context.Background(), "c", fmt.Sprint("j", i))
+		if err != nil || !rec.Next.Equal(t0.Add(time.Hour)) {
+			t.Fatalf("j%d not advanced: next %v (%v)", i, rec.Next, err)
+		}
+	}
+}
