@@ -21,8 +21,8 @@ const envPrefix = "RESCHED_WORKER_"
 // its time-out, and a worker scales out by replicas, not by one huge process.
 const maxConcurrency = 1024
 
-// maxResultLinger bounds ResultLinger: a result waits for company, not for long (its due
-// message is settled after it, and its job's history and status lag by as much).
+// maxResultLinger bounds ResultLinger and ResultMaxWait: a result waits for company, not for
+// long (its due message is settled after it, and its job's history and status lag by as much).
 const maxResultLinger = time.Second
 
 // Config is everything the worker reads at start. It is read once; changing it means a restart.
@@ -42,6 +42,7 @@ type Config struct {
 	MinRetryInterval time.Duration // floor under every retry interval
 	ShutdownTimeout  time.Duration // how long a stop waits for the deliveries in flight
 	ResultLinger     time.Duration // how long a result waits for others to go in one message
+	ResultMaxWait    time.Duration // how long results wait in all while the worker is delivering
 	StreamReplicas   int           // replicas of the streams, when a worker is the first to create them
 	PlacementTags    string        // comma-separated server tags the streams are placed on, when created
 
@@ -68,6 +69,7 @@ func defaultConfig() Config {
 		MinRetryInterval:     15 * time.Second,
 		ShutdownTimeout:      30 * time.Second,
 		ResultLinger:         100 * time.Millisecond,
+		ResultMaxWait:        500 * time.Millisecond,
 		StreamReplicas:       1,
 		OAuthAuthority:       "https://login.microsoftonline.com",
 		StorageQueueEndpoint: "https://{account}.queue.core.windows.net",
@@ -94,6 +96,7 @@ func (c *Config) settings() []config.Setting {
 		config.Define("HTTP time-out", "http-timeout", p+"HTTP_TIMEOUT", "time-out of one attempt: an HTTP request, a queue or Service Bus send", config.Duration(&c.AttemptTimeout, time.Millisecond)),
 		config.Define("minimum retry interval", "min-retry-interval", p+"MIN_RETRY_INTERVAL", "floor under every retry interval", config.Duration(&c.MinRetryInterval, time.Millisecond)),
 		config.Define("shutdown timeout", "shutdown-timeout", p+"SHUTDOWN_TIMEOUT", "how long a stop waits for the deliveries in flight", config.Duration(&c.ShutdownTimeout, time.Second)),
+		config.Define("result max wait", "result-max-wait", p+"RESULT_MAX_WAIT", "how long results wait in all, from the first, while the worker is still delivering, so that recording them takes the CPU after the deliveries (at least the linger)", config.Duration(&c.ResultMaxWait, 0)),
 		config.Define("result linger", "result-linger", p+"RESULT_LINGER", "how long a result waits for others to go with it in one message to the planners (0: at once); the due message is settled after", config.Duration(&c.ResultLinger, 0)),
 		config.Define("stream replicas", "stream-replicas", p+"STREAM_REPLICAS", "JetStream replicas of the streams, when a worker is the first to create them", config.Int(&c.StreamReplicas, 1, 5)),
 		config.Define("stream placement tags", "stream-placement-tags", p+"STREAM_PLACEMENT_TAGS", "comma-separated server tags of the NATS servers that hold the streams, when a worker is the first to create them", config.OptionalText(&c.PlacementTags, checkTags)),
@@ -118,6 +121,10 @@ func parseConfig(args []string, getenv func(string) string, output io.Writer) (C
 	if cfg.ResultLinger > maxResultLinger {
 		errs = append(errs, fmt.Errorf("result linger (-result-linger, %sRESULT_LINGER): %s is more than %s", envPrefix,
 			config.FormatDuration(cfg.ResultLinger), config.FormatDuration(maxResultLinger)))
+	}
+	if cfg.ResultMaxWait > maxResultLinger {
+		errs = append(errs, fmt.Errorf("result max wait (-result-max-wait, %sRESULT_MAX_WAIT): %s is more than %s", envPrefix,
+			config.FormatDuration(cfg.ResultMaxWait), config.FormatDuration(maxResultLinger)))
 	}
 	if len(errs) == 0 {
 		errs = append(errs, cfg.NATS.Check()...)
@@ -150,6 +157,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("min_retry_interval", config.FormatDuration(c.MinRetryInterval)),
 		slog.String("shutdown_timeout", config.FormatDuration(c.ShutdownTimeout)),
 		slog.String("result_linger", config.FormatDuration(c.ResultLinger)),
+		slog.String("result_max_wait", config.FormatDuration(c.ResultMaxWait)),
 		slog.Int("stream_replicas", c.StreamReplicas),
 		slog.String("stream_placement_tags", c.PlacementTags),
 		slog.String("oauth_authority", config.RedactURLs(c.OAuthAuthority)),

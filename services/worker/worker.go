@@ -67,7 +67,7 @@ func newWorker(cfg Config, logger *slog.Logger) (*worker, error) {
 		}),
 		Concurrency: cfg.Concurrency, AckWait: cfg.AckWait, MaxAckPending: cfg.MaxAckPending,
 		Streams:     bus.StreamOptions{Replicas: cfg.StreamReplicas, PlacementTags: bus.SplitTags(cfg.PlacementTags)},
-		StopTimeout: cfg.ShutdownTimeout, ResultLinger: cfg.ResultLinger,
+		StopTimeout: cfg.ShutdownTimeout, ResultLinger: cfg.ResultLinger, ResultMaxWait: cfg.ResultMaxWait,
 	})
 	w.http, err = health.Listen(cfg.HTTPAddr, health.Handler(health.Config{Gatherer: reg, Logger: logger, Version: version.String(), Profiling: cfg.Profiling,
 		Live: []health.Check{{Name: "nats", Func: w.conn.Live}}, Ready: []health.Check{

@@ -88,6 +88,10 @@ type Config struct {
 	// ResultLinger is how long a result waits for others to go with it in one message; 0
 	// sends it as soon as the stream may take another batch.
 	ResultLinger time.Duration
+	// ResultMaxWait is how long, from the first of them, results wait while the worker is still
+	// delivering, so that recording them takes the CPU after the deliveries; never less than
+	// ResultLinger.
+	ResultMaxWait time.Duration
 	// PublishTimeout bounds one publish of a result; default 10 s.
 	PublishTimeout time.Duration
 	// RetryDelay is the wait after a NATS failure before setting the consumer up again, or
@@ -100,6 +104,8 @@ type Consumer struct {
 	cfg        Config
 	log        *slog.Logger
 	ready      atomic.Bool
+	running    atomic.Int64   // attempts running
+	lastStart  atomic.Int64   // when the last attempt started, Unix ns
 	results    *reporter      // set by Run
 	escalating sync.WaitGroup // error actions being scheduled (finish)
 }
@@ -146,7 +152,10 @@ func (c *Consumer) Run(ctx context.Context) error {
 	defer abandon(nil)
 	// A fixed pool of delivery goroutines, rather than one per message: a new goroutine's
 	// stack grows again on every delivery, and that cost as much as a tenth of a delivery.
-	c.results = newReporter(c.cfg.JS, c.cfg.Subjects, c.cfg.ResultLinger, c.cfg.PublishTimeout, func(m *nats.Msg) error {
+	// A worker holds at most a quarter of the unsettled messages all workers may have in
+	// results waiting, so that a few workers holding theirs never stop the stream.
+	w := waits{linger: c.cfg.ResultLinger, most: c.cfg.ResultMaxWait, held: c.cfg.MaxAckPending / 4, quiet: c.quiet}
+	c.results = newReporter(c.cfg.JS, c.cfg.Subjects, w, c.cfg.PublishTimeout, func(m *nats.Msg) error {
 		return c.publish(work, m)
 	})
 	go c.results.run()
@@ -169,6 +178,14 @@ func (c *Consumer) Run(ctx context.Context) error {
 		return errors.Join(err, stopErr)
 	}
 	return err
+}
+
+// quiet is how long no attempt has been running: 0 while one runs, else since the last began.
+func (c *Consumer) quiet() time.Duration {
+	if c.running.Load() > 0 {
+		return 0
+	}
+	return time.Duration(time.Now().UnixNano() - c.lastStart.Load())
 }
 
 // stop waits for the deliveries in flight and the settling of those that have ended (their

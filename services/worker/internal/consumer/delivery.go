@@ -29,7 +29,10 @@ func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
 	// The heartbeat runs until the message is settled: a result waiting for the results
 	// stream (a stream leader election, a lingering batch) keeps its message this worker's.
 	beat := c.heartbeat(msg)
+	c.lastStart.Store(time.Now().UnixNano())
+	c.running.Add(1)
 	dec, err := c.cfg.Executor.Execute(ctx, a)
+	c.running.Add(-1)
 	if err != nil {
 		beat.stop()
 		c.malformed(msg, err)

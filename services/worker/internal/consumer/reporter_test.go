@@ -74,7 +74,7 @@ func startReporter(t *testing.T, h *heldAcks, retry func(*nats.Msg) error) *repo
 
 func startLingering(t *testing.T, h *heldAcks, linger time.Duration, retry func(*nats.Msg) error) *reporter {
 	t.Helper()
-	p := newReporter(h, bus.Subjects{Prefix: "scheduler"}, linger, within, retry)
+	p := newReporter(h, bus.Subjects{Prefix: "scheduler"}, waits{linger: linger}, within, retry)
 	go p.run()
 	t.Cleanup(func() {
 		h.release()
@@ -218,6 +218,103 @@ func TestLingeringResultsGoTogether(t *testing.T) {
 	<-closed
 	for range 2 {
 		if err := <-last; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// busyWorker is a worker's quiet for the reporter: busy (0) until the test says otherwise,
+// counting how often the reporter looked.
+type busyWorker struct {
+	mu    sync.Mutex
+	idle  bool
+	looks int
+}
+
+func (b *busyWorker) quiet() time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.looks++
+	if b.idle {
+		return time.Hour
+	}
+	return 0
+}
+
+func (b *busyWorker) looked() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.looks
+}
+
+func (b *busyWorker) rest() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.idle = true
+}
+
+func startWaiting(t *testing.T, h *heldAcks, w waits) *reporter {
+	t.Helper()
+	p := newReporter(h, bus.Subjects{Prefix: "scheduler"}, w, within, func(*nats.Msg) error {
+		t.Error("no publish should be retried")
+		return nil
+	})
+	go p.run()
+	t.Cleanup(func() {
+		h.release()
+		p.close()
+	})
+	return p
+}
+
+// While the worker is delivering, results wait past the linger and past a full batch, so that
+// recording them does not take the CPU the deliveries need; once it is quiet they go.
+func TestResultsWaitWhileTheWorkerDelivers(t *testing.T) {
+	h, busy := &heldAcks{}, &busyWorker{}
+	p := startWaiting(t, h, waits{linger: time.Nanosecond, most: time.Hour, held: 1000, quiet: busy.quiet})
+	rs := make([]bus.Result, maxReportBatch+44)
+	for i := range rs {
+		rs[i] = result("c", i)
+	}
+	out := sendAll(p, rs)
+	testenv.Eventually(t, within, "every result taken and the worker looked at after the linger", func() bool {
+		return len(p.in) == 0 && busy.looked() > 3
+	})
+	if n := len(h.published()); n != 0 {
+		t.Fatalf("%d messages published while the worker delivers, want none", n)
+	}
+	busy.rest()
+	testenv.Eventually(t, within, "the results to go once the worker is quiet", func() bool { return len(h.published()) == 2 })
+	h.release()
+	for range rs {
+		if err := <-out; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A busy worker's results go at the longest wait, or once it holds as many as it may.
+func TestResultsWaitNoLongerThanAllowed(t *testing.T) {
+	h, busy := &heldAcks{}, &busyWorker{}
+	p := startWaiting(t, h, waits{linger: time.Nanosecond, most: time.Millisecond, held: 1000, quiet: busy.quiet})
+	out := sendAll(p, []bus.Result{result("c", 1)})
+	testenv.Eventually(t, within, "the result to go at the longest wait", func() bool { return len(h.published()) == 1 })
+	h.release()
+	if err := <-out; err != nil {
+		t.Fatal(err)
+	}
+
+	h2 := &heldAcks{}
+	p2 := startWaiting(t, h2, waits{linger: time.Hour, most: time.Hour, held: 300, quiet: busy.quiet})
+	rs := make([]bus.Result, 300)
+	for i := range rs {
+		rs[i] = result("c", i)
+	}
+	out = sendAll(p2, rs)
+	testenv.Eventually(t, within, "the results to go once as many are held as allowed", func() bool { return len(h2.published()) == 2 })
+	h2.release()
+	for range rs {
+		if err := <-out; err != nil {
 			t.Fatal(err)
 		}
 	}
