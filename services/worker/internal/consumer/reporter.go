@@ -38,7 +38,7 @@ const reportWindow = 4
 // wait or until as many are held as the worker may keep unsettled: recording a result (the
 // message, the planners' script, the due message's acknowledgement) then takes the CPU once
 // the deliveries are done, not while they wait for it. Side by side, 5,000 occurrences due at
-// each second reached their targets by a p99 of 233-279 ms rather than 345-361 ms.
+// each second reached their targets by a p99 of 235-279 ms rather than 345-361 ms.
 //
 // The delivery does not wait: its slot is free for the next due message as soon as the
 // attempt has ended, and the results waiting for the stream are bounded by the hand-over
