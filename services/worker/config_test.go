@@ -49,6 +49,8 @@ func TestParseConfig(t *testing.T) {
 				"RESCHED_WORKER_STORAGE_QUEUE_BASE64":   "true",
 				"RESCHED_WORKER_SERVICEBUS_ENDPOINT":    "sb://127.0.0.1:5672",
 				"RESCHED_WORKER_SERVICEBUS_EMULATOR":    "1",
+				"RESCHED_WORKER_RESULT_LINGER":          "20ms",
+				"RESCHED_WORKER_RESULT_MAX_WAIT":        "1s",
 			},
 			want: with(def, func(c *Config) {
 				c.LogLevel = slog.LevelError
@@ -68,6 +70,8 @@ func TestParseConfig(t *testing.T) {
 				c.StorageQueueBase64 = true
 				c.ServiceBusEndpoint = "sb://127.0.0.1:5672"
 				c.ServiceBusEmulator = true
+				c.ResultLinger = 20 * time.Millisecond
+				c.ResultMaxWait = time.Second
 			}),
 		},
 		{
@@ -123,6 +127,8 @@ func TestParseConfigRejects(t *testing.T) {
 		{name: "concurrency too high", args: []string{"-concurrency", "1025"}, want: []string{"-concurrency"}},
 		{name: "subject prefix", env: map[string]string{"RESCHED_WORKER_SUBJECT_PREFIX": "a b"}, want: []string{"RESCHED_WORKER_SUBJECT_PREFIX"}},
 		{name: "ack wait too short for heartbeats", env: map[string]string{"RESCHED_WORKER_ACK_WAIT": "2s"}, want: []string{"RESCHED_WORKER_ACK_WAIT", "-ack-wait", "minimum of 3s"}},
+		{name: "result linger too long", env: map[string]string{"RESCHED_WORKER_RESULT_LINGER": "2s"}, want: []string{"RESCHED_WORKER_RESULT_LINGER", "-result-linger", "more than 1s"}},
+		{name: "result max wait too long", args: []string{"-result-max-wait", "1500ms"}, want: []string{"RESCHED_WORKER_RESULT_MAX_WAIT", "-result-max-wait", "more than 1s"}},
 		{name: "duration", args: []string{"-http-timeout", "soon"}, want: []string{"-http-timeout", `"soon"`}},
 		{name: "listen address", args: []string{"-http-addr", "8082"}, want: []string{"-http-addr"}},
 		{name: "authority", env: map[string]string{"RESCHED_WORKER_OAUTH_AUTHORITY": "ftp://login"}, want: []string{"RESCHED_WORKER_OAUTH_AUTHORITY", "scheme"}},

@@ -188,18 +188,16 @@ func (pd *partitionDispatcher) batch(ctx context.Context) (full bool, earliest t
 // cut says some jobs were left for the next round: a batch publishes at most Batch messages.
 // A read that fails after some batches ends the reading; those are still published and
 // advanced, and the error returned beside them.
-func (pd *partitionDispatcher) prepareAll(ctx context.Context, members []string, now time.Time) ([]*chunk, bool, error) {
+func (pd *partitionDispatcher) prepareAll(ctx context.Context, members []string, now time.Time) (chunks []*chunk, cut bool, err error) {
 	r := pd.rules()
-	var chunks []*chunk
 	var unsent []*outgoing
-	for start := 0; start < len(members); start += pd.cfg.Batch {
-		recs, held, err := pd.load(ctx, members[start:min(start+pd.cfg.Batch, len(members))])
-		if err != nil {
-			pd.send(ctx, unsent, true)
-			return chunks, true, err
+	for start := 0; start < len(members) && !cut; start += pd.cfg.Batch {
+		recs, held, lerr := pd.load(ctx, members[start:min(start+pd.cfg.Batch, len(members))])
+		if lerr != nil {
+			err, cut = lerr, true
+			break
 		}
 		c := &chunk{jobs: make([]pending, 0, len(recs))}
-		cut := false
 		for i, rec := range recs {
 			if rec == nil {
 				continue // deleted since the claim: the delete took it out of the due set
@@ -214,13 +212,9 @@ func (pd *partitionDispatcher) prepareAll(ctx context.Context, members []string,
 		}
 		chunks = append(chunks, c)
 		unsent = pd.send(ctx, append(unsent, c.msgs...), false)
-		if cut {
-			pd.send(ctx, unsent, true)
-			return chunks, true, nil
-		}
 	}
 	pd.send(ctx, unsent, true)
-	return chunks, false, nil
+	return chunks, cut, err
 }
 
 // finish waits for a batch's acknowledgements and advances the jobs whose messages were all

@@ -111,13 +111,11 @@ func (p *reporter) run() {
 	defer p.awaiting.Wait()
 	if p.waits.linger <= 0 {
 		for first := range p.in {
-			p.window <- struct{}{}
-			p.publish(p.gather([]report{first}))
+			p.flush([]report{first}) // with whatever else waits
 		}
 		return
 	}
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
+	timer := time.NewTimer(time.Hour) // hold resets and stops it
 	for first := range p.in {
 		held, open := p.hold(first, timer)
 		p.flush(held)
