@@ -2,13 +2,18 @@ package dispatch_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/redis/go-redis/v9"
 	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/services/planner/internal/dispatch"
 )
@@ -92,6 +97,71 @@ func TestRoundSendsEveryBatchBeforeTheAcknowledgements(t *testing.T) {
 		rec, err := e.store.GetJob(context.Background(), "c", fmt.Sprint("j", i))
 		if err != nil || !rec.Next.Equal(t0.Add(time.Hour)) {
 			t.Fatalf("j%d not advanced: next %v (%v)", i, rec.Next, err)
+		}
+	}
+}
+
+// failSecondLoad fails the second pipeline that reads jobs' state (HMGET), as a Redis that
+// goes away in the middle of a round would.
+type failSecondLoad struct{ loads atomic.Int32 }
+
+func (*failSecondLoad) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (*failSecondLoad) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (f *failSecondLoad) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if slices.ContainsFunc(cmds, func(c redis.Cmder) bool { return c.Name() == "hmget" }) && f.loads.Add(1) == 2 {
+			return errors.New("injected: connection reset")
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// A read that fails in the middle of a round ends the reading: the batches read before it
+// are published and advanced, the rest stay due, untouched, and the next round fires each of
+// them once.
+func TestRoundAReadFailingMidwayKeepsTheRestDue(t *testing.T) {
+	e := setup(t)
+	const jobs = 50
+	for i := range jobs {
+		e.put(fmt.Sprint("j", i), `{"startTime":"2026-03-01T12:00:00Z",`+action+`,"recurrence":{"frequency":"Hour"}}`)
+	}
+	fail := &failSecondLoad{}
+	e.redisClient.AddHook(fail)
+	d := dispatch.New(dispatch.Config{Store: e.store, JS: e.js, Leases: e.leases, Subjects: e.subj, Clock: e.clock.now,
+		Batch: 10, MaxIdle: 5 * time.Millisecond})
+	n, err := d.DispatchOnce(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "injected") {
+		t.Fatalf("round with a failed read: error %v, want the injected one", err)
+	}
+	if n != 10 {
+		t.Fatalf("published %d before the failed read, want the first batch of 10", n)
+	}
+	advanced := 0
+	for i := range jobs {
+		rec, err := e.store.GetJob(context.Background(), "c", fmt.Sprint("j", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Next.Equal(t0.Add(time.Hour)) {
+			advanced++
+		} else if !rec.Next.Equal(t0) {
+			t.Fatalf("j%d: next %v, want %v or %v", i, rec.Next, t0, t0.Add(time.Hour))
+		}
+	}
+	if advanced != 10 {
+		t.Fatalf("%d jobs advanced, want the 10 published", advanced)
+	}
+	if n, err := d.DispatchOnce(context.Background()); err != nil || n != jobs-10 {
+		t.Fatalf("the next round published %d (%v), want the %d left due", n, err, jobs-10)
+	}
+	seen := map[string]int{}
+	for _, due := range e.drain() {
+		seen[due.Job]++
+	}
+	for i := range jobs {
+		if c := seen[fmt.Sprint("j", i)]; c != 1 {
+			t.Fatalf("j%d on the due stream %d times, want once (%d jobs seen)", i, c, len(seen))
 		}
 	}
 }
