@@ -76,7 +76,7 @@ func burst(t *testing.T, s *stack, sk *sink, n int) {
 		t.Fatalf("loading %d jobs outlasted their due time", n)
 	}
 	dueBase, resBase := s.lastSeq(t, dueStream), s.lastSeq(t, resultsStream)
-	cpu := s.cpu(t)
+	before := s.usage(t)
 	time.Sleep(time.Until(t0.Add(-200 * time.Millisecond)))
 	defer s.profile(t, "burst", 20*time.Second)()
 	var onStream, delivered, recorded time.Duration
@@ -101,7 +101,7 @@ func burst(t *testing.T, s *stack, sk *sink, n int) {
 		}
 	}
 	p50, p99, max, early, _ := sk.stats()
-	report(t, fmt.Sprintf("burst of %d", n), n, cpu, s.cpu(t),
+	report(t, fmt.Sprintf("burst of %d", n), n, before, s.usage(t),
 		fmt.Sprintf("on the due stream %.2f s, delivered %.2f s, recorded %.2f s after T0 (%d results messages); lag p50 %v p99 %v max %v; early %d",
 			onStream.Seconds(), delivered.Seconds(), recorded.Seconds(), s.lastSeq(t, resultsStream)-resBase,
 			p50.Round(time.Millisecond), p99.Round(time.Millisecond), max.Round(time.Millisecond), early))
@@ -122,7 +122,7 @@ func steady(t *testing.T, s *stack, sk *sink, rate int, d time.Duration) {
 	if time.Now().After(t1.Add(-500 * time.Millisecond)) {
 		t.Fatalf("loading %d jobs outlasted their first due time", rate)
 	}
-	cpu := s.cpu(t)
+	before := s.usage(t)
 	time.Sleep(time.Until(t1))
 	defer s.profile(t, fmt.Sprint("steady-", rate), d)()
 	want := rate * int(d/time.Second)
@@ -132,7 +132,7 @@ func steady(t *testing.T, s *stack, sk *sink, rate int, d time.Duration) {
 		return s.pending(t, dueStream, workers) == 0 && s.pending(t, resultsStream, resultsReaders) == 0
 	})
 	p50, p99, max, early, _ := sk.stats()
-	report(t, fmt.Sprintf("steady %d/s for %v", rate, d), sk.count(), cpu, s.cpu(t),
+	report(t, fmt.Sprintf("steady %d/s for %v", rate, d), sk.count(), before, s.usage(t),
 		fmt.Sprintf("%d delivered (%.0f/s); lag p50 %v p99 %v max %v; early %d", sk.count(), float64(sk.count())/d.Seconds(),
 			p50.Round(time.Millisecond), p99.Round(time.Millisecond), max.Round(time.Millisecond), early))
 	if early > 0 {
@@ -152,15 +152,15 @@ func spread(t *testing.T, s *stack, sk *sink, rate int, d time.Duration) {
 	n := rate * int(min(d, 10*time.Second)/time.Second)
 	s.request(t, "collections.put."+putOnly, `{}`)
 	later := `{"startTime": "` + time.Now().Add(24*time.Hour).UTC().Format(time.RFC3339) + `", ` + action(sk.url+"/spread") + `}`
-	before := s.cpu(t)
+	putBefore := s.usage(t).cpu
 	s.putEvenly(t, putOnly, rate, n, later)
-	putCPU := total(before, s.cpu(t))
+	putCPU := total(putBefore, s.usage(t).cpu)
 	s.request(t, "collections.delete."+putOnly, "")
 
 	sk.reset()
 	s.request(t, "collections.put."+c, `{}`)
 	want := rate * int(d/time.Second)
-	cpu := s.cpu(t)
+	before := s.usage(t)
 	defer s.profile(t, fmt.Sprint("spread-", rate), d)()
 	start := time.Now()
 	putFor := s.putEvenly(t, c, rate, want, `{`+action(sk.url+"/spread")+`}`)
@@ -169,7 +169,7 @@ func spread(t *testing.T, s *stack, sk *sink, rate int, d time.Duration) {
 		return s.pending(t, dueStream, workers) == 0 && s.pending(t, resultsStream, resultsReaders) == 0
 	})
 	p50, p99, max, early, last := sk.stats()
-	report(t, fmt.Sprintf("spread %d/s for %v", rate, d), sk.count(), cpu, s.cpu(t),
+	report(t, fmt.Sprintf("spread %d/s for %v", rate, d), sk.count(), before, s.usage(t),
 		fmt.Sprintf("%d put in %.1f s (the put alone: %.0f µs of CPU per job), delivered by %.1f s (%.0f/s); lag from acceptance p50 %v p99 %v max %v; early %d",
 			want, putFor.Seconds(), float64(putCPU.Microseconds())/float64(n), last.Sub(start).Seconds(), float64(sk.count())/last.Sub(start).Seconds(),
 			p50.Round(time.Millisecond), p99.Round(time.Millisecond), max.Round(time.Millisecond), early))
@@ -179,8 +179,20 @@ func spread(t *testing.T, s *stack, sk *sink, rate int, d time.Duration) {
 	s.request(t, "collections.delete."+c, "")
 }
 
-// report logs a run's figures and the CPU each process spent per fire.
-func report(t *testing.T, name string, fires int, before, after map[string]time.Duration, figures string) {
+// report logs a run's figures, the CPU each process spent per fire and how long each waited
+// for a CPU per fire: a process that waits long beside its CPU time was held back by the
+// others on the machine's cores.
+func report(t *testing.T, name string, fires int, before, after usage, figures string) {
+	waited := "not kept by this kernel"
+	if len(after.waited) > 0 {
+		waited = perFire(before.waited, after.waited, fires)
+	}
+	t.Logf("%s: %s; CPU µs per fire: %s; all %.0f; waited for a CPU, µs per fire: %s", name, figures,
+		perFire(before.cpu, after.cpu, fires), float64(total(before.cpu, after.cpu).Microseconds())/float64(fires), waited)
+}
+
+// perFire lists each process's time between two readings, in µs per fire.
+func perFire(before, after map[string]time.Duration, fires int) string {
 	var names []string
 	for k := range after {
 		names = append(names, k)
@@ -190,7 +202,7 @@ func report(t *testing.T, name string, fires int, before, after map[string]time.
 	for _, k := range names {
 		parts = append(parts, fmt.Sprintf("%s %.0f", k, float64((after[k]-before[k]).Microseconds())/float64(fires)))
 	}
-	t.Logf("%s: %s; CPU µs per fire: %s; all %.0f", name, figures, strings.Join(parts, ", "), float64(total(before, after).Microseconds())/float64(fires))
+	return strings.Join(parts, ", ")
 }
 
 // total is the CPU all processes spent between two readings.

@@ -120,13 +120,29 @@ func (s *stack) profile(t testing.TB, run string, d time.Duration) (wait func())
 	return wg.Wait
 }
 
-// cpu is each process's CPU time so far.
-func (s *stack) cpu(t testing.TB) map[string]time.Duration {
-	out := map[string]time.Duration{"planner": s.planner.CPU(t), "nats-server": s.nats.CPU(t), "redis": s.redis.CPU(t)}
+// usage is what each process has used so far: its CPU time, and how long its threads waited
+// for a CPU while they could have run (only the processes whose kernel figures could be read).
+type usage struct{ cpu, waited map[string]time.Duration }
+
+func (s *stack) usage(t testing.TB) usage {
+	u := usage{cpu: map[string]time.Duration{"planner": s.planner.CPU(t), "nats-server": s.nats.CPU(t), "redis": s.redis.CPU(t)},
+		waited: map[string]time.Duration{}}
+	pids := map[string][]int{"planner": {s.planner.PID()}, "nats-server": {s.nats.PID()}, "redis": {s.redis.PID()}}
 	for _, w := range s.workers {
-		out["workers"] += w.CPU(t)
+		u.cpu["workers"] += w.CPU(t)
+		pids["workers"] = append(pids["workers"], w.PID())
 	}
-	return out
+	for name, ps := range pids {
+		for _, pid := range ps {
+			d, ok := testenv.PIDWaited(pid)
+			if !ok {
+				delete(u.waited, name)
+				break
+			}
+			u.waited[name] += d
+		}
+	}
+	return u
 }
 
 // lastSeq is a stream's last sequence: how many messages it has taken.

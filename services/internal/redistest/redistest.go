@@ -187,6 +187,14 @@ func (s *Server) Kill() {
 	s.cmd = nil
 }
 
+// PID is the server's process id; 0 while it does not run.
+func (s *Server) PID() int {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
 // Running reports whether the server process runs.
 func (s *Server) Running() bool { return s.cmd != nil }
 

@@ -245,6 +245,34 @@ func PIDCPU(t testing.TB, pid int) time.Duration {
 	return time.Duration(utime+stime) * time.Second / clockTicks
 }
 
+// PIDWaited is how long the threads of a process have waited for a CPU while they could have
+// run (the second field of each thread's /proc schedstat), added up; false where the kernel
+// does not keep it. Beside the CPU time, it tells a process held back by the others on its
+// cores from one waiting on its own work. Threads that have ended no longer count.
+func PIDWaited(pid int) (time.Duration, bool) {
+	paths, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	if err != nil || len(paths) == 0 {
+		return 0, false
+	}
+	var sum int64
+	for _, path := range paths {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue // a thread that ended since the listing
+		}
+		f := strings.Fields(string(b))
+		if len(f) < 2 {
+			return 0, false
+		}
+		ns, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		sum += ns
+	}
+	return time.Duration(sum), true
+}
+
 // clockTicks is the kernel's USER_HZ, the unit of /proc's CPU times (100 on Linux).
 const clockTicks = 100
 
