@@ -121,12 +121,17 @@ func (s *stack) profile(t testing.TB, run string, d time.Duration) (wait func())
 }
 
 // usage is what each process has used so far: its CPU time, and how long its threads waited
-// for a CPU while they could have run (only the processes whose kernel figures could be read).
-type usage struct{ cpu, waited map[string]time.Duration }
+// for a CPU while they could have run (only the processes whose kernel figures could be read);
+// and the CPU time of the test process, the sink's (and the puts' of a spread run), which is
+// not a fire's but takes the same cores.
+type usage struct {
+	cpu, waited map[string]time.Duration
+	harness     time.Duration
+}
 
 func (s *stack) usage(t testing.TB) usage {
 	u := usage{cpu: map[string]time.Duration{"planner": s.planner.CPU(t), "nats-server": s.nats.CPU(t), "redis": s.redis.CPU(t)},
-		waited: map[string]time.Duration{}}
+		waited: map[string]time.Duration{}, harness: testenv.ProcessCPU(t)}
 	pids := map[string][]int{"planner": {s.planner.PID()}, "nats-server": {s.nats.PID()}, "redis": {s.redis.PID()}}
 	for _, w := range s.workers {
 		u.cpu["workers"] += w.CPU(t)
