@@ -218,9 +218,10 @@ func total(before, after map[string]time.Duration) time.Duration {
 }
 
 // hostSpeed is the time one core takes for a fixed piece of work (sorting 2 MiB of random
-// numbers, the best of 20 tries, which leaves out a try another process interrupted): the host's
-// speed moves from hour to hour by a fifth or more, and this figure lets runs of different
-// hours be set side by side. Readings a few seconds apart differ by up to about 3 % on a quiet host.
+// numbers, the best of 20 tries, which leaves out a try another process interrupted). A run's
+// CPU per fire moves from hour to hour by a fifth or more; this figure says whether the host's
+// own speed moved with it. Readings a few seconds apart differ by up to about 3 % on a quiet
+// host.
 func hostSpeed() time.Duration {
 	r := rand.New(rand.NewPCG(1, 2))
 	src := make([]uint64, 1<<18)
