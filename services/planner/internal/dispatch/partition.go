@@ -118,16 +118,18 @@ func (pd *partitionDispatcher) round(ctx context.Context) (time.Time, error) {
 // pending is one claimed job on its way through a batch.
 type pending struct {
 	move store.Advance
-	msgs []*outgoing // its occurrences, in order
+	held store.Advance // the job as read, nothing fired: what a park keeps
+	msgs []*outgoing   // its occurrences, in order
 }
 
 // outgoing is one occurrence to publish at its time.
 type outgoing struct {
-	at  time.Time
-	msg *nats.Msg
-	ack jetstream.PubAckFuture
-	err error // of the last send
-	ok  bool  // acknowledged
+	at      time.Time
+	msg     *nats.Msg
+	ack     jetstream.PubAckFuture
+	err     error // of the last send
+	ok      bool  // acknowledged
+	refused error // the stream refuses it for good: not sent again
 }
 
 // send publishes the message without waiting for its acknowledgement.
@@ -171,14 +173,22 @@ func (pd *partitionDispatcher) batch(ctx context.Context) (full bool, earliest t
 	if len(chunks) == 0 {
 		return false, earliest, lerr
 	}
+	// After a batch failed for good, the later ones are confirmed without retries: they were
+	// published already, and whatever was stored is advanced, so one job NATS keeps refusing
+	// does not hold back the round's thousands; in an outage their sends have failed too, and
+	// a retry each would spend two more seconds a batch.
+	retries, ferr := pd.cfg.PublishRetries, error(nil)
 	for _, c := range chunks {
-		left, err := pd.finish(ctx, c)
+		left, err := pd.finish(ctx, c, retries)
 		if !left.IsZero() {
 			earliest = left
 		}
-		if err != nil {
-			return false, earliest, errors.Join(lerr, err)
+		if err != nil && ferr == nil {
+			retries, ferr = 0, err
 		}
+	}
+	if ferr != nil {
+		return false, earliest, errors.Join(lerr, ferr)
 	}
 	return len(members) == limit || cut, earliest, lerr
 }
@@ -217,15 +227,21 @@ func (pd *partitionDispatcher) prepareAll(ctx context.Context, members []string,
 	return chunks, cut, err
 }
 
-// finish waits for a batch's acknowledgements and advances the jobs whose messages were all
-// stored; it returns the earliest time left in the due set (zero when not advanced).
-func (pd *partitionDispatcher) finish(ctx context.Context, c *chunk) (time.Time, error) {
-	published, err := pd.confirm(ctx, c.msgs)
+// finish waits for a batch's acknowledgements, sending again what failed up to retries times,
+// and advances the jobs whose messages were all stored. A job whose occurrence the stream
+// refuses for good is parked Faulted instead. It returns the earliest time left in the due set
+// (zero when not advanced).
+func (pd *partitionDispatcher) finish(ctx context.Context, c *chunk, retries int) (time.Time, error) {
+	published, err := pd.confirm(ctx, c.msgs, retries)
 	pd.cfg.Metrics.Published(published)
 	moves := make([]store.Advance, 0, len(c.jobs))
 	for _, pj := range c.jobs {
-		if slices.ContainsFunc(pj.msgs, func(m *outgoing) bool { return !m.ok }) {
+		if slices.ContainsFunc(pj.msgs, func(m *outgoing) bool { return !m.ok && m.refused == nil }) {
 			continue // not advanced: the next round reads it again, and JetStream drops a copy
+		}
+		if i := slices.IndexFunc(pj.msgs, func(m *outgoing) bool { return m.refused != nil }); i >= 0 {
+			moves = append(moves, pd.park(pj, pj.msgs[i]))
+			continue
 		}
 		moves = append(moves, pj.move)
 		if len(pj.move.History) > 0 {
@@ -241,6 +257,24 @@ func (pd *partitionDispatcher) finish(ctx context.Context, c *chunk) (time.Time,
 	}
 	pd.announce(ended)
 	return left, err
+}
+
+// park is the move of a job whose occurrence the stream refuses for good (a message over the
+// stream's or the server's size limit, set by an operator below what a definition may hold):
+// sent again at every round it would fail at every round and hold its partition back, so it
+// is taken out of the schedule, as it was read, with a history entry saying why.
+func (pd *partitionDispatcher) park(pj pending, m *outgoing) store.Advance {
+	pd.cfg.Metrics.Error("refused")
+	pd.cfg.Logger.Error("the due stream refuses an occurrence for good; the job is parked Faulted",
+		"collection", pj.held.Collection, "job", pj.held.Name, "error", m.refused)
+	now := pd.cfg.Clock().UTC()
+	move := pj.held
+	move.Park = job.StateFaulted
+	move.History = append(slices.Clip(pj.move.History), job.HistoryEntry{StartTime: now, EndTime: now,
+		ExpectedExecutionTime: m.at, ActionName: job.ActionNameMain, Status: job.ExecutionFailed,
+		Message: "the due stream refuses this occurrence for good (" + m.refused.Error() + "), so the job is Faulted; " +
+			"put it again to resume once the stream takes a message this large"})
+	return move
 }
 
 // load reads the claimed jobs, with the definitions only of those this partition does not
@@ -316,8 +350,9 @@ func (pd *partitionDispatcher) prepare(rec *store.Job, held *compiled, now time.
 		return pending{move: move}
 	}
 	f := plan(e, rec, now, r)
+	pj := pending{held: move}
 	move.Next, move.DueAt, move.Fired, move.History = f.next, f.dueAt, f.fired, f.skipped
-	pj := pending{move: move}
+	pj.move = move
 	for _, at := range f.fire {
 		move.Occurrence++
 		data := bus.AppendDue(nil, rec.Collection, rec.Name, at, move.Occurrence, e.action)
@@ -346,19 +381,24 @@ func (pd *partitionDispatcher) send(ctx context.Context, msgs []*outgoing, all b
 	return nil
 }
 
-// confirm waits for the acknowledgements of messages sent. Those that fail are sent again,
-// over about two seconds in all (a stream leader election), under the same message id, so a
-// copy that did get stored is dropped. It returns how many were acknowledged.
-func (pd *partitionDispatcher) confirm(ctx context.Context, msgs []*outgoing) (int, error) {
+// confirm waits for the acknowledgements of messages sent. Those that fail are sent again up
+// to retries times, over about two seconds in all (a stream leader election), under the same
+// message id, so a copy that did get stored is dropped; those the stream refuses for good are
+// marked so and not sent again. It returns how many were acknowledged.
+func (pd *partitionDispatcher) confirm(ctx context.Context, msgs []*outgoing, retries int) (int, error) {
 	acked := 0
 	for try := 0; ; try++ {
 		var failed int
 		var last error
 		for _, m := range msgs {
-			if m.ok {
+			if m.ok || m.refused != nil {
 				continue
 			}
 			if err := m.wait(ctx); err != nil {
+				if refusedForGood(err) {
+					m.refused = err
+					continue
+				}
 				failed, last = failed+1, err
 				pd.cfg.Metrics.Error("publish_retry")
 				continue
@@ -369,17 +409,26 @@ func (pd *partitionDispatcher) confirm(ctx context.Context, msgs []*outgoing) (i
 		switch {
 		case failed == 0:
 			return acked, nil
-		case try == pd.cfg.PublishRetries || ctx.Err() != nil:
+		case try >= retries || ctx.Err() != nil:
 			pd.cfg.Metrics.Error("publish")
 			return acked, fmt.Errorf("%w: %d of %d, the last because %v", errStalled, failed, len(msgs), last)
 		}
 		pd.pause(ctx, time.Duration(1<<try)*125*time.Millisecond)
 		for _, m := range msgs {
-			if !m.ok {
+			if !m.ok && m.refused == nil {
 				m.send(pd.cfg.JS)
 			}
 		}
 	}
+}
+
+// refusedForGood says a publish failed on the message itself, not on the way: over the size
+// the stream allows (JetStream's answer) or the server's max_payload (the client's check). The
+// same message would be refused again at every round.
+func refusedForGood(err error) bool {
+	var api *jetstream.APIError
+	return errors.Is(err, nats.ErrMaxPayload) ||
+		errors.As(err, &api) && api.ErrorCode == jetstream.JSErrCodeStreamMessageExceedsMaximum
 }
 
 func (pd *partitionDispatcher) announce(ended []store.Ended) {

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/services/planner/internal/dispatch"
+	"github.com/resched/resched/shared/job"
 )
 
 // gatedJS publishes through the real JetStream but hands the dispatcher each acknowledgement
@@ -163,5 +164,124 @@ func TestRoundAReadFailingMidwayKeepsTheRestDue(t *testing.T) {
 		if c := seen[fmt.Sprint("j", i)]; c != 1 {
 			t.Fatalf("j%d on the due stream %d times, want once (%d jobs seen)", i, c, len(seen))
 		}
+	}
+}
+
+// failingJS refuses every publish to one subject, as a stream that cannot take it would,
+// with an error that is not the message's own fault: the dispatcher sends it again.
+type failingJS struct {
+	jetstream.JetStream
+	subject string
+}
+
+func (f *failingJS) PublishMsgAsync(m *nats.Msg, opts ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
+	if m.Subject == f.subject {
+		return nil, errors.New("injected: no stream leader")
+	}
+	return f.JetStream.PublishMsgAsync(m, opts...)
+}
+
+// A publish that keeps failing in a round's first batch does not hold back the batches after
+// it: they were sent already, and are advanced in the same round without retries of their
+// own. Only the failing job stays due, and the next round fires it once.
+func TestRoundOneFailingPublishLetsTheLaterBatchesAdvance(t *testing.T) {
+	e := setup(t)
+	const jobs = 50
+	for i := range jobs {
+		e.put(fmt.Sprintf("j%02d", i), `{"startTime":"2026-03-01T12:00:00Z",`+action+`,"recurrence":{"frequency":"Hour"}}`)
+	}
+	js := &failingJS{JetStream: e.js, subject: e.subj.Due("c", "j03")}
+	m := &stageCounter{}
+	d := dispatch.New(dispatch.Config{Store: e.store, JS: js, Leases: e.leases, Subjects: e.subj, Clock: e.clock.now,
+		Metrics: m, Batch: 10, MaxIdle: 5 * time.Millisecond, PublishRetries: 1})
+	n, err := d.DispatchOnce(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "injected") {
+		t.Fatalf("round with a failing publish: error %v, want the injected one", err)
+	}
+	if n != jobs-1 {
+		t.Fatalf("published %d, want every job but the failing one (%d)", n, jobs-1)
+	}
+	if r := m.errors()["publish_retry"]; r != 2 {
+		t.Fatalf("%d failed publishes, want 2: the failing one sent twice, nothing else again", r)
+	}
+	for i := range jobs {
+		name, want := fmt.Sprintf("j%02d", i), t0.Add(time.Hour)
+		if name == "j03" {
+			want = t0
+		}
+		rec, err := e.store.GetJob(context.Background(), "c", name)
+		if err != nil || !rec.Next.Equal(want) {
+			t.Fatalf("%s: next %v (%v), want %v", name, rec.Next, err, want)
+		}
+	}
+	healthy := dispatch.New(dispatch.Config{Store: e.store, JS: e.js, Leases: e.leases, Subjects: e.subj, Clock: e.clock.now,
+		Batch: 10, MaxIdle: 5 * time.Millisecond})
+	if n, err := healthy.DispatchOnce(context.Background()); err != nil || n != 1 {
+		t.Fatalf("the next round published %d (%v), want the one left due", n, err)
+	}
+	seen := map[string]int{}
+	for _, due := range e.drain() {
+		seen[due.Job]++
+	}
+	for i := range jobs {
+		if c := seen[fmt.Sprintf("j%02d", i)]; c != 1 {
+			t.Fatalf("j%02d on the due stream %d times, want once", i, c)
+		}
+	}
+}
+
+// An occurrence the due stream refuses for good (an operator set its largest message below
+// what a definition may hold) parks its job Faulted with a history entry saying why, at once
+// and without retries, and the round goes on as if it were not there: sent again at every
+// round, it would fail at every round and hold its partition back. Put again small enough,
+// the job runs.
+func TestOccurrenceRefusedForGoodParksItsJob(t *testing.T) {
+	ctx := context.Background()
+	e := setup(t)
+	st, err := e.js.Stream(ctx, e.subj.DueStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.CachedInfo().Config
+	cfg.MaxMsgSize = 2048 // nats stream edit --max-msg-size
+	if _, err := e.js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	const jobs = 30
+	for i := range jobs {
+		e.put(fmt.Sprintf("j%02d", i), `{"startTime":"2026-03-01T12:00:00Z",`+action+`,"recurrence":{"frequency":"Hour"}}`)
+	}
+	big := `{"startTime":"2026-03-01T12:00:00Z","action":{"type":"Http","request":{"method":"POST","uri":"http://localhost:9/x","body":"` +
+		strings.Repeat("x", 4096) + `"}},"recurrence":{"frequency":"Hour"}}`
+	e.put("j04big", big)
+	m := &stageCounter{}
+	d := dispatch.New(dispatch.Config{Store: e.store, JS: e.js, Leases: e.leases, Subjects: e.subj, Clock: e.clock.now,
+		Metrics: m, Batch: 10, MaxIdle: 5 * time.Millisecond})
+	if n, err := d.DispatchOnce(ctx); err != nil || n != jobs {
+		t.Fatalf("round: published %d (%v), want the %d small jobs and no error", n, err, jobs)
+	}
+	if errs := m.errors(); errs["refused"] != 1 || errs["publish_retry"] != 0 {
+		t.Fatalf("errors by stage %v, want one refused and no retry", errs)
+	}
+	for i := range jobs {
+		if rec, err := e.store.GetJob(ctx, "c", fmt.Sprintf("j%02d", i)); err != nil || !rec.Next.Equal(t0.Add(time.Hour)) {
+			t.Fatalf("j%02d not advanced: %+v (%v)", i, rec, err)
+		}
+	}
+	rec, err := e.store.GetJob(ctx, "c", "j04big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := e.store.History(ctx, "c", "j04big", e.clock.now())
+	if rec.State != job.StateFaulted || rec.Occurrence != 0 || len(h) != 1 ||
+		!strings.Contains(h[0].Message, "refuses this occurrence") || !strings.Contains(h[0].Message, "exceeds maximum") {
+		t.Fatalf("state %s, %d occurrences, history %+v; want Faulted, none, one entry saying why", rec.State, rec.Occurrence, h)
+	}
+	if got := e.drain(); len(got) != jobs {
+		t.Fatalf("%d occurrences on the due stream, want %d", len(got), jobs)
+	}
+	e.put("j04big", `{"startTime":"2026-03-01T12:00:00Z",`+action+`,"recurrence":{"frequency":"Hour"}}`)
+	if n, err := d.DispatchOnce(ctx); err != nil || n != 1 {
+		t.Fatalf("after the put: published %d (%v), want the job put again", n, err)
 	}
 }
