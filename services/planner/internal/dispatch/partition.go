@@ -262,7 +262,9 @@ func (pd *partitionDispatcher) finish(ctx context.Context, c *chunk, retries int
 // park is the move of a job whose occurrence the stream refuses for good (a message over the
 // stream's or the server's size limit, set by an operator below what a definition may hold):
 // sent again at every round it would fail at every round and hold its partition back, so it
-// is taken out of the schedule, as it was read, with a history entry saying why.
+// is taken out of the schedule, as it was read, with a history entry saying why. Were some of
+// a catch-up's occurrences stored before one was refused (sizes a digit apart at the limit),
+// those still run; the job's counts stay as read.
 func (pd *partitionDispatcher) park(pj pending, m *outgoing) store.Advance {
 	pd.cfg.Metrics.Error("refused")
 	pd.cfg.Logger.Error("the due stream refuses an occurrence for good; the job is parked Faulted",
