@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -141,4 +142,14 @@ func SplitTags(list string) []string {
 		}
 	}
 	return tags
+}
+
+// TooLarge says a publish was refused for the message's size: over the stream's largest
+// message (JetStream's answer) or the server's max_payload (the client's check before it
+// sends). Unlike a fault on the way (no leader, a full stream, a lost connection), the same
+// message is refused again however often it is sent.
+func TooLarge(err error) bool {
+	var api *jetstream.APIError
+	return errors.Is(err, nats.ErrMaxPayload) ||
+		errors.As(err, &api) && api.ErrorCode == jetstream.JSErrCodeStreamMessageExceedsMaximum
 }

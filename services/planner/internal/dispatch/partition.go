@@ -397,7 +397,7 @@ func (pd *partitionDispatcher) confirm(ctx context.Context, msgs []*outgoing, re
 				continue
 			}
 			if err := m.wait(ctx); err != nil {
-				if refusedForGood(err) {
+				if bus.TooLarge(err) {
 					m.refused = err
 					continue
 				}
@@ -422,15 +422,6 @@ func (pd *partitionDispatcher) confirm(ctx context.Context, msgs []*outgoing, re
 			}
 		}
 	}
-}
-
-// refusedForGood says a publish failed on the message itself, not on the way: over the size
-// the stream allows (JetStream's answer) or the server's max_payload (the client's check). The
-// same message would be refused again at every round.
-func refusedForGood(err error) bool {
-	var api *jetstream.APIError
-	return errors.Is(err, nats.ErrMaxPayload) ||
-		errors.As(err, &api) && api.ErrorCode == jetstream.JSErrCodeStreamMessageExceedsMaximum
 }
 
 func (pd *partitionDispatcher) announce(ended []store.Ended) {

@@ -195,6 +195,51 @@ func TestBusyWorkerBatchesItsResults(t *testing.T) {
 	testenv.Eventually(t, deadline, "every due message acknowledged", func() bool { return e.dueMessages(t) == 0 })
 }
 
+// Results that end together go in one message; when the results stream refuses it for its size
+// (an operator set the stream's largest message below the worker's 256 KiB), they are stored
+// one to a message and later messages are kept smaller. Sent again whole, the message was
+// refused every time and each of its deliveries ran again, forever.
+func TestResultsTooLargeTogetherAreStoredApart(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	st, err := e.js.Stream(ctx, e.subjects.ResultsStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.CachedInfo().Config
+	cfg.MaxMsgSize = 2048 // nats stream edit --max-msg-size: a few results, not 40
+	if _, err := e.js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	res := e.results(t)
+	tg := newTarget(t)
+	const n = 40
+	tg.block, tg.arrived = make(chan struct{}), make(chan struct{}, 2*n)
+	e.worker(t, func(c *consumer.Config) { c.Concurrency, c.ResultLinger = n, 50*time.Millisecond })
+	tags := map[string]bool{}
+	for i := range n {
+		tags[e.publishDue(t, "c", fmt.Sprint("j", i), scheduled, job.Action{ActionSpec: httpAct(tg.URL, nil)})] = true
+	}
+	for range n {
+		<-tg.arrived
+	}
+	close(tg.block) // they end together, and their results gather
+	seen := map[string]int{}
+	for _, r := range res.take(t, n) {
+		seen[r.ExecutionTag]++
+	}
+	for tag := range tags {
+		if seen[tag] != 1 {
+			t.Errorf("result of %s stored %d times, want once", tag, seen[tag])
+		}
+	}
+	testenv.Eventually(t, deadline, "every due message acknowledged", func() bool { return e.dueMessages(t) == 0 })
+	if calls := len(tg.callsSoFar()); calls != n {
+		t.Fatalf("the target was called %d times for %d occurrences", calls, n)
+	}
+	t.Logf("%d results came in %d messages", n, res.messages)
+}
+
 // A delivery's slot is free once its attempt has ended: the next due message is delivered while
 // the last one's result still waits for the stream's acknowledgement, and no due message is
 // acknowledged before its result's acknowledgement.

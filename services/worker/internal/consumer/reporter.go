@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -53,6 +54,9 @@ type reporter struct {
 	window   chan struct{}  // a slot per batch waiting for its acknowledgements
 	awaiting sync.WaitGroup // those batches
 	done     chan struct{}  // closed when run has returned
+	// budget is the most bytes of results put in one message: maxReportBytes, or less once
+	// the stream or the server refused a message that large (see alone).
+	budget atomic.Int64
 }
 
 // waits says how long results wait for others before they are published.
@@ -95,8 +99,10 @@ type asyncPublisher interface {
 func newReporter(js asyncPublisher, subjects bus.Subjects, w waits, timeout time.Duration, retry func(*nats.Msg) error) *reporter {
 	w.most = max(w.most, w.linger)
 	w.held = max(w.held, maxReportBatch)
-	return &reporter{js: js, subjects: subjects, waits: w, timeout: timeout, retry: retry,
+	p := &reporter{js: js, subjects: subjects, waits: w, timeout: timeout, retry: retry,
 		in: make(chan report, maxReportBatch), window: make(chan struct{}, reportWindow), done: make(chan struct{})}
+	p.budget.Store(maxReportBytes)
+	return p
 }
 
 // hand publishes r and calls done with nil once the results stream has it, or with why it
@@ -227,6 +233,10 @@ func (p *reporter) await(msgs []*outgoing) {
 				m.err = errors.New("no acknowledgement from the results stream in time")
 			}
 		}
+		if m.err != nil && bus.TooLarge(m.err) && len(m.reports) > 1 {
+			p.alone(m)
+			continue
+		}
 		if m.err != nil {
 			m.err = p.retry(m.msg)
 		}
@@ -236,16 +246,34 @@ func (p *reporter) await(msgs []*outgoing) {
 	}
 }
 
-// messages groups a batch by collection, in order, into messages of at most maxReportBytes
-// (a larger result goes alone).
+// alone publishes the results of a message refused for its size one to a message, the slow
+// way, and halves what later messages may hold: an operator may set the results stream's
+// largest message, or the server's max_payload, below maxReportBytes. Sent again whole, the
+// message would be refused every time, and each of its deliveries would run again forever.
+func (p *reporter) alone(m *outgoing) {
+	half := int64(m.size) / 2
+	for { // several batches may be refused at once: the smallest budget wins
+		cur := p.budget.Load()
+		if half >= cur || p.budget.CompareAndSwap(cur, half) {
+			break
+		}
+	}
+	for _, rep := range m.reports {
+		rep.done(p.retry(p.message([]report{rep}, 0)))
+	}
+}
+
+// messages groups a batch by collection, in order, into messages of at most the budget's
+// bytes (a larger result goes alone).
 func (p *reporter) messages(batch []report) []*outgoing {
+	budget := int(p.budget.Load())
 	var out []*outgoing
 	open := map[string]*outgoing{} // collection → its message being filled
 	for _, rep := range batch {
 		c := rep.r.Collection
 		m := open[c]
 		n := len(rep.r.Message) + 320
-		if m == nil || m.size+n > maxReportBytes {
+		if m == nil || m.size+n > budget {
 			m = &outgoing{}
 			open[c] = m
 			out = append(out, m)

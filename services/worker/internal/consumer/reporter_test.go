@@ -1,8 +1,10 @@
 package consumer
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -25,7 +27,8 @@ type heldAcks struct {
 	mu      sync.Mutex
 	sent    []*nats.Msg
 	pending []*heldAck
-	fail    bool // acknowledge with an error rather than a PubAck
+	fail    bool  // acknowledge with an error rather than a PubAck
+	failErr error // that error; "stream unavailable" when nil
 }
 
 type heldAck struct {
@@ -53,7 +56,7 @@ func (h *heldAcks) release() {
 	defer h.mu.Unlock()
 	for _, a := range h.pending {
 		if h.fail {
-			a.err <- errors.New("stream unavailable")
+			a.err <- cmp.Or(h.failErr, errors.New("stream unavailable"))
 		} else {
 			a.ok <- &jetstream.PubAck{}
 		}
@@ -179,6 +182,69 @@ func TestRefusedBatchIsRetriedAndItsDeliveriesTold(t *testing.T) {
 	}
 	if m := <-retried; m != h.published()[0] {
 		t.Errorf("retried %s, want the refused message", m.Subject)
+	}
+}
+
+// A message the stream refuses for its size (an operator's limit below maxReportBytes) is
+// not sent again whole, which would fail every time: its results are published one to a
+// message, and the next batch goes in messages half its size.
+func TestBatchTooLargeGoesApartAndLaterOnesSmaller(t *testing.T) {
+	h := &heldAcks{fail: true, failErr: &jetstream.APIError{Code: 400, ErrorCode: jetstream.JSErrCodeStreamMessageExceedsMaximum}}
+	var mu sync.Mutex
+	var alone []*nats.Msg
+	p := startLingering(t, h, time.Hour, func(m *nats.Msg) error {
+		mu.Lock()
+		defer mu.Unlock()
+		alone = append(alone, m)
+		return nil
+	})
+	batch := func(from int) []bus.Result { // one full batch: it goes at once, in one message
+		rs := make([]bus.Result, maxReportBatch)
+		for i := range rs {
+			rs[i] = result("c", from+i)
+		}
+		return rs
+	}
+	out := sendAll(p, batch(0))
+	testenv.Eventually(t, within, "the full batch published", func() bool { return len(h.published()) == 1 })
+	h.release()
+	for range maxReportBatch {
+		if err := <-out; err != nil {
+			t.Fatalf("a delivery was told %v, want its result stored", err)
+		}
+	}
+	mu.Lock()
+	for _, m := range alone {
+		if !strings.HasPrefix(m.Subject, "scheduler.results.c.j") || m.Header.Get(bus.HeaderMsgID) == "" {
+			t.Fatalf("published alone on %s: want a result on its job's subject, with its id", m.Subject)
+		}
+	}
+	if len(alone) != maxReportBatch {
+		t.Fatalf("%d results published alone, want the %d of the refused message", len(alone), maxReportBatch)
+	}
+	mu.Unlock()
+
+	h.mu.Lock()
+	h.fail = false
+	h.mu.Unlock()
+	out = sendAll(p, batch(maxReportBatch))
+	stored := 0
+	testenv.Eventually(t, within, "the next batch stored", func() bool {
+		h.release()
+		for {
+			select {
+			case err := <-out:
+				if err != nil {
+					t.Error(err)
+				}
+				stored++
+			default:
+				return stored == maxReportBatch
+			}
+		}
+	}, func() string { return fmt.Sprintf("%d of %d stored", stored, maxReportBatch) })
+	if got := len(h.published()) - 1; got != 2 {
+		t.Fatalf("the next batch went in %d messages, want 2 (half the size refused)", got)
 	}
 }
 

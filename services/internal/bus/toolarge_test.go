@@ -1,4 +1,4 @@
-package dispatch
+package bus_test
 
 import (
 	"context"
@@ -7,13 +7,14 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/resched/resched/services/internal/bus"
 )
 
-// Only a refusal of the message itself parks a job; every failure on the way is retried, since
-// parking a job for a passing fault would stop its schedule. The stream's size limit is also
-// tested end to end (TestOccurrenceRefusedForGoodParksItsJob); the server's max_payload is
-// checked by the client before the message leaves.
-func TestRefusedForGood(t *testing.T) {
+// Only a refusal for the message's size counts as for good: the planner parks a job for it and
+// a worker splits its results, so a passing fault taken for one would stop a schedule. The
+// stream's limit is also met end to end (TestOccurrenceRefusedForGoodParksItsJob); the
+// server's max_payload is checked by the client before the message leaves.
+func TestTooLarge(t *testing.T) {
 	for _, c := range []struct {
 		err  error
 		want bool
@@ -28,8 +29,8 @@ func TestRefusedForGood(t *testing.T) {
 		{jetstream.ErrAsyncPublishTimeout, false},
 		{context.DeadlineExceeded, false},
 	} {
-		if got := refusedForGood(c.err); got != c.want {
-			t.Errorf("refusedForGood(%v) = %v, want %v", c.err, got, c.want)
+		if got := bus.TooLarge(c.err); got != c.want {
+			t.Errorf("TooLarge(%v) = %v, want %v", c.err, got, c.want)
 		}
 	}
 }
