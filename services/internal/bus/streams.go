@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/resched/resched/shared/jobschema"
 )
 
 // StreamOptions are the deployment choices for the streams. They apply when a stream is
@@ -96,8 +97,28 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, s Subjects, o St
 			note("duplicate window", has.Duplicates, want.Duplicates)
 		}
 		note("placement tags", placementTags(has.Placement), placementTags(want.Placement))
+		if least := smallestLimit(s, want.Name); has.MaxMsgSize > 0 && has.MaxMsgSize < least {
+			notes = append(notes, StreamNote{Stream: want.Name, Setting: "max message size", Has: fmt.Sprint(has.MaxMsgSize),
+				Wants: fmt.Sprintf("none, or at least %d bytes: larger messages are refused", least)})
+		}
 	}
 	return notes, nil
+}
+
+// smallestLimit is the least largest-message setting a stream needs. On the intake stream, a
+// definition of the largest size allowed (16 KiB, the jobschema limit) with its envelope; on
+// the due stream, its action with the secrets sealed (the ciphertext in base64: a third more);
+// on the results stream, one result (a few KiB: history keeps 2 KiB of a response body).
+// Below it, a planner parks the jobs whose occurrences are refused, and a worker's results are
+// refused and its attempts run again.
+func smallestLimit(s Subjects, stream string) int32 {
+	switch stream {
+	case s.DueStream():
+		return 24 << 10
+	case s.ResultsStream():
+		return 8 << 10
+	}
+	return jobschema.MaxJobSize + 1<<10
 }
 
 func placementTags(p *jetstream.Placement) []string {

@@ -2,6 +2,7 @@ package bus_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -42,5 +43,43 @@ func TestEnsureStreamsKeepsAnOperatorsEdits(t *testing.T) {
 	st, _ = js.Stream(ctx, subjects.DueStream())
 	if got := st.CachedInfo().Config; got.MaxBytes != 1<<30 || got.Duplicates != 2*time.Minute {
 		t.Errorf("the edit was undone: max bytes %d, duplicates %v", got.MaxBytes, got.Duplicates)
+	}
+}
+
+// A stream whose largest message an operator set below what a definition or a result needs
+// is left as it is, and the start says so: its occurrences or results would be refused.
+func TestEnsureStreamsNotesALargestMessageTooSmall(t *testing.T) {
+	ctx := context.Background()
+	srv := natstest.Start(t)
+	js, err := jetstream.New(srv.Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	subjects := bus.NewSubjects("")
+	if _, err := bus.EnsureStreams(ctx, js, subjects, bus.StreamOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for name, size := range map[string]int32{subjects.DueStream(): 4096, subjects.ResultsStream(): 64 << 10, subjects.IntakeStream(): 16 << 10} {
+		st, err := js.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		edited := st.CachedInfo().Config
+		edited.MaxMsgSize = size // nats stream edit --max-msg-size
+		if _, err := js.UpdateStream(ctx, edited); err != nil {
+			t.Fatal(err)
+		}
+	}
+	notes, err := bus.EnsureStreams(ctx, js, subjects, bus.StreamOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, n := range notes {
+		got[n.Stream+" "+n.Setting] = n.Has
+	}
+	want := map[string]string{subjects.DueStream() + " max message size": "4096", subjects.IntakeStream() + " max message size": "16384"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("notes %v, want %v (64 KiB holds a result)", got, want)
 	}
 }
