@@ -50,15 +50,7 @@ func TestEnsureStreamsKeepsAnOperatorsEdits(t *testing.T) {
 // is left as it is, and the start says so: its occurrences or results would be refused.
 func TestEnsureStreamsNotesALargestMessageTooSmall(t *testing.T) {
 	ctx := context.Background()
-	srv := natstest.Start(t)
-	js, err := jetstream.New(srv.Connect(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	subjects := bus.NewSubjects("")
-	if _, err := bus.EnsureStreams(ctx, js, subjects, bus.StreamOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	_, js, subjects := natstest.Start(t).JetStream(t) // the streams as created
 	for name, size := range map[string]int32{subjects.DueStream(): 4096, subjects.ResultsStream(): 64 << 10, subjects.IntakeStream(): 16 << 10} {
 		st, err := js.Stream(ctx, name)
 		if err != nil {
