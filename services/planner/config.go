@@ -128,7 +128,7 @@ func (c *Config) settings() []config.Setting {
 		config.Define("API concurrency", "api-concurrency", p+"API_CONCURRENCY", "API requests one planner works on at once", config.Int(&c.APIConcurrency, 1, 4096)),
 		config.Define("history entries", "history-entries", p+"HISTORY_ENTRIES", "history entries kept per job (the newest)", config.Int(&c.HistoryEntries, 1, 1_000_000)),
 		config.Define("history age", "history-age", p+"HISTORY_AGE", "history entries older than this are dropped", config.Duration(&c.HistoryAge, time.Hour)),
-		config.Define("history message size", "history-message", p+"HISTORY_MESSAGE", "bytes kept of a history entry's message (the target's answer; the worker keeps at most 2,048)", config.Int(&c.HistoryMessage, 0, 1<<20)),
+		config.Define("history message size", "history-message", p+"HISTORY_MESSAGE", "bytes kept of a history entry's message (the target's answer; workers send at most 8 KiB of it)", config.Int(&c.HistoryMessage, 0, 1<<20)),
 		config.Define("embedded NATS address", "embedded-nats", p+"EMBEDDED_NATS", "run a NATS server with JetStream inside the planner, listening here (e.g. 127.0.0.1:4222); NATS_URL is then ignored", config.OptionalText(&c.EmbeddedNATS, config.ListenAddr)),
 		config.Define("re-encrypt", "reencrypt", p+"REENCRYPT", "re-seal the secrets of every stored job with the newest secret key, then exit (after a key rotation)", config.Bool(&c.Reencrypt)),
 		config.Define("embedded NATS directory", "embedded-nats-dir", p+"EMBEDDED_NATS_DIR", "where the embedded NATS server keeps its JetStream data", config.Text(&c.EmbeddedNATSDir, func(string) error { return nil })),

@@ -14,6 +14,18 @@ type HistoryEntry struct {
 	RepeatCount           int             `json:"repeatCount"` // the occurrence number, from 1
 }
 
+// CutMessage shortens a history message to at most n bytes without splitting a character
+// (n ≤ 0: no limit).
+func CutMessage(s string, n int) string {
+	if n <= 0 || len(s) <= n {
+		return s
+	}
+	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}
+
 // ActionName says which action an attempt ran.
 type ActionName string
 

@@ -108,7 +108,8 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, s Subjects, o St
 // smallestLimit is the least largest-message setting a stream needs. On the intake stream, a
 // definition of the largest size allowed (16 KiB, the jobschema limit) with its envelope; on
 // the due stream, its action with the secrets sealed (the ciphertext in base64: a third more);
-// on the results stream, one result (a few KiB: history keeps 2 KiB of a response body).
+// on the results stream, one result (its message at most 8 KiB, up to six times that once
+// escaped in JSON, though a few KiB in practice).
 // Below it, a planner parks the jobs whose occurrences are refused, and a worker's results are
 // refused and its attempts run again.
 func smallestLimit(s Subjects, stream string) int32 {
@@ -116,7 +117,7 @@ func smallestLimit(s Subjects, stream string) int32 {
 	case s.DueStream():
 		return 24 << 10
 	case s.ResultsStream():
-		return 8 << 10
+		return 64 << 10
 	}
 	return jobschema.MaxJobSize + 1<<10
 }

@@ -53,7 +53,7 @@ func historyLine(e job.HistoryEntry, maxMessage int) string {
 	b.WriteByte('|')
 	b.WriteString(offset(e.EndTime, start))
 	b.WriteByte('|')
-	b.WriteString(cut(e.Message, maxMessage))
+	b.WriteString(job.CutMessage(e.Message, maxMessage))
 	return b.String()
 }
 
@@ -63,17 +63,6 @@ func offset(t time.Time, start int64) string {
 		return ""
 	}
 	return strconv.FormatInt(t.UnixMilli()-start, 10)
-}
-
-// cut shortens s to at most n bytes without splitting a character.
-func cut(s string, n int) string {
-	if n <= 0 || len(s) <= n {
-		return s
-	}
-	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
 }
 
 // parseHistoryLine reads a line of either form; it also returns the line's time (ms).

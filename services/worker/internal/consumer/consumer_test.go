@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/services/worker/internal/consumer"
+	"github.com/resched/resched/services/worker/internal/executor"
 	"github.com/resched/resched/shared/job"
 )
 
@@ -238,6 +240,29 @@ func TestResultsTooLargeTogetherAreStoredApart(t *testing.T) {
 		t.Fatalf("the target was called %d times for %d occurrences", calls, n)
 	}
 	t.Logf("%d results came in %d messages", n, res.messages)
+}
+
+// A target whose answer is larger than NATS takes in one message (here 1.5 MiB of response
+// headers, which net/http reads up to 10 MiB) is called once, and its result stored with its
+// message cut: whole, the result was refused at every attempt, and the attempt ran again
+// forever.
+func TestHugeAnswerIsCalledOnceAndRecordedCut(t *testing.T) {
+	e := newEnv(t)
+	res := e.results(t)
+	tg := newTarget(t)
+	tg.answer = http.Header{"X-Large": {strings.Repeat("a", 1536<<10)}}
+	e.worker(t, nil)
+	tag := e.publishDue(t, "c", "j", scheduled, job.Action{ActionSpec: httpAct(tg.URL, nil)})
+	got := res.take(t, 1)
+	if got[0].ExecutionTag != tag || got[0].Status != job.ExecutionCompleted || len(got[0].Message) > executor.MaxResultMessage ||
+		!strings.Contains(got[0].Message, "X-Large: aaa") {
+		t.Fatalf("result %s %s with a message of %d bytes; want Completed, the header's start, at most %d bytes",
+			got[0].ExecutionTag, got[0].Status, len(got[0].Message), executor.MaxResultMessage)
+	}
+	testenv.Eventually(t, deadline, "the due message acknowledged", func() bool { return e.dueMessages(t) == 0 })
+	if calls := len(tg.callsSoFar()); calls != 1 {
+		t.Fatalf("the target was called %d times", calls)
+	}
 }
 
 // A delivery's slot is free once its attempt has ended: the next due message is delivered while

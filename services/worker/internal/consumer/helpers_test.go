@@ -197,6 +197,7 @@ type target struct {
 	calls    []call
 	block    chan struct{} // when not nil, requests wait on it (or on their cancellation)
 	arrived  chan struct{} // receives once per request, when not nil
+	answer   http.Header   // headers every answer carries
 }
 
 type call struct{ tag, requestID string }
@@ -218,6 +219,9 @@ func (tg *target) serve(w http.ResponseWriter, r *http.Request) {
 		status = tg.statuses[min(n, len(tg.statuses))-1]
 	}
 	block, arrived := tg.block, tg.arrived
+	for name, values := range tg.answer {
+		w.Header()[name] = values
+	}
 	tg.mu.Unlock()
 	if arrived != nil {
 		arrived <- struct{}{}

@@ -26,6 +26,13 @@ import (
 // DefaultMinRetryInterval is the shortest wait between two attempts unless configured.
 const DefaultMinRetryInterval = 15 * time.Second
 
+// MaxResultMessage bounds the message of a result (the target's answer, an error). History
+// keeps 2,048 bytes of it by default (the planner's history message size), but a target's
+// response headers are bounded only by net/http's 10 MiB, and a result larger than NATS's
+// max_payload (1 MiB by default) would be refused at every attempt, which then ran again
+// forever. JSON may escape it to six times its bytes at worst (control characters).
+const MaxResultMessage = 8 << 10
+
 // ErrMalformed marks a due message that cannot be executed at all: sending it again cannot
 // help, so the consumer terminates it.
 var ErrMalformed = errors.New("malformed due occurrence")
@@ -163,11 +170,14 @@ func (e *Executor) Execute(ctx context.Context, a Attempt) (Decision, error) {
 		msg, err = e.deliver(ctx, spec, meta)
 	}
 	end := e.cfg.Clock()
+	if err != nil && msg == "" {
+		msg = err.Error()
+	}
 
 	dec := Decision{ActionType: spec.Type, Err: err, Result: bus.Result{
 		Collection: d.Collection, Job: d.Job, Scheduled: d.Scheduled, ExecutionTag: d.ExecutionTag,
 		Occurrence: d.Occurrence, ActionName: name, Attempt: attempt, StartTime: start, EndTime: end,
-		Status: job.ExecutionCompleted, Message: msg,
+		Status: job.ExecutionCompleted, Message: job.CutMessage(msg, MaxResultMessage),
 	}}
 	if err == nil {
 		dec.Verdict = Ack
@@ -177,9 +187,6 @@ func (e *Executor) Execute(ctx context.Context, a Attempt) (Decision, error) {
 		return dec, nil
 	}
 	dec.Result.Status = job.ExecutionFailed
-	if dec.Result.Message == "" {
-		dec.Result.Message = err.Error()
-	}
 	switch {
 	case attempt < retries && !action.IsPermanent(err):
 		dec.Verdict = Retry
