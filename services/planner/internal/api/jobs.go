@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/micro"
+	"github.com/resched/resched/services/planner/internal/jobs"
+	"github.com/resched/resched/shared/job"
 )
 
 // The job operations; names are the collection and the job.
@@ -37,8 +39,9 @@ func (a *handlers) listJobs(ctx context.Context, r request) (any, micro.Headers,
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := a.svc.ListJobs(ctx, r.names[0], state, page)
-	return p, nil, err
+	return fitted(a.maxReply, page, func(page jobs.PageRequest) (jobs.Page[*job.Definition], error) {
+		return a.svc.ListJobs(ctx, r.names[0], state, page)
+	})
 }
 
 func (a *handlers) runJob(ctx context.Context, r request) (any, micro.Headers, error) {
@@ -50,8 +53,9 @@ func (a *handlers) history(ctx context.Context, r request) (any, micro.Headers, 
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := a.svc.History(ctx, r.names[0], r.names[1], status, page)
-	return p, nil, err
+	return fitted(a.maxReply, page, func(page jobs.PageRequest) (jobs.Page[job.HistoryEntry], error) {
+		return a.svc.History(ctx, r.names[0], r.names[1], status, page)
+	})
 }
 
 // previewReply lists the executions as RFC 3339 UTC times with whole seconds, the format of

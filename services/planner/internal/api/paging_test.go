@@ -110,3 +110,56 @@ func TestHistoryPagesByCursor(t *testing.T) {
 		t.Errorf("failed entries: %d over %d links %v; want 15 over 3", len(failed), len(links), links)
 	}
 }
+
+// A page never outgrows what NATS carries in one reply (1 MiB by default): 100 jobs of 11 KB
+// each would be 1.1 MB, a reply the server refuses, which left the client waiting until its
+// timeout. The page ends early instead, and nextLink goes on from there.
+func TestLargeJobsPageWithinOneReply(t *testing.T) {
+	e := newEnv(t)
+	e.putCollection(t, "c", `{}`)
+	body, header := strings.Repeat("x", 8000), strings.Repeat("y", 3000) // the largest body allowed, and a header
+	var want []string
+	for i := range 100 {
+		name := fmt.Sprintf("j%03d", i)
+		def := `{"startTime":"2026-03-01T12:00:00Z","action":{"type":"Http","request":{"method":"POST","uri":"http://t/x","body":"` +
+			body + `","headers":{"X-Pad":"` + header + `"}}},"recurrence":{"frequency":"Hour"}}`
+		e.ok(t, "jobs.put.c."+name, def, nil)
+		want = append(want, "c/"+name)
+	}
+	got, links := follow[job.Definition](t, e, "jobs.list.c", `{"top": 100}`)
+	if names := jobNames(got); !slices.Equal(names, want) {
+		t.Fatalf("listed %d jobs, want %d in order", len(names), len(want))
+	}
+	if len(links) == 0 {
+		t.Errorf("one page of 1.1 MB, want it cut")
+	}
+}
+
+// So does a page of history: 600 entries of 2 KiB (the message a history keeps by default)
+// asked for at once.
+func TestLargeHistoryPagesWithinOneReply(t *testing.T) {
+	e := newEnv(t)
+	e.putCollection(t, "c", `{}`)
+	e.ok(t, "jobs.put.c.j", hourly, nil)
+	base := time.Date(2024, 1, 1, 10, 0, 0, 0, time.UTC)
+	const n = 600
+	var rs []store.Result
+	for i := range n {
+		at := base.Add(time.Duration(i) * time.Second)
+		rs = append(rs, store.Result{Collection: "c", Job: "j", Outcome: store.Outcome{ID: fmt.Sprint(i), Scheduled: at, Occurrence: i + 1,
+			Entry: job.HistoryEntry{StartTime: at, EndTime: at, ExpectedExecutionTime: at, ActionName: job.ActionNameMain,
+				Status: job.ExecutionCompleted, Message: fmt.Sprintf("attempt %03d ", i) + strings.Repeat("z", 2000), RepeatCount: i + 1}}})
+	}
+	for _, a := range e.store.ApplyResults(context.Background(), rs, base.Add(time.Hour)) {
+		if a.Err != nil {
+			t.Fatal(a.Err)
+		}
+	}
+	got, links := follow[job.HistoryEntry](t, e, "jobs.history.c.j", `{"top": 1000}`)
+	if len(got) != n || !strings.HasPrefix(got[0].Message, "attempt 599") || !strings.HasPrefix(got[n-1].Message, "attempt 000") {
+		t.Fatalf("history: %d entries, want %d newest first", len(got), n)
+	}
+	if len(links) == 0 {
+		t.Errorf("one page of 1.3 MB, want it cut")
+	}
+}

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -26,12 +27,15 @@ type errorReply struct {
 // empty is the answer of an operation that has nothing to return (delete, run).
 type empty struct{}
 
-// reply encodes v as the answer to req.
+// reply encodes v as the answer to req (a json.RawMessage is encoded already).
 func (a *handlers) reply(req micro.Request, v any, h micro.Headers) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		a.fail(req, err)
-		return
+	b, ok := v.(json.RawMessage)
+	if !ok {
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			a.fail(req, err)
+			return
+		}
 	}
 	var opts []micro.RespondOpt
 	if h != nil {
@@ -39,6 +43,28 @@ func (a *handlers) reply(req micro.Request, v any, h micro.Headers) {
 	}
 	if err := req.Respond(b, opts...); err != nil {
 		a.log.Warn("api reply", "subject", req.Subject(), "error", err)
+	}
+}
+
+// fitted asks list for a page, and again for half as many items while the page's encoding is
+// larger than max bytes: NATS refuses a reply over its max_payload (1 MiB by default), and
+// the client waited until its timeout. 100 jobs of 11 KB, or 1,000 history entries of 2 KiB,
+// are larger. The page's nextLink goes on from where the smaller page ends.
+func fitted[T any](max int, page jobs.PageRequest, list func(jobs.PageRequest) (jobs.Page[T], error)) (any, micro.Headers, error) {
+	for {
+		p, err := list(page)
+		if err != nil {
+			return nil, nil, err
+		}
+		b, err := json.Marshal(p)
+		if err != nil || len(b) <= max {
+			return json.RawMessage(b), nil, err
+		}
+		if len(p.Value) <= 1 {
+			return nil, nil, &jobs.Error{Status: 500, Code: CodeInternal, Message: fmt.Sprintf(
+				"one item of this listing takes %d bytes, more than a NATS message may hold here (%d): raise the server's max_payload", len(b), max)}
+		}
+		page.Top = len(p.Value) / 2
 	}
 }
 

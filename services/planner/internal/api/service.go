@@ -77,6 +77,7 @@ var (
 type handlers struct {
 	svc      *jobs.Service
 	log      *slog.Logger
+	maxReply int         // the most bytes a reply's body may hold: NATS refuses a larger one
 	work     chan func() // to the workers, one per slot of Concurrency
 	inFlight sync.WaitGroup
 	// handing is held (shared) while a request is handed to a worker, and taken whole to set
@@ -130,7 +131,8 @@ func New(nc *nats.Conn, svc *jobs.Service, subjects bus.Subjects, logger *slog.L
 	if len(opts) > 0 && opts[0].Concurrency > 0 {
 		o = opts[0]
 	}
-	a := &handlers{svc: svc, log: logger, work: make(chan func())}
+	// A reply's headers (micro's, ours) take a few hundred bytes of the server's max_payload.
+	a := &handlers{svc: svc, log: logger, work: make(chan func()), maxReply: int(nc.MaxPayload()) - 4<<10}
 	for range o.Concurrency {
 		go a.worker()
 	}
