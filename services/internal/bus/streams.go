@@ -110,8 +110,8 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, s Subjects, o St
 // the due stream, its action with the secrets sealed (the ciphertext in base64: a third more);
 // on the results stream, one result (its message at most 8 KiB, up to six times that once
 // escaped in JSON, though a few KiB in practice).
-// Below it, a planner parks the jobs whose occurrences are refused, and a worker's results are
-// refused and its attempts run again.
+// Below it, a planner parks the jobs whose occurrences are refused, and a worker records results
+// with their messages cut.
 func smallestLimit(s Subjects, stream string) int32 {
 	switch stream {
 	case s.DueStream():

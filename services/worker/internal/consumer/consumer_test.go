@@ -265,6 +265,36 @@ func TestHugeAnswerIsCalledOnceAndRecordedCut(t *testing.T) {
 	}
 }
 
+// Under a results stream that takes less than one result (an operator's 4 KiB limit, a target
+// answering with 6 KiB of headers), the result is stored with its message cut further, and the
+// target called once.
+func TestResultLargerThanTheStreamTakesIsStoredCut(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	st, err := e.js.Stream(ctx, e.subjects.ResultsStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.CachedInfo().Config
+	cfg.MaxMsgSize = 4096
+	if _, err := e.js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	res := e.results(t)
+	tg := newTarget(t)
+	tg.answer = http.Header{"X-Large": {strings.Repeat("a", 6<<10)}}
+	e.worker(t, nil)
+	tag := e.publishDue(t, "c", "j", scheduled, job.Action{ActionSpec: httpAct(tg.URL, nil)})
+	got := res.take(t, 1)
+	if got[0].ExecutionTag != tag || got[0].Status != job.ExecutionCompleted || !strings.HasSuffix(got[0].Message, "takes no larger result)") {
+		t.Fatalf("result %s %s, message of %d bytes; want Completed, cut and saying so", got[0].ExecutionTag, got[0].Status, len(got[0].Message))
+	}
+	testenv.Eventually(t, deadline, "the due message acknowledged", func() bool { return e.dueMessages(t) == 0 })
+	if calls := len(tg.callsSoFar()); calls != 1 {
+		t.Fatalf("the target was called %d times", calls)
+	}
+}
+
 // A delivery's slot is free once its attempt has ended: the next due message is delivered while
 // the last one's result still waits for the stream's acknowledgement, and no due message is
 // acknowledged before its result's acknowledgement.

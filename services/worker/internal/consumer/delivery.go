@@ -225,7 +225,7 @@ func (c *Consumer) publish(ctx context.Context, m *nats.Msg) error {
 		pctx, cancel := context.WithTimeout(ctx, c.cfg.PublishTimeout)
 		_, err = c.cfg.JS.PublishMsg(pctx, m)
 		cancel()
-		if err == nil || ctx.Err() != nil {
+		if err == nil || ctx.Err() != nil || bus.TooLarge(err) { // the same message is refused again
 			return err
 		}
 	}

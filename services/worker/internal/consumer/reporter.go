@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/shared/job"
 )
 
 // Batches are bounded so that one message stays well under NATS's payload limit (1 MiB by
@@ -233,7 +234,7 @@ func (p *reporter) await(msgs []*outgoing) {
 				m.err = errors.New("no acknowledgement from the results stream in time")
 			}
 		}
-		if m.err != nil && bus.TooLarge(m.err) && len(m.reports) > 1 {
+		if m.err != nil && bus.TooLarge(m.err) {
 			p.alone(m)
 			continue
 		}
@@ -248,20 +249,32 @@ func (p *reporter) await(msgs []*outgoing) {
 
 // alone publishes the results of a message refused for its size one to a message, the slow
 // way, and halves what later messages may hold: an operator may set the results stream's
-// largest message, or the server's max_payload, below maxReportBytes. Sent again whole, the
-// message would be refused every time, and each of its deliveries would run again forever.
+// largest message, or the server's max_payload, below maxReportBytes. A result refused even
+// alone goes with its message cut to cutMessage. Sent again as it was, a message would be
+// refused every time, and each of its deliveries would run again forever.
 func (p *reporter) alone(m *outgoing) {
 	half := int64(m.size) / 2
-	for { // several batches may be refused at once: the smallest budget wins
+	for len(m.reports) > 1 { // several batches may be refused at once: the smallest budget wins
 		cur := p.budget.Load()
 		if half >= cur || p.budget.CompareAndSwap(cur, half) {
 			break
 		}
 	}
 	for _, rep := range m.reports {
-		rep.done(p.retry(p.message([]report{rep}, 0)))
+		err := p.retry(p.message([]report{rep}, 0))
+		if bus.TooLarge(err) {
+			rep.r.Message = job.CutMessage(rep.r.Message, cutMessage) + cutNote
+			err = p.retry(p.message([]report{rep}, 0))
+		}
+		rep.done(err)
 	}
 }
+
+// A result refused for its size even alone keeps this much of its message, and says why.
+const (
+	cutMessage = 512
+	cutNote    = " … (cut: the results stream takes no larger result)"
+)
 
 // messages groups a batch by collection, in order, into messages of at most the budget's
 // bytes (a larger result goes alone).

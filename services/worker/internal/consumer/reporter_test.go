@@ -248,6 +248,38 @@ func TestBatchTooLargeGoesApartAndLaterOnesSmaller(t *testing.T) {
 	}
 }
 
+// A result refused for its size even alone (a limit below a result: a target's large answer)
+// is published with its message cut, and its delivery told it is stored.
+func TestResultTooLargeAloneGoesCut(t *testing.T) {
+	tooLarge := &jetstream.APIError{Code: 400, ErrorCode: jetstream.JSErrCodeStreamMessageExceedsMaximum}
+	h := &heldAcks{fail: true, failErr: tooLarge}
+	stored := make(chan *nats.Msg, 4)
+	p := startReporter(t, h, func(m *nats.Msg) error {
+		if len(m.Data) > 2048 {
+			return tooLarge
+		}
+		stored <- m
+		return nil
+	})
+	r := result("c", 1)
+	r.Message = strings.Repeat("é", 3000) // 6,000 bytes
+	out := sendAll(p, []bus.Result{r})
+	testenv.Eventually(t, within, "the result published", func() bool { return len(h.published()) == 1 })
+	h.release()
+	if err := <-out; err != nil {
+		t.Fatalf("delivery told %v, want its result stored", err)
+	}
+	got, err := bus.DecodeResult((<-stored).Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ExecutionTag != r.ExecutionTag || !strings.HasPrefix(got.Message, "éé") || !strings.HasSuffix(got.Message, cutNote) ||
+		len(got.Message) > cutMessage+len(cutNote) {
+		t.Fatalf("stored %s with a message of %d bytes ending %q; want it cut to %d and saying so",
+			got.ExecutionTag, len(got.Message), got.Message[max(len(got.Message)-60, 0):], cutMessage)
+	}
+}
+
 // With a linger, results wait for others though the window is free: a batch goes once it is
 // full, or at the end of the linger (here an hour, so only a full batch or a close sends one).
 func TestLingeringResultsGoTogether(t *testing.T) {
