@@ -255,17 +255,17 @@ func (l *Leases) renew(ctx context.Context, now time.Time) {
 // acquire takes up to n free partitions, in this planner's own order of preference, so that
 // planners starting together reach for different ones.
 func (l *Leases) acquire(ctx context.Context, n int) {
+	// Each partition on its own: those on a Redis Cluster master that is lost are not read or
+	// taken, the others are.
 	free, err := l.cfg.Store.FreePartitions(ctx)
 	if err != nil {
 		l.fail("acquire", err)
-		return
 	}
 	l.prefer(free)
 	now := l.cfg.Clock().UnixNano() // before the leases are set: they run out a TTL after this at the latest
 	got, err := l.cfg.Store.Acquire(ctx, free[:min(n, len(free))], l.cfg.ID, l.cfg.TTL)
 	if err != nil {
 		l.fail("acquire", err)
-		return
 	}
 	for _, p := range got {
 		l.parts[p].renewed.Store(now)

@@ -63,43 +63,40 @@ func (s *Store) Leave(ctx context.Context, id string) error {
 	return nil
 }
 
-// FreePartitions reports which partitions have no lease holder now.
-func (s *Store) FreePartitions(ctx context.Context) ([]int, error) {
-	pipe := s.rdb.Pipeline()
-	cmds := make([]interface{ Val() int64 }, s.Partitions())
-	for p := range s.Partitions() {
+// FreePartitions reports which partitions have no lease holder now, of those it could read;
+// err says why others could not be read (a Redis Cluster master lost, of those it serves).
+func (s *Store) FreePartitions(ctx context.Context) (free []int, err error) {
+	cmds := make([]*redis.IntCmd, s.Partitions())
+	s.pipelined(ctx, len(cmds), func(p int) string { return s.k.owner(p) }, func(pipe redis.Pipeliner, p int) {
 		cmds[p] = pipe.Exists(ctx, s.k.owner(p))
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("read partition leases: %w", err)
-	}
-	var free []int
+	})
 	for p, c := range cmds {
-		if c.Val() == 0 {
+		switch {
+		case c.Err() != nil:
+			err = fmt.Errorf("read partition leases: %w", c.Err())
+		case c.Val() == 0:
 			free = append(free, p)
 		}
 	}
-	return free, nil
+	return free, err
 }
 
 // Acquire takes the leases of the given partitions that are still free, for ttl; it returns
-// the partitions it took.
-func (s *Store) Acquire(ctx context.Context, partitions []int, token string, ttl time.Duration) ([]int, error) {
-	pipe := s.rdb.Pipeline()
-	cmds := make([]interface{ Val() bool }, len(partitions))
-	for i, p := range partitions {
-		cmds[i] = pipe.SetNX(ctx, s.k.owner(p), token, ttl)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("acquire partition leases: %w", err)
-	}
-	var got []int
+// the partitions it took, and err when some could not be reached.
+func (s *Store) Acquire(ctx context.Context, partitions []int, token string, ttl time.Duration) (got []int, err error) {
+	cmds := make([]*redis.BoolCmd, len(partitions))
+	s.pipelined(ctx, len(cmds), func(i int) string { return s.k.owner(partitions[i]) }, func(pipe redis.Pipeliner, i int) {
+		cmds[i] = pipe.SetNX(ctx, s.k.owner(partitions[i]), token, ttl)
+	})
 	for i, c := range cmds {
-		if c.Val() {
+		switch {
+		case c.Err() != nil:
+			err = fmt.Errorf("acquire partition leases: %w", c.Err())
+		case c.Val():
 			got = append(got, partitions[i])
 		}
 	}
-	return got, nil
+	return got, err
 }
 
 // Renew extends the leases of the given partitions for ttl. It returns those renewed and those
@@ -107,12 +104,10 @@ func (s *Store) Acquire(ctx context.Context, partitions []int, token string, ttl
 // the partitions it serves), and err then says why.
 // The script is sent whole (EVAL): a pipelined EVALSHA cannot fall back after a Redis restart.
 func (s *Store) Renew(ctx context.Context, partitions []int, token string, ttl time.Duration) (renewed, lost []int, err error) {
-	pipe := s.rdb.Pipeline()
 	cmds := make([]*redis.Cmd, len(partitions))
-	for i, p := range partitions {
-		cmds[i] = s.scripts["renew"].Eval(ctx, pipe, []string{s.k.owner(p)}, token, ttl.Milliseconds())
-	}
-	_, execErr := pipe.Exec(ctx)
+	s.pipelined(ctx, len(cmds), func(i int) string { return s.k.owner(partitions[i]) }, func(pipe redis.Pipeliner, i int) {
+		cmds[i] = s.scripts["renew"].Eval(ctx, pipe, []string{s.k.owner(partitions[i])}, token, ttl.Milliseconds())
+	})
 	for i, c := range cmds {
 		n, cerr := c.Int()
 		switch {
@@ -123,9 +118,6 @@ func (s *Store) Renew(ctx context.Context, partitions []int, token string, ttl t
 		default:
 			renewed = append(renewed, partitions[i])
 		}
-	}
-	if err == nil {
-		err = execErr
 	}
 	if err != nil {
 		err = fmt.Errorf("renew partition leases: %w", err)

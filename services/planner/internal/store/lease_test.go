@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -132,4 +133,63 @@ func TestCheckLayoutRefusesAnotherPartitionCount(t *testing.T) {
 	if err := store.New(rdb, "y", store.WithPartitions(256)).CheckLayout(ctx); !errors.Is(err, store.ErrLayout) {
 		t.Fatalf("256 partitions over unrecorded data of 16: %v", err)
 	}
+}
+
+// On a Redis Cluster, losing a master costs only the leases of the partitions it serves: the
+// others are still renewed, read and taken. go-redis ends a pipeline whose node is lost by
+// setting its context error on every command, those the healthy masters answered too, so one
+// lost master had every lease of every planner run out, and all dispatching stopped for the
+// failover.
+func TestLeasesOutliveALostClusterMaster(t *testing.T) {
+	ctx := context.Background()
+	c := redistest.StartCluster(t, 3, 0)
+	s := store.New(c.Client(t), "")
+	n := s.Partitions()
+	all := make([]int, n)
+	for p := range all {
+		all[p] = p
+	}
+	if got, err := s.Acquire(ctx, all[:n/2], "a", time.Hour); err != nil || len(got) != n/2 {
+		t.Fatalf("acquire: %v %v", got, err)
+	}
+	lost := c.MasterOf("resched:{p00}:due")
+	var reachable, reachableFree []int
+	for _, p := range all {
+		if c.MasterOf(fmt.Sprintf("resched:{p%02d}:due", p)) != lost {
+			reachable = append(reachable, p)
+			if p >= n/2 {
+				reachableFree = append(reachableFree, p)
+			}
+		}
+	}
+	lost.Kill()
+	within := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, time.Second) } // a lease period
+	wctx, cancel := within()
+	renewed, _, err := s.Renew(wctx, all[:n/2], "a", time.Hour)
+	cancel()
+	if want := intersect(reachable, all[:n/2]); err == nil || fmt.Sprint(renewed) != fmt.Sprint(want) {
+		t.Fatalf("renew with a master lost: renewed %v (%v), want %v and an error", renewed, err, want)
+	}
+	wctx, cancel = within()
+	free, err := s.FreePartitions(wctx)
+	cancel()
+	if err == nil || fmt.Sprint(free) != fmt.Sprint(reachableFree) {
+		t.Fatalf("free partitions with a master lost: %v (%v), want %v and an error", free, err, reachableFree)
+	}
+	wctx, cancel = within()
+	got, err := s.Acquire(wctx, all[n/2:], "b", time.Hour)
+	cancel()
+	if err == nil || fmt.Sprint(got) != fmt.Sprint(reachableFree) {
+		t.Fatalf("acquire with a master lost: %v (%v), want %v and an error", got, err, reachableFree)
+	}
+}
+
+func intersect(a, b []int) []int {
+	var out []int
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -26,12 +27,15 @@ func (s *Store) evalMixed(ctx context.Context, n int, call func(i int) (string, 
 		todo[i] = i
 	}
 	for attempt := 0; len(todo) > 0 && attempt < 2; attempt++ {
-		pipe := s.rdb.Pipeline()
-		for _, i := range todo {
-			script, keys, args := call(i)
-			cmds[i] = s.scripts[script].EvalSha(ctx, pipe, keys, args...)
+		calls := make([]evalCall, len(todo))
+		for k, i := range todo {
+			c := &calls[k]
+			c.script, c.keys, c.args = call(i)
 		}
-		_, _ = pipe.Exec(ctx)
+		s.pipelined(ctx, len(todo), func(k int) string { return calls[k].keys[0] }, func(pipe redis.Pipeliner, k int) {
+			c := &calls[k]
+			cmds[todo[k]] = s.scripts[c.script].EvalSha(ctx, pipe, c.keys, c.args...)
+		})
 		var again []int
 		for _, i := range todo {
 			if err := cmds[i].Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
@@ -49,6 +53,13 @@ func (s *Store) evalMixed(ctx context.Context, n int, call func(i int) (string, 
 		todo = again
 	}
 	return cmds
+}
+
+// evalCall is one script call: the keys (all of one slot) and the arguments.
+type evalCall struct {
+	script string
+	keys   []string
+	args   []any
 }
 
 // partitionCalls splits n items into script calls, since a call may only name the keys of one
@@ -76,6 +87,59 @@ func (s *Store) partitionCalls(n, chunk int, item func(i int) (collection string
 		calls[k] = append(calls[k], i)
 	}
 	return calls
+}
+
+// pipelined sends n commands, command i to key(i), in one pipeline per Redis Cluster master,
+// side by side (one pipeline on a single server or Sentinel). add(pipe, i) queues command i.
+// A cluster pipeline that cannot reach a node sets its context error on every command once its
+// retries run out, those the healthy masters had answered too: one lost master then failed
+// the leases of every partition, and each planner stopped dispatching all of them.
+func (s *Store) pipelined(ctx context.Context, n int, key func(i int) string, add func(pipe redis.Pipeliner, i int)) {
+	groups := [][]int{make([]int, n)}
+	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
+		groups = byMaster(ctx, cc, n, key)
+	} else {
+		for i := range groups[0] {
+			groups[0][i] = i
+		}
+	}
+	send := func(g []int) {
+		pipe := s.rdb.Pipeline()
+		for _, i := range g {
+			add(pipe, i)
+		}
+		_, _ = pipe.Exec(ctx) // each command carries its own outcome
+	}
+	if len(groups) == 1 {
+		send(groups[0])
+		return
+	}
+	var wg sync.WaitGroup
+	for _, g := range groups {
+		wg.Go(func() { send(g) })
+	}
+	wg.Wait()
+}
+
+// byMaster groups the commands by the master that serves their key, as the client's slot map
+// has it; those it cannot place go together.
+func byMaster(ctx context.Context, cc *redis.ClusterClient, n int, key func(i int) string) [][]int {
+	at := map[string]int{}
+	var groups [][]int
+	for i := range n {
+		addr := ""
+		if m, err := cc.MasterForKey(ctx, key(i)); err == nil {
+			addr = m.Options().Addr
+		}
+		g, ok := at[addr]
+		if !ok {
+			g = len(groups)
+			at[addr] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	return groups
 }
 
 // loadScripts loads every script into Redis (every master of a cluster).
