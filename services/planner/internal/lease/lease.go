@@ -195,10 +195,16 @@ func (l *Leases) Run(ctx context.Context) error {
 // stands on its own: a partition whose renewal fails (its Redis master lost) runs out a TTL
 // after its last renewal, while the others go on; a failed heartbeat only stops this planner
 // from taking more.
-func (l *Leases) tick(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, l.period)
-	defer cancel()
+func (l *Leases) tick(parent context.Context) {
 	now := l.cfg.Clock()
+	// The renewal goes first, with a deadline of its own: a heartbeat whose Redis master is lost
+	// waits its deadline out, and a renewal sharing it then failed for every lease, those on
+	// the healthy masters too, so that all of them ran out in a failover.
+	rctx, rcancel := context.WithTimeout(parent, l.period)
+	l.renew(rctx, now)
+	rcancel()
+	ctx, cancel := context.WithTimeout(parent, l.period)
+	defer cancel()
 	var prev time.Time
 	if ns := l.lastBeat.Load(); ns != 0 {
 		prev = time.Unix(0, ns)
@@ -212,7 +218,6 @@ func (l *Leases) tick(ctx context.Context) {
 		l.lastBeat.Store(now.UnixNano())
 		l.beaten.Store(true)
 	}
-	l.renew(ctx, now)
 	if hbErr != nil {
 		return
 	}

@@ -17,7 +17,10 @@ type fakeStore struct {
 	partitions    int
 	owner         map[int]string
 	heartbeatDown bool
-	down          map[int]bool // partitions whose master is unreachable
+	// heartbeatHangs: the heartbeat waits its deadline out, as a call to a lost Redis Cluster
+	// master does while the client dials it again and again.
+	heartbeatHangs bool
+	down           map[int]bool // partitions whose master is unreachable
 	outages       []store.Outage
 }
 
@@ -29,7 +32,14 @@ var errDown = errors.New("dial tcp: connection refused")
 
 func (f *fakeStore) Partitions() int { return f.partitions }
 
-func (f *fakeStore) Heartbeat(_ context.Context, _ string, _, _, _, _ time.Time, _ time.Duration, _ int) (int, []store.Outage, error) {
+func (f *fakeStore) Heartbeat(ctx context.Context, _ string, _, _, _, _ time.Time, _ time.Duration, _ int) (int, []store.Outage, error) {
+	f.mu.Lock()
+	hangs := f.heartbeatHangs
+	f.mu.Unlock()
+	if hangs {
+		<-ctx.Done()
+		return 0, nil, ctx.Err()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.heartbeatDown {
@@ -63,7 +73,10 @@ func (f *fakeStore) Acquire(_ context.Context, ps []int, token string, _ time.Du
 	return got, nil
 }
 
-func (f *fakeStore) Renew(_ context.Context, ps []int, token string, _ time.Duration) (renewed, lost []int, err error) {
+func (f *fakeStore) Renew(ctx context.Context, ps []int, token string, _ time.Duration) (renewed, lost []int, err error) {
+	if ctx.Err() != nil { // a real call cannot start past its deadline
+		return nil, nil, ctx.Err()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, p := range ps {
@@ -128,6 +141,28 @@ func TestLeasesStandOnTheirOwn(t *testing.T) {
 	l.tick(ctx)
 	if got := l.Held(); len(got) != 4 {
 		t.Fatalf("held %v once Redis is back, want all 4 again", got)
+	}
+}
+
+// A heartbeat that waits its deadline out (the master of the planners' keys lost, the client
+// dialling it again and again) leaves the renewals their own: they shared its deadline, found
+// it spent, and every lease ran out, those on the healthy masters too. The TTL is short here
+// so that the deadlines waited out are short.
+func TestAHangingHeartbeatLeavesTheRenewalsAlone(t *testing.T) {
+	ctx := context.Background()
+	f, c := newFake(4), &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	const ttl = 30 * time.Millisecond
+	l := New(Config{Store: f, ID: "a", TTL: ttl, Start: c.now.Add(-time.Hour), Clock: c.Now})
+	l.tick(ctx)
+	f.mu.Lock()
+	f.heartbeatHangs = true
+	f.mu.Unlock()
+	for range 4 { // more than a TTL
+		c.advance(ttl / 3)
+		l.tick(ctx)
+	}
+	if got := l.Held(); len(got) != 4 {
+		t.Fatalf("held %v while the heartbeat hangs, want all 4", got)
 	}
 }
 
