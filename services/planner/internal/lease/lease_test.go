@@ -21,7 +21,7 @@ type fakeStore struct {
 	// master does while the client dials it again and again.
 	heartbeatHangs bool
 	down           map[int]bool // partitions whose master is unreachable
-	outages       []store.Outage
+	outages        []store.Outage
 }
 
 func newFake(partitions int) *fakeStore {
