@@ -52,15 +52,7 @@ func TestEnsureStreamsNotesALargestMessageTooSmall(t *testing.T) {
 	ctx := context.Background()
 	_, js, subjects := natstest.Start(t).JetStream(t) // the streams as created
 	for name, size := range map[string]int32{subjects.DueStream(): 4096, subjects.ResultsStream(): 64 << 10, subjects.IntakeStream(): 16 << 10} {
-		st, err := js.Stream(ctx, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		edited := st.CachedInfo().Config
-		edited.MaxMsgSize = size // nats stream edit --max-msg-size
-		if _, err := js.UpdateStream(ctx, edited); err != nil {
-			t.Fatal(err)
-		}
+		natstest.SetMaxMsgSize(t, js, name, size)
 	}
 	notes, err := bus.EnsureStreams(ctx, js, subjects, bus.StreamOptions{})
 	if err != nil {

@@ -165,3 +165,19 @@ func (s *Server) JetStream(t testing.TB) (*nats.Conn, jetstream.JetStream, bus.S
 	}
 	return nc, js, subjects
 }
+
+// SetMaxMsgSize sets the largest message a stream takes, as `nats stream edit --max-msg-size`
+// does: the tests of what a message refused for its size does.
+func SetMaxMsgSize(t testing.TB, js jetstream.JetStream, stream string, size int32) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := js.Stream(ctx, stream)
+	if err != nil {
+		t.Fatalf("natstest: stream %s: %v", stream, err)
+	}
+	cfg := st.CachedInfo().Config
+	cfg.MaxMsgSize = size
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatalf("natstest: edit stream %s: %v", stream, err)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
+	"github.com/resched/resched/services/internal/natstest"
 	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/services/planner/internal/dispatch"
 	"github.com/resched/resched/shared/job"
@@ -238,15 +239,7 @@ func TestRoundOneFailingPublishLetsTheLaterBatchesAdvance(t *testing.T) {
 func TestOccurrenceRefusedForGoodParksItsJob(t *testing.T) {
 	ctx := context.Background()
 	e := setup(t)
-	st, err := e.js.Stream(ctx, e.subj.DueStream())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := st.CachedInfo().Config
-	cfg.MaxMsgSize = 2048 // nats stream edit --max-msg-size
-	if _, err := e.js.UpdateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
+	natstest.SetMaxMsgSize(t, e.js, e.subj.DueStream(), 2048)
 	const jobs = 30
 	for i := range jobs {
 		e.put(fmt.Sprintf("j%02d", i), `{"startTime":"2026-03-01T12:00:00Z",`+action+`,"recurrence":{"frequency":"Hour"}}`)

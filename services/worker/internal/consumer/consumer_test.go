@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/internal/natstest"
 	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/services/worker/internal/consumer"
 	"github.com/resched/resched/services/worker/internal/executor"
@@ -203,16 +204,7 @@ func TestBusyWorkerBatchesItsResults(t *testing.T) {
 // refused every time and each of its deliveries ran again, forever.
 func TestResultsTooLargeTogetherAreStoredApart(t *testing.T) {
 	e := newEnv(t)
-	ctx := context.Background()
-	st, err := e.js.Stream(ctx, e.subjects.ResultsStream())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := st.CachedInfo().Config
-	cfg.MaxMsgSize = 2048 // nats stream edit --max-msg-size: a few results, not 40
-	if _, err := e.js.UpdateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
+	natstest.SetMaxMsgSize(t, e.js, e.subjects.ResultsStream(), 2048) // a few results, not 40
 	res := e.results(t)
 	tg := newTarget(t)
 	const n = 40
@@ -270,16 +262,7 @@ func TestHugeAnswerIsCalledOnceAndRecordedCut(t *testing.T) {
 // target called once.
 func TestResultLargerThanTheStreamTakesIsStoredCut(t *testing.T) {
 	e := newEnv(t)
-	ctx := context.Background()
-	st, err := e.js.Stream(ctx, e.subjects.ResultsStream())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := st.CachedInfo().Config
-	cfg.MaxMsgSize = 4096
-	if _, err := e.js.UpdateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
+	natstest.SetMaxMsgSize(t, e.js, e.subjects.ResultsStream(), 4096)
 	res := e.results(t)
 	tg := newTarget(t)
 	tg.answer = http.Header{"X-Large": {strings.Repeat("a", 6<<10)}}
