@@ -185,15 +185,7 @@ func TestBusyWorkerBatchesItsResults(t *testing.T) {
 		<-tg.arrived // every delivery is in flight
 	}
 	close(tg.block) // and they all end at once
-	seen := map[string]int{}
-	for _, r := range res.take(t, n) {
-		seen[r.ExecutionTag]++
-	}
-	for tag := range tags {
-		if seen[tag] != 1 {
-			t.Errorf("result of %s reported %d times, want once", tag, seen[tag])
-		}
-	}
+	eachOnce(t, res.take(t, n), tags)
 	t.Logf("%d results came in %d messages", n, res.messages)
 	testenv.Eventually(t, deadline, "every due message acknowledged", func() bool { return e.dueMessages(t) == 0 })
 }
@@ -218,15 +210,7 @@ func TestResultsTooLargeTogetherAreStoredApart(t *testing.T) {
 		<-tg.arrived
 	}
 	close(tg.block) // they end together, and their results gather
-	seen := map[string]int{}
-	for _, r := range res.take(t, n) {
-		seen[r.ExecutionTag]++
-	}
-	for tag := range tags {
-		if seen[tag] != 1 {
-			t.Errorf("result of %s stored %d times, want once", tag, seen[tag])
-		}
-	}
+	eachOnce(t, res.take(t, n), tags)
 	testenv.Eventually(t, deadline, "every due message acknowledged", func() bool { return e.dueMessages(t) == 0 })
 	if calls := len(tg.callsSoFar()); calls != n {
 		t.Fatalf("the target was called %d times for %d occurrences", calls, n)

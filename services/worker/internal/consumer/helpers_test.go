@@ -285,3 +285,17 @@ type heldPubAck struct {
 
 func (a *heldPubAck) Ok() <-chan *jetstream.PubAck { return a.ok }
 func (a *heldPubAck) Err() <-chan error            { return a.err }
+
+// eachOnce checks that the results hold one result for each of tags.
+func eachOnce(t *testing.T, rs []bus.Result, tags map[string]bool) {
+	t.Helper()
+	seen := map[string]int{}
+	for _, r := range rs {
+		seen[r.ExecutionTag]++
+	}
+	for tag := range tags {
+		if seen[tag] != 1 {
+			t.Errorf("result of %s stored %d times, want once", tag, seen[tag])
+		}
+	}
+}
