@@ -10,7 +10,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/resched/resched/shared/jobschema"
 )
 
 // StreamOptions are the deployment choices for the streams. They apply when a stream is
@@ -105,8 +104,13 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, s Subjects, o St
 	return notes, nil
 }
 
+// MaxDefinition is jobschema.MaxJobSize, the largest definition a planner accepts (a test
+// holds them equal): bus does not import jobschema, whose schema every importer would compile
+// at start, the workers' and the gateway's too.
+const MaxDefinition = 16 << 10
+
 // smallestLimit is the least largest-message setting a stream needs. On the intake stream, a
-// definition of the largest size allowed (16 KiB, the jobschema limit) with its envelope; on
+// definition of the largest size allowed (MaxDefinition) with its envelope; on
 // the due stream, its action with the secrets sealed (the ciphertext in base64: a third more);
 // on the results stream, one result (its message at most 8 KiB, up to six times that once
 // escaped in JSON, though a few KiB in practice).
@@ -119,7 +123,7 @@ func smallestLimit(s Subjects, stream string) int32 {
 	case s.ResultsStream():
 		return 64 << 10
 	}
-	return jobschema.MaxJobSize + 1<<10
+	return MaxDefinition + 1<<10
 }
 
 func placementTags(p *jetstream.Placement) []string {

@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/shared/jobschema"
 )
 
 // Only a refusal for the message's size counts as for good: the planner parks a job for it and
@@ -32,5 +33,12 @@ func TestTooLarge(t *testing.T) {
 		if got := bus.TooLarge(c.err); got != c.want {
 			t.Errorf("TooLarge(%v) = %v, want %v", c.err, got, c.want)
 		}
+	}
+}
+
+// The stream limits the planner checks follow the largest definition it accepts.
+func TestMaxDefinitionIsTheSchemaLimit(t *testing.T) {
+	if bus.MaxDefinition != jobschema.MaxJobSize {
+		t.Fatalf("bus.MaxDefinition %d, jobschema.MaxJobSize %d", bus.MaxDefinition, jobschema.MaxJobSize)
 	}
 }
