@@ -95,6 +95,9 @@ func (s *Store) partitionCalls(n, chunk int, item func(i int) (collection string
 // retries run out, those the healthy masters had answered too: one lost master then failed
 // the leases of every partition, and each planner stopped dispatching all of them.
 func (s *Store) pipelined(ctx context.Context, n int, key func(i int) string, add func(pipe redis.Pipeliner, i int)) {
+	if n == 0 {
+		return
+	}
 	groups := [][]int{make([]int, n)}
 	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
 		groups = byMaster(ctx, cc, n, key)

@@ -253,12 +253,8 @@ func (p *reporter) await(msgs []*outgoing) {
 // alone goes with its message cut to cutMessage. Sent again as it was, a message would be
 // refused every time, and each of its deliveries would run again forever.
 func (p *reporter) alone(m *outgoing) {
-	half := int64(m.size) / 2
-	for len(m.reports) > 1 { // several batches may be refused at once: the smallest budget wins
-		cur := p.budget.Load()
-		if half >= cur || p.budget.CompareAndSwap(cur, half) {
-			break
-		}
+	if len(m.reports) > 1 {
+		p.shrink(int64(m.size) / 2)
 	}
 	for _, rep := range m.reports {
 		err := p.retry(p.message([]report{rep}, 0))
@@ -267,6 +263,17 @@ func (p *reporter) alone(m *outgoing) {
 			err = p.retry(p.message([]report{rep}, 0))
 		}
 		rep.done(err)
+	}
+}
+
+// shrink lowers the budget to at most b; several batches may be refused at once, and the
+// smallest budget wins.
+func (p *reporter) shrink(b int64) {
+	for {
+		cur := p.budget.Load()
+		if b >= cur || p.budget.CompareAndSwap(cur, b) {
+			return
+		}
 	}
 }
 
