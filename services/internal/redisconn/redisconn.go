@@ -212,6 +212,11 @@ func parse(raw string) (topology, error) {
 	return t, nil
 }
 
+// clusterTries is how many times a cluster command is tried after its first: with the
+// backoff below, about 7 s, a Redis Cluster's failover at a short node timeout; a longer
+// failover fails the command, and the planner's loops try again.
+const clusterTries = 16
+
 // clusterReload is how often a cluster client reads the slot map again: a failover is seen
 // this soon after the cluster agrees on it.
 const clusterReload = time.Second
@@ -236,10 +241,15 @@ func (o Options) Client(name string) (redis.UniversalClient, error) {
 	case "cluster":
 		return redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs: t.addrs, Username: t.user, Password: t.password, TLSConfig: tlsConfig, ClientName: name,
-			// A master lost: retry long enough for a replica to be promoted (about the
-			// cluster's node timeout), reloading the slot map between tries.
-			MaxRedirects: 8, MaxRetries: 6, MinRetryBackoff: 100 * time.Millisecond, MaxRetryBackoff: time.Second,
-			DialTimeout: 2 * time.Second,
+			// A master lost: the cluster client retries for about 7 s, picking the slot's
+			// master again from the slot map at each try, so a command goes to the promoted
+			// replica within a try of the map showing it. The retries are the cluster
+			// client's alone (go-redis's default): retries of each node's own client, and
+			// its five dials a try, went on knocking at the dead master, so a command
+			// begun just after the loss came back 9 to 13 s after the promotion
+			// (docs/scaling.md).
+			MaxRedirects: clusterTries, MinRetryBackoff: 50 * time.Millisecond, MaxRetryBackoff: 500 * time.Millisecond,
+			DialTimeout: 2 * time.Second, DialerRetries: 1,
 			// The slot map is read again this often (go-redis: every minute), so a replica
 			// promoted after its master died is used within seconds, not a minute.
 			ClusterStateReloadInterval: clusterReload,
