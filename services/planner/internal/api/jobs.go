@@ -39,7 +39,7 @@ func (a *handlers) listJobs(ctx context.Context, r request) (any, micro.Headers,
 	if err != nil {
 		return nil, nil, err
 	}
-	return fitted(a.maxReply, page, func(page jobs.PageRequest) (jobs.Page[*job.Definition], error) {
+	return fitted(a.maxReply(), page, func(page jobs.PageRequest) (jobs.Page[*job.Definition], error) {
 		return a.svc.ListJobs(ctx, r.names[0], state, page)
 	})
 }
@@ -53,7 +53,7 @@ func (a *handlers) history(ctx context.Context, r request) (any, micro.Headers, 
 	if err != nil {
 		return nil, nil, err
 	}
-	return fitted(a.maxReply, page, func(page jobs.PageRequest) (jobs.Page[job.HistoryEntry], error) {
+	return fitted(a.maxReply(), page, func(page jobs.PageRequest) (jobs.Page[job.HistoryEntry], error) {
 		return a.svc.History(ctx, r.names[0], r.names[1], status, page)
 	})
 }

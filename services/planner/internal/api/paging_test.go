@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/services/planner/internal/store"
 	"github.com/resched/resched/shared/job"
 )
@@ -116,8 +118,42 @@ func TestHistoryPagesByCursor(t *testing.T) {
 // timeout. The page ends early instead, and nextLink goes on from there.
 func TestLargeJobsPageWithinOneReply(t *testing.T) {
 	e := newEnv(t)
+	want := putLargeJobs(t, e)
+	got, links := follow[job.Definition](t, e, "jobs.list.c", `{"top": 100}`)
+	if names := jobNames(got); !slices.Equal(names, want) {
+		t.Fatalf("listed %d jobs, want %d in order", len(names), len(want))
+	}
+	if len(links) == 0 {
+		t.Errorf("one page of 1.1 MB, want it cut")
+	}
+}
+
+// The limit is the server's at each request: after a restart with a max_payload of 256 KiB,
+// a page fitted to the 1 MiB read at start would be refused (and the caller wait until its
+// timeout).
+func TestPagesFitAServerRestartedWithASmallerMaxPayload(t *testing.T) {
+	e := newEnv(t)
+	want := putLargeJobs(t, e)
+	e.nats.Reload(func(o *server.Options) { o.MaxPayload = 256 << 10 })
+	e.nats.Restart()
+	testenv.Eventually(t, 10*time.Second, "the API's connection to learn the new max_payload", func() bool {
+		return e.conn.MaxPayload() == 256<<10 && e.nc.MaxPayload() == 256<<10
+	})
+	got, links := follow[job.Definition](t, e, "jobs.list.c", `{"top": 100}`)
+	if names := jobNames(got); !slices.Equal(names, want) {
+		t.Fatalf("listed %d jobs, want %d in order", len(names), len(want))
+	}
+	if len(links) < 4 {
+		t.Errorf("%d pages of 1.1 MB in all, want at least 5 under 256 KiB", len(links)+1)
+	}
+}
+
+// putLargeJobs puts 100 jobs of 11 KB (the largest body allowed, and a header) into collection
+// c, and returns their names in order.
+func putLargeJobs(t *testing.T, e *env) []string {
+	t.Helper()
 	e.putCollection(t, "c", `{}`)
-	body, header := strings.Repeat("x", 8000), strings.Repeat("y", 3000) // the largest body allowed, and a header
+	body, header := strings.Repeat("x", 8000), strings.Repeat("y", 3000)
 	var want []string
 	for i := range 100 {
 		name := fmt.Sprintf("j%03d", i)
@@ -126,13 +162,7 @@ func TestLargeJobsPageWithinOneReply(t *testing.T) {
 		e.ok(t, "jobs.put.c."+name, def, nil)
 		want = append(want, "c/"+name)
 	}
-	got, links := follow[job.Definition](t, e, "jobs.list.c", `{"top": 100}`)
-	if names := jobNames(got); !slices.Equal(names, want) {
-		t.Fatalf("listed %d jobs, want %d in order", len(names), len(want))
-	}
-	if len(links) == 0 {
-		t.Errorf("one page of 1.1 MB, want it cut")
-	}
+	return want
 }
 
 // So does a page of history: 600 entries of 2 KiB (the message a history keeps by default)

@@ -77,7 +77,7 @@ var (
 type handlers struct {
 	svc      *jobs.Service
 	log      *slog.Logger
-	maxReply int         // the most bytes a reply's body may hold: NATS refuses a larger one
+	nc       *nats.Conn  // its max_payload bounds a reply (maxReply)
 	work     chan func() // to the workers, one per slot of Concurrency
 	inFlight sync.WaitGroup
 	// handing is held (shared) while a request is handed to a worker, and taken whole to set
@@ -85,6 +85,11 @@ type handlers struct {
 	handing sync.RWMutex
 	stopped bool
 }
+
+// maxReply is the most bytes a reply's body may hold: NATS refuses a larger one. It is read
+// at each request, since a reconnect may reach a server with another max_payload; a reply's
+// headers (micro's, ours) take a few hundred bytes of it.
+func (a *handlers) maxReply() int { return int(a.nc.MaxPayload()) - 4<<10 }
 
 // stopWorkers lets the requests in hand finish and ends the workers. The micro service stops
 // first, but its subscriptions drain: the requests they had already received still reach the
@@ -131,8 +136,7 @@ func New(nc *nats.Conn, svc *jobs.Service, subjects bus.Subjects, logger *slog.L
 	if len(opts) > 0 && opts[0].Concurrency > 0 {
 		o = opts[0]
 	}
-	// A reply's headers (micro's, ours) take a few hundred bytes of the server's max_payload.
-	a := &handlers{svc: svc, log: logger, work: make(chan func()), maxReply: int(nc.MaxPayload()) - 4<<10}
+	a := &handlers{svc: svc, log: logger, work: make(chan func()), nc: nc}
 	for range o.Concurrency {
 		go a.worker()
 	}
