@@ -24,7 +24,8 @@ type group struct {
 	policy       string
 }
 
-// short is the version inside `make test`: about a minute, one planner kill and one worker kill.
+// short is the version inside `make test`: about a minute, one planner kill, one worker kill
+// and one planner paused.
 var short = profile{
 	name: "short", planners: 3, workers: 2,
 	groups: []group{{40, 1, ""}, {40, 1, "All"}, {60, 5, ""}},
@@ -34,12 +35,16 @@ var short = profile{
 		s.at(10*time.Second, "start planner-1", func() { c.startPlanner(1) })
 		s.at(16*time.Second, "kill -9 worker-0", func() { c.killWorker(0) })
 		s.at(18*time.Second, "start worker-0", func() { c.startWorker(0) })
+		// Twice its leases' TTL: the others take its partitions over, and it wakes up
+		// believing it holds them, maybe in the middle of a round.
+		s.at(24*time.Second, "SIGSTOP planner-2", func() { c.pausePlanner(2) })
+		s.at(30*time.Second, "SIGCONT planner-2", func() { c.resumePlanner(2) })
 	},
 }
 
 // full is `make chaos`: 1,200 jobs, about 53,000 occurrences over five and a half minutes; a
 // random planner killed every ten seconds or so and started again, workers killed, one Redis
-// restart, one NATS restart, and a 20 s outage of every planner.
+// restart, one NATS restart, a planner paused for 6 s and a 20 s outage of every planner.
 var full = profile{
 	name: "full", planners: 3, workers: 3,
 	groups: []group{{50, 1, ""}, {50, 1, "All"}, {250, 10, ""}, {250, 10, "All"}, {300, 60, ""}, {300, 60, "All"}},
@@ -47,8 +52,10 @@ var full = profile{
 	faults: func(c *cluster, s *schedule) {
 		rng := rand.New(rand.NewPCG(1, 2))
 		outage := [2]time.Duration{230 * time.Second, 250 * time.Second}
+		pause := [2]time.Duration{195 * time.Second, 201 * time.Second}
 		for at := 10 * time.Second; at < 320*time.Second; at += time.Duration(8+rng.IntN(5)) * time.Second {
-			if at > outage[0]-5*time.Second && at < outage[1]+3*time.Second {
+			if at > outage[0]-5*time.Second && at < outage[1]+3*time.Second ||
+				at > pause[0]-5*time.Second && at < pause[1]+3*time.Second {
 				continue
 			}
 			i := rng.IntN(len(c.planners))
@@ -62,6 +69,8 @@ var full = profile{
 		}
 		s.at(100*time.Second, "restart redis-server", c.restartRedis)
 		s.at(160*time.Second, "restart the NATS server", c.restartNATS)
+		s.at(pause[0], "SIGSTOP planner-0", func() { c.pausePlanner(0) })
+		s.at(pause[1], "SIGCONT planner-0", func() { c.resumePlanner(0) })
 		s.at(outage[0], "kill -9 every planner", func() {
 			for i := range c.planners {
 				if c.planners[i].Running() {

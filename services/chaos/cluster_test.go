@@ -121,6 +121,15 @@ func (c *cluster) startPlanner(i int) {
 	c.planners[i].Restart(c.t)
 }
 
+// pausePlanner stops planner i with SIGSTOP: it holds its leases and connections and does
+// nothing, until resumePlanner.
+func (c *cluster) pausePlanner(i int) {
+	c.planners[i].Pause(c.t)
+	c.timeline.add(time.Now(), paused, c.planners[i].Name)
+}
+
+func (c *cluster) resumePlanner(i int) { c.planners[i].Resume(c.t) }
+
 func (c *cluster) killWorker(i int) {
 	c.workers[i].Kill(c.t)
 	c.timeline.add(time.Now(), workerKilled, c.workers[i].Name)
@@ -231,6 +240,7 @@ const (
 	natsRestart
 	redisFailover // a Redis master killed: its replica takes over
 	natsLoss      // a NATS server of a cluster killed
+	paused        // a planner stopped (SIGSTOP) past its leases, then let go on
 )
 
 type event struct {

@@ -182,6 +182,24 @@ func (p *Proc) Kill(t testing.TB) {
 	<-exited
 }
 
+// Pause stops the process with SIGSTOP, as a long garbage collection, a frozen container or
+// a stolen virtual machine does: it holds its connections and state, and does nothing.
+func (p *Proc) Pause(t testing.TB) { p.signal(t, syscall.SIGSTOP) }
+
+// Resume lets a paused process go on (SIGCONT).
+func (p *Proc) Resume(t testing.TB) { p.signal(t, syscall.SIGCONT) }
+
+func (p *Proc) signal(t testing.TB, sig syscall.Signal) {
+	t.Helper()
+	cmd, _ := p.running()
+	if cmd == nil {
+		t.Fatalf("testenv: %s is not running", p.Name)
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("testenv: %s: %v", p.Name, err)
+	}
+}
+
 // Stop ends the process with SIGTERM and waits for it, killing it after grace.
 func (p *Proc) Stop(t testing.TB, grace time.Duration) {
 	t.Helper()
