@@ -226,7 +226,7 @@ func (p *planner) start(ctx context.Context, parts *sync.WaitGroup, fail context
 	}
 	var disp *dispatch.Dispatcher
 	leases := lease.New(lease.Config{Store: p.store, ID: p.id, TTL: p.cfg.Lease, Start: p.began, Logger: p.log,
-		Metrics: p.metrics, Acquired: func(part int) { disp.Wake(part) }})
+		Metrics: p.metrics, Acquired: func(part int) { disp.Wake(part) }, Publishing: p.nc.IsConnected})
 	p.leases.Store(leases)
 	disp = dispatch.New(dispatch.Config{
 		Store: p.store, JS: p.js, Events: p.nc, Leases: leases, Subjects: p.subjects, Logger: p.log, Metrics: p.metrics,

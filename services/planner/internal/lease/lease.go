@@ -52,6 +52,10 @@ type Config struct {
 	Metrics Metrics
 	// Acquired is called for each partition this planner takes (to wake its dispatcher).
 	Acquired func(p int)
+	// Publishing reports whether this planner can publish occurrences now (its NATS
+	// connection is up); nil means always. Cut off for a TTL, it lets its leases go, so that
+	// a planner that can publish takes its partitions rather than their jobs waiting for it.
+	Publishing func() bool
 }
 
 // outagesKept bounds the outages on record; older ones no longer matter once they are more
@@ -74,6 +78,9 @@ type Leases struct {
 	beaten  atomic.Bool
 	// lastBeat is when this planner's heartbeat last succeeded (unix ns; 0 before the first).
 	lastBeat atomic.Int64
+	// cutSince is when Publishing last turned false (unix ns; 0 while it holds). Only tick
+	// reads and writes it.
+	cutSince int64
 }
 
 // partition is this planner's view of one partition's lease.
@@ -98,6 +105,9 @@ func New(cfg Config) *Leases {
 	}
 	if cfg.Acquired == nil {
 		cfg.Acquired = func(int) {}
+	}
+	if cfg.Publishing == nil {
+		cfg.Publishing = func() bool { return true }
 	}
 	l := &Leases{cfg: cfg, period: cfg.TTL / 3, parts: make([]partition, cfg.Store.Partitions())}
 	l.outages.Store(&[]store.Outage{})
@@ -194,14 +204,23 @@ func (l *Leases) Run(ctx context.Context) error {
 // tick beats the heartbeat, renews what is held and moves towards the fair share. Each lease
 // stands on its own: a partition whose renewal fails (its Redis master lost) runs out a TTL
 // after its last renewal, while the others go on; a failed heartbeat only stops this planner
-// from taking more.
+// from taking more. A planner cut off from NATS for a TTL takes and keeps nothing.
 func (l *Leases) tick(parent context.Context) {
 	now := l.cfg.Clock()
 	// The renewal goes first, with a deadline of its own: a heartbeat whose Redis master is lost
 	// waits its deadline out, and a renewal sharing it then failed for every lease, those on
 	// the healthy masters too, so that all of them ran out in a failover.
+	// A planner that cannot publish renews nothing: a NATS reconnect within the TTL keeps its
+	// leases, and a cut that lasts has them run out as it is found (cut), rather than a TTL
+	// later.
+	cut := l.cutOff(now)
 	rctx, rcancel := context.WithTimeout(parent, l.period)
-	l.renew(rctx, now)
+	switch {
+	case cut:
+		l.standDown(rctx)
+	case l.cutSince == 0:
+		l.renew(rctx, now)
+	}
 	rcancel()
 	ctx, cancel := context.WithTimeout(parent, l.period)
 	defer cancel()
@@ -209,7 +228,14 @@ func (l *Leases) tick(parent context.Context) {
 	if ns := l.lastBeat.Load(); ns != 0 {
 		prev = time.Unix(0, ns)
 	}
-	live, outages, hbErr := l.cfg.Store.Heartbeat(ctx, l.cfg.ID, now, now.Add(l.cfg.TTL), l.cfg.Start, prev, l.period, outagesKept)
+	// A planner cut off from NATS still beats, so that no outage is recorded while it runs,
+	// but with an expiry already past: it does not count among the planners that share the
+	// partitions, so the others take its share too.
+	expiry := now.Add(l.cfg.TTL)
+	if cut {
+		expiry = now.Add(-l.cfg.TTL)
+	}
+	live, outages, hbErr := l.cfg.Store.Heartbeat(ctx, l.cfg.ID, now, expiry, l.cfg.Start, prev, l.period, outagesKept)
 	if hbErr != nil {
 		l.fail("heartbeat", hbErr)
 	} else {
@@ -218,7 +244,7 @@ func (l *Leases) tick(parent context.Context) {
 		l.lastBeat.Store(now.UnixNano())
 		l.beaten.Store(true)
 	}
-	if hbErr != nil {
+	if hbErr != nil || cut {
 		return
 	}
 	held := l.Held()
@@ -231,6 +257,46 @@ func (l *Leases) tick(parent context.Context) {
 	}
 	if l.cfg.Metrics != nil {
 		l.cfg.Metrics.Leases(len(l.Held()), live)
+	}
+}
+
+// cutOff reports whether this planner has been unable to publish for a TTL: as long as a
+// NATS reconnect takes, or a restart of its server, it keeps its partitions.
+func (l *Leases) cutOff(now time.Time) bool {
+	if l.cfg.Publishing() {
+		if l.cutSince != 0 {
+			l.cutSince = 0
+			l.cfg.Logger.Info("partition leases: publishing again; taking a share of the partitions")
+		}
+		return false
+	}
+	if l.cutSince == 0 {
+		l.cutSince = now.UnixNano()
+	}
+	return now.Sub(time.Unix(0, l.cutSince)) >= l.cfg.TTL
+}
+
+// standDown lets every held lease go, without waiting for the rounds in hand: they cannot
+// publish, and a lease whose round still runs is not released but left to run out, a TTL
+// after its last renewal. Another planner takes each partition once it is free, and its
+// share once this one no longer counts among the live (tick).
+func (l *Leases) standDown(ctx context.Context) {
+	held := l.Held()
+	if len(held) == 0 {
+		return
+	}
+	l.cfg.Logger.Warn("partition leases: cannot publish to NATS; letting the partitions go to a planner that can",
+		"partitions", len(held))
+	for _, p := range held {
+		pt := &l.parts[p]
+		pt.held.Store(false)
+		if !pt.mu.TryLock() {
+			continue
+		}
+		if err := l.cfg.Store.Release(ctx, p, l.cfg.ID); err != nil {
+			l.fail("release", err)
+		}
+		pt.mu.Unlock()
 	}
 }
 

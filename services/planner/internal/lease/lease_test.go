@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -22,6 +23,8 @@ type fakeStore struct {
 	heartbeatHangs bool
 	down           map[int]bool // partitions whose master is unreachable
 	outages        []store.Outage
+	counted        bool // the last heartbeat counts its planner among those sharing the partitions
+	renewals       int  // calls of Renew
 }
 
 func newFake(partitions int) *fakeStore {
@@ -32,9 +35,10 @@ var errDown = errors.New("dial tcp: connection refused")
 
 func (f *fakeStore) Partitions() int { return f.partitions }
 
-func (f *fakeStore) Heartbeat(ctx context.Context, _ string, _, _, _, _ time.Time, _ time.Duration, _ int) (int, []store.Outage, error) {
+func (f *fakeStore) Heartbeat(ctx context.Context, _ string, now, expiry, _, _ time.Time, _ time.Duration, _ int) (int, []store.Outage, error) {
 	f.mu.Lock()
 	hangs := f.heartbeatHangs
+	f.counted = expiry.After(now)
 	f.mu.Unlock()
 	if hangs {
 		<-ctx.Done()
@@ -79,6 +83,7 @@ func (f *fakeStore) Renew(ctx context.Context, ps []int, token string, _ time.Du
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.renewals++
 	for _, p := range ps {
 		switch {
 		case f.down[p]:
@@ -192,5 +197,65 @@ func TestAFreshOutageHoldsDispatchUntilItSettles(t *testing.T) {
 	l.tick(ctx)
 	if _, ok := l.Use(0); !ok || len(l.Outages()) != 0 {
 		t.Fatal("a withdrawn outage still holds dispatch")
+	}
+}
+
+// A planner that cannot publish (its NATS connection down) renews nothing meanwhile, keeps its
+// partitions through a reconnect within the TTL, and lets them go once it has been cut off for
+// a TTL: the free ones at once, one whose round is still in hand when its lease runs out. It
+// takes none while cut off, and its share again once it can publish.
+func TestCutOffFromNATSLetsThePartitionsGo(t *testing.T) {
+	ctx := context.Background()
+	f, c := newFake(4), &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	publishing := true
+	l := New(Config{Store: f, ID: "a", TTL: 3 * time.Second, Start: c.now.Add(-time.Hour), Clock: c.Now,
+		Publishing: func() bool { return publishing }})
+	l.tick(ctx)
+	if got := l.Held(); len(got) != 4 {
+		t.Fatalf("held %v after the first tick, want all 4", got)
+	}
+	publishing = false // a reconnect
+	c.advance(time.Second)
+	l.tick(ctx)
+	publishing = true
+	c.advance(time.Second)
+	l.tick(ctx)
+	if got := l.Held(); len(got) != 4 || f.renewals != 1 {
+		t.Fatalf("held %v after a reconnect, renewed %d times; want all 4, renewed once", got, f.renewals)
+	}
+	publishing = false
+	for range 3 { // the cut starts at the first of these ticks: still within a TTL at the third
+		c.advance(time.Second)
+		l.tick(ctx)
+	}
+	if got := l.Held(); len(got) != 4 || f.renewals != 1 {
+		t.Fatalf("held %v cut off for less than a TTL, renewed %d times; want all 4, not renewed", got, f.renewals)
+	}
+	c.advance(time.Second)
+	done, ok := l.Use(1) // a round in hand
+	if !ok {
+		t.Fatal("partition 1 cannot be used")
+	}
+	l.tick(ctx)
+	done()
+	if got := l.Held(); len(got) != 0 {
+		t.Fatalf("held %v cut off for a TTL, want none", got)
+	}
+	if !maps.Equal(f.owner, map[int]string{1: "a"}) {
+		t.Fatalf("leases in the store %v, want only partition 1's, whose round was in hand", f.owner)
+	}
+	if f.counted {
+		t.Fatal("the heartbeat counts a planner cut off among those sharing the partitions")
+	}
+	c.advance(time.Second)
+	l.tick(ctx)
+	if got := l.Held(); len(got) != 0 {
+		t.Fatalf("took %v while cut off", got)
+	}
+	publishing = true
+	c.advance(time.Second)
+	l.tick(ctx)
+	if got := l.Held(); !slices.Equal(got, []int{0, 2, 3}) || !f.counted {
+		t.Fatalf("held %v once publishing again, want the free ones [0 2 3], and counted (%v)", got, f.counted)
 	}
 }

@@ -18,8 +18,10 @@ type Outage struct{ From, To, Recorded time.Time }
 // planner, from two periods after the last heartbeat of any planner to this planner's process
 // start, when that start came more than three periods after that heartbeat; a planner whose
 // previous heartbeat (prev, zero for none) is more than three periods old lived through the
-// gap, and removes the outages recorded over it (heartbeat.lua). It returns how many planners
-// are alive and the outages on record, newest first.
+// gap, and removes the outages recorded over it (heartbeat.lua). An expiry already past leaves
+// id out of the live planners (one that cannot dispatch), though it still counts as running
+// for the outages. It returns how many planners are alive and the outages on record, newest
+// first.
 func (s *Store) Heartbeat(ctx context.Context, id string, now, expiry, processStart, prev time.Time, period time.Duration, keep int) (int, []Outage, error) {
 	keys := []string{s.k.planners(), s.k.alive(), s.k.outages()}
 	var prevMS int64

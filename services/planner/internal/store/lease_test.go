@@ -86,6 +86,30 @@ func TestAPlannerThatLivedThroughAGapWithdrawsItsOutage(t *testing.T) {
 	}
 }
 
+// A heartbeat with an expiry already past (a planner cut off from NATS) leaves the planner out
+// of the live count, but it still counts as running: a planner started meanwhile records no
+// outage.
+func TestAHeartbeatAlreadyExpiredIsNotCountedLive(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	const period = time.Second
+	if live, _, err := s.Heartbeat(ctx, "a", t0, t0.Add(3*period), t0.Add(-time.Minute), time.Time{}, period, 10); err != nil || live != 1 {
+		t.Fatalf("a's first heartbeat: %d live, %v", live, err)
+	}
+	for i := 1; i <= 10; i++ { // a beats on, standing down, for 10 s
+		now := t0.Add(time.Duration(i) * period)
+		live, _, err := s.Heartbeat(ctx, "a", now, now.Add(-3*period), t0.Add(-time.Minute), now.Add(-period), period, 10)
+		if err != nil || live != 0 {
+			t.Fatalf("a standing down at %v: %d live, %v; want 0", now, live, err)
+		}
+	}
+	now := t0.Add(11 * period)
+	live, outages, err := s.Heartbeat(ctx, "b", now, now.Add(3*period), t0.Add(9*period), time.Time{}, period, 10)
+	if err != nil || live != 1 || len(outages) != 0 {
+		t.Fatalf("b started at t0+9s: %d live, outages %v, %v; want 1 and none", live, outages, err)
+	}
+}
+
 func TestLeasesAreExclusiveAndRenewable(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
