@@ -40,10 +40,13 @@ type cluster struct {
 type backends struct {
 	redisURL string
 	natsURL  string // one URL or several, comma-separated
-	replicas int    // of the streams
-	connect  func(t testing.TB) *nats.Conn
-	redis    *redistest.Server // the single server, for restarts; nil with a cluster
-	nats     *natstest.Server  // the single server, for restarts; nil with a cluster
+	// plannerURLs, when set, gives planner i its own NATS and Redis URLs (proxies that can cut
+	// it off).
+	plannerURLs func(i int) (natsURL, redisURL string)
+	replicas    int // of the streams
+	connect     func(t testing.TB) *nats.Conn
+	redis       *redistest.Server // the single server, for restarts; nil with a cluster
+	nats        *natstest.Server  // the single server, for restarts; nil with a cluster
 }
 
 // single is one redis-server and one JetStream server.
@@ -59,8 +62,12 @@ func newCluster(t *testing.T, planners, workers int, back backends) *cluster {
 	c.nc = back.connect(t)
 	c.target = startTarget(t)
 	for i := range planners {
+		natsURL, redisURL := back.natsURL, back.redisURL
+		if back.plannerURLs != nil {
+			natsURL, redisURL = back.plannerURLs(i)
+		}
 		c.planners = append(c.planners, testenv.Start(t, c.dir, fmt.Sprint("planner-", i), c.bin+"/planner", []string{
-			"NATS_URL=" + back.natsURL, "REDIS_URL=" + back.redisURL, "RESCHED_PLANNER_HTTP_ADDR=127.0.0.1:0",
+			"NATS_URL=" + natsURL, "REDIS_URL=" + redisURL, "RESCHED_PLANNER_HTTP_ADDR=127.0.0.1:0",
 			"RESCHED_PLANNER_SHUTDOWN_TIMEOUT=5s", fmt.Sprint("RESCHED_PLANNER_STREAM_REPLICAS=", back.replicas)}))
 		c.timeline.add(time.Now(), up, fmt.Sprint("planner-", i))
 	}
@@ -241,6 +248,7 @@ const (
 	redisFailover // a Redis master killed: its replica takes over
 	natsLoss      // a NATS server of a cluster killed
 	paused        // a planner stopped (SIGSTOP) past its leases, then let go on
+	linkCut       // a planner cut off from NATS or Redis, the other still in reach
 )
 
 type event struct {

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/resched/resched/services/internal/natstest"
 	"github.com/resched/resched/services/internal/redistest"
+	"github.com/resched/resched/services/internal/testenv"
 )
 
 // The distributed engines users run, each losing a node while jobs fire every second: a
@@ -65,6 +66,53 @@ func TestRedisSentinelFailover(t *testing.T) {
 			s.at(22*time.Second, "start the lost master again", func() { lost.Start() })
 		}},
 		backends{redisURL: rs.URL(), natsURL: n.ClientURL(), replicas: 1, connect: n.Connect})
+}
+
+// A planner cut off from NATS while Redis is still in reach (its network, or the one server
+// it was given, lost) renews its leases but publishes nothing: once cut off for a TTL it lets
+// its partitions go to a planner that can publish, rather than their jobs waiting the cut out
+// (14 s here, against the bar of 10 s).
+func TestPlannerCutOffFromNATS(t *testing.T) {
+	cutPlannerOff(t, "nats")
+}
+
+// A planner cut off from Redis while NATS is still in reach: its leases run out, the other
+// takes its partitions; it moves nothing meanwhile, and once back it finds it lived through
+// the gap (no outage recorded) and takes its share again.
+func TestPlannerCutOffFromRedis(t *testing.T) {
+	cutPlannerOff(t, "redis")
+}
+
+// cutPlannerOff runs two planners on one Redis and one NATS server, planner-1's link to one of
+// them through a proxy, cut from 8 s to 22 s.
+func cutPlannerOff(t *testing.T, from string) {
+	if testing.Short() {
+		t.Skip("a fault run of 45 s")
+	}
+	back := single(t)
+	target := back.redis.Addr
+	if from == "nats" {
+		target = back.nats.Addr().String()
+	}
+	link := testenv.StartProxy(t, target)
+	back.plannerURLs = func(i int) (string, string) {
+		switch {
+		case i != 1:
+			return back.natsURL, back.redisURL
+		case from == "nats":
+			return "nats://" + link.Addr(), back.redisURL
+		}
+		return back.natsURL, "redis://" + link.Addr() + "/0"
+	}
+	runProfile(t, profile{name: "planner cut off from " + from, planners: 2, workers: 2, groups: topologyGroups, span: topologySpan,
+		faults: func(c *cluster, s *schedule) {
+			s.at(8*time.Second, "cut planner-1 off from "+from, func() {
+				c.timeline.add(time.Now(), linkCut, "planner-1")
+				link.Cut()
+			})
+			s.at(22*time.Second, "mend planner-1's link to "+from, link.Mend)
+		}},
+		back)
 }
 
 func TestNATSClusterStreamLeaderLoss(t *testing.T) {
