@@ -37,6 +37,7 @@ type Config struct {
 	CatchUpPolicy    job.CatchUpPolicy // what fires of the occurrences missed while no planner ran
 	CatchUpRate      int               // most missed occurrences one job fires per second
 	Lease            time.Duration     // how long a partition lease lasts without renewal
+	MaxClockOffset   time.Duration     // how far the planner's clock may stray from Redis's
 	Batch            int               // due jobs per claim
 	Concurrency      int               // partitions dispatched at once
 	MaxIdle          time.Duration     // longest wait between two looks at the due set
@@ -79,6 +80,7 @@ func defaultConfig() Config {
 		policyText:       "latest",
 		CatchUpRate:      10,
 		Lease:            3 * time.Second,
+		MaxClockOffset:   500 * time.Millisecond,
 		Batch:            256,
 		Concurrency:      16,
 		MaxIdle:          time.Second,
@@ -115,6 +117,7 @@ func (c *Config) settings() []config.Setting {
 		config.Define("catch-up policy", "catch-up-policy", p+"CATCH_UP_POLICY", "what fires of the occurrences missed while every planner was down: latest (only the latest) or all (every one, in order); a job's recurrence.catchUpPolicy overrides it", config.Text(&c.policyText, checkPolicy)),
 		config.Define("catch-up rate", "catch-up-rate", p+"CATCH_UP_RATE", "most missed occurrences one job fires per second while it catches up", config.Int(&c.CatchUpRate, 1, 10_000)),
 		config.Define("lease", "lease", p+"LEASE", "how long a planner's lease on a partition lasts unrenewed: how soon the partitions of a planner that died are taken over", config.Duration(&c.Lease, time.Second)),
+		config.Define("max clock offset", "max-clock-offset", p+"MAX_CLOCK_OFFSET", "how far the planner's clock may stray from Redis's, the clock every planner shares, before it dispatches nothing and lets its partitions go (a clock ahead fires early)", config.Duration(&c.MaxClockOffset, 10*time.Millisecond)),
 		config.Define("batch", "batch", p+"BATCH", "due jobs advanced together (a round reads up to 32 batches)", config.Int(&c.Batch, 1, 10_000)),
 		config.Define("concurrency", "concurrency", p+"CONCURRENCY", "partitions of the due set dispatched at once", config.Int(&c.Concurrency, 1, store.MaxPartitions)),
 		config.Define("max idle", "max-idle", p+"MAX_IDLE", "longest wait between two looks at a partition with nothing due soon (a job put through any planner wakes it, after the wake linger)", config.Duration(&c.MaxIdle, time.Millisecond)),
@@ -185,6 +188,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("catch_up_policy", string(c.CatchUpPolicy)),
 		slog.Int("catch_up_rate", c.CatchUpRate),
 		slog.String("lease", config.FormatDuration(c.Lease)),
+		slog.String("max_clock_offset", config.FormatDuration(c.MaxClockOffset)),
 		slog.String("lookahead", config.FormatDuration(c.Lookahead)),
 		slog.Int("batch", c.Batch),
 		slog.Int("concurrency", c.Concurrency),

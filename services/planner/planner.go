@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/internal/config"
 	"github.com/resched/resched/services/internal/health"
 	"github.com/resched/resched/services/internal/natsconn"
 	"github.com/resched/resched/services/internal/version"
@@ -133,8 +134,13 @@ func (p *planner) dueStreamReady(ctx context.Context) error {
 }
 
 func (p *planner) leasesCheck(context.Context) error {
-	if l := p.leases.Load(); l == nil || !l.Ready() {
+	l := p.leases.Load()
+	if l == nil || !l.Ready() {
 		return errors.New("no heartbeat recorded in Redis yet")
+	}
+	if off, skewed := l.ClockOffset(); skewed {
+		return fmt.Errorf("this planner's clock is %v behind Redis's (negative: ahead), more than %v: it dispatches nothing",
+			off.Round(time.Millisecond), config.FormatDuration(p.cfg.MaxClockOffset))
 	}
 	return nil
 }
@@ -226,7 +232,8 @@ func (p *planner) start(ctx context.Context, parts *sync.WaitGroup, fail context
 	}
 	var disp *dispatch.Dispatcher
 	leases := lease.New(lease.Config{Store: p.store, ID: p.id, TTL: p.cfg.Lease, Start: p.began, Logger: p.log,
-		Metrics: p.metrics, Acquired: func(part int) { disp.Wake(part) }, Publishing: p.nc.IsConnected})
+		Metrics: p.metrics, Acquired: func(part int) { disp.Wake(part) }, Publishing: p.nc.IsConnected,
+		MaxClockOffset: p.cfg.MaxClockOffset})
 	p.leases.Store(leases)
 	disp = dispatch.New(dispatch.Config{
 		Store: p.store, JS: p.js, Events: p.nc, Leases: leases, Subjects: p.subjects, Logger: p.log, Metrics: p.metrics,

@@ -26,7 +26,7 @@ import (
 // Store is what the leases need of the planner's store.
 type Store interface {
 	Partitions() int
-	Heartbeat(ctx context.Context, id string, now, expiry, processStart, prev time.Time, period time.Duration, keep int) (int, []store.Outage, error)
+	Heartbeat(ctx context.Context, id string, now, expiry, processStart, prev time.Time, period time.Duration, keep int) (store.Beat, error)
 	FreePartitions(ctx context.Context) ([]int, error)
 	Acquire(ctx context.Context, partitions []int, token string, ttl time.Duration) ([]int, error)
 	Renew(ctx context.Context, partitions []int, token string, ttl time.Duration) (renewed, lost []int, err error)
@@ -37,6 +37,7 @@ type Store interface {
 // Metrics records what the leases do; package metrics has the Prometheus one.
 type Metrics interface {
 	Leases(held, planners int)
+	ClockOffset(d time.Duration)
 	Error(stage string)
 }
 
@@ -56,6 +57,10 @@ type Config struct {
 	// connection is up); nil means always. Cut off for a TTL, it lets its leases go, so that
 	// a planner that can publish takes its partitions rather than their jobs waiting for it.
 	Publishing func() bool
+	// MaxClockOffset is how far this planner's clock may stray from Redis's, the clock every
+	// planner shares, before it stops dispatching and lets its leases go: a clock ahead fires
+	// early, one behind late. Default 500 ms.
+	MaxClockOffset time.Duration
 }
 
 // outagesKept bounds the outages on record; older ones no longer matter once they are more
@@ -81,6 +86,10 @@ type Leases struct {
 	// cutSince is when Publishing last turned false (unix ns; 0 while it holds). Only tick
 	// reads and writes it.
 	cutSince int64
+	// offset is how far Redis's clock was ahead of this planner's at the last heartbeat (ns,
+	// negative when behind; 0 within the round trip); skewed says it was beyond MaxClockOffset.
+	offset atomic.Int64
+	skewed atomic.Bool
 }
 
 // partition is this planner's view of one partition's lease.
@@ -109,6 +118,9 @@ func New(cfg Config) *Leases {
 	if cfg.Publishing == nil {
 		cfg.Publishing = func() bool { return true }
 	}
+	if cfg.MaxClockOffset <= 0 {
+		cfg.MaxClockOffset = 500 * time.Millisecond
+	}
 	l := &Leases{cfg: cfg, period: cfg.TTL / 3, parts: make([]partition, cfg.Store.Partitions())}
 	l.outages.Store(&[]store.Outage{})
 	return l
@@ -124,7 +136,7 @@ func (l *Leases) Period() time.Duration { return l.period }
 // otherwise done must be called when the round ends. A lease is never given up during a round.
 func (l *Leases) Use(p int) (done func(), ok bool) {
 	pt := &l.parts[p]
-	if !pt.held.Load() || l.settling() {
+	if !pt.held.Load() || l.settling() || l.skewed.Load() {
 		return nil, false
 	}
 	pt.mu.Lock()
@@ -185,6 +197,12 @@ func (l *Leases) settling() bool {
 // Ready reports whether the first heartbeat has been recorded.
 func (l *Leases) Ready() bool { return l.beaten.Load() }
 
+// ClockOffset is how far Redis's clock was ahead of this planner's at the last heartbeat
+// (negative: behind), and whether that is more than MaxClockOffset.
+func (l *Leases) ClockOffset() (time.Duration, bool) {
+	return time.Duration(l.offset.Load()), l.skewed.Load()
+}
+
 // Run keeps the heartbeat and the leases until ctx ends. It keeps them in Redis then: a clean
 // stop calls Leave once the dispatcher has stopped, so the others take over at once; a planner
 // that dies leaves them to run out.
@@ -204,7 +222,8 @@ func (l *Leases) Run(ctx context.Context) error {
 // tick beats the heartbeat, renews what is held and moves towards the fair share. Each lease
 // stands on its own: a partition whose renewal fails (its Redis master lost) runs out a TTL
 // after its last renewal, while the others go on; a failed heartbeat only stops this planner
-// from taking more. A planner cut off from NATS for a TTL takes and keeps nothing.
+// from taking more. A planner cut off from NATS for a TTL, or whose clock strays from Redis's,
+// takes and keeps nothing.
 func (l *Leases) tick(parent context.Context) {
 	now := l.cfg.Clock()
 	// The renewal goes first, with a deadline of its own: a heartbeat whose Redis master is lost
@@ -212,8 +231,8 @@ func (l *Leases) tick(parent context.Context) {
 	// the healthy masters too, so that all of them ran out in a failover.
 	// A planner that cannot publish renews nothing: a NATS reconnect within the TTL keeps its
 	// leases, and a cut that lasts has them run out as it is found (cut), rather than a TTL
-	// later.
-	cut := l.cutOff(now)
+	// later. One whose clock strays from Redis's lets them go at once.
+	cut := l.cutOff(now) || l.skewed.Load()
 	rctx, rcancel := context.WithTimeout(parent, l.period)
 	switch {
 	case cut:
@@ -228,25 +247,34 @@ func (l *Leases) tick(parent context.Context) {
 	if ns := l.lastBeat.Load(); ns != 0 {
 		prev = time.Unix(0, ns)
 	}
-	// A planner cut off from NATS still beats, so that no outage is recorded while it runs,
-	// but with an expiry already past: it does not count among the planners that share the
+	// A planner standing down still beats, so that no outage is recorded while it runs, but
+	// with an expiry already past: it does not count among the planners that share the
 	// partitions, so the others take its share too.
 	expiry := now.Add(l.cfg.TTL)
 	if cut {
 		expiry = now.Add(-l.cfg.TTL)
 	}
-	live, outages, hbErr := l.cfg.Store.Heartbeat(ctx, l.cfg.ID, now, expiry, l.cfg.Start, prev, l.period, outagesKept)
+	beat, hbErr := l.cfg.Store.Heartbeat(ctx, l.cfg.ID, now, expiry, l.cfg.Start, prev, l.period, outagesKept)
 	if hbErr != nil {
 		l.fail("heartbeat", hbErr)
-	} else {
-		l.outages.Store(&outages)
-		l.live.Store(int64(live))
-		l.lastBeat.Store(now.UnixNano())
-		l.beaten.Store(true)
-	}
-	if hbErr != nil || cut {
 		return
 	}
+	l.outages.Store(&beat.Outages)
+	l.live.Store(int64(beat.Live))
+	l.lastBeat.Store(now.UnixNano())
+	l.beaten.Store(true)
+	l.compareClocks(beat.Clock, now, l.cfg.Clock())
+	if !cut && !l.skewed.Load() {
+		l.balance(ctx, beat.Live)
+	}
+	if l.cfg.Metrics != nil {
+		l.cfg.Metrics.Leases(len(l.Held()), beat.Live)
+	}
+}
+
+// balance moves towards the fair share of live planners: it takes free partitions up to it,
+// and gives up what it holds beyond it.
+func (l *Leases) balance(ctx context.Context, live int) {
 	held := l.Held()
 	share := (len(l.parts) + live - 1) / max(live, 1)
 	switch {
@@ -255,9 +283,31 @@ func (l *Leases) tick(parent context.Context) {
 	case len(held) > share:
 		l.giveUp(ctx, held, len(held)-share)
 	}
-	if l.cfg.Metrics != nil {
-		l.cfg.Metrics.Leases(len(l.Held()), live)
+}
+
+// compareClocks sets the offset of Redis's clock, read between sent and received by this
+// planner's: zero when it falls within the round trip, so a slow answer is no offset.
+func (l *Leases) compareClocks(redis, sent, received time.Time) {
+	var off time.Duration
+	switch {
+	case redis.Before(sent):
+		off = redis.Sub(sent)
+	case redis.After(received):
+		off = redis.Sub(received)
 	}
+	l.offset.Store(int64(off))
+	if l.cfg.Metrics != nil {
+		l.cfg.Metrics.ClockOffset(off)
+	}
+	skewed := off.Abs() > l.cfg.MaxClockOffset
+	switch {
+	case skewed && !l.skewed.Load():
+		l.cfg.Logger.Error("this planner's clock differs from Redis's, the clock every planner shares: it dispatches nothing and lets its partitions go until they agree (synchronise the machines' clocks, NTP)",
+			"redis_ahead_by", off, "max", l.cfg.MaxClockOffset)
+	case !skewed && l.skewed.Load():
+		l.cfg.Logger.Info("this planner's clock agrees with Redis's again", "redis_ahead_by", off)
+	}
+	l.skewed.Store(skewed)
 }
 
 // cutOff reports whether this planner has been unable to publish for a TTL: as long as a

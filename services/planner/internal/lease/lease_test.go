@@ -25,6 +25,8 @@ type fakeStore struct {
 	outages        []store.Outage
 	counted        bool // the last heartbeat counts its planner among those sharing the partitions
 	renewals       int  // calls of Renew
+	// redisAhead is how far Redis's clock is ahead of the planner's (negative: behind).
+	redisAhead time.Duration
 }
 
 func newFake(partitions int) *fakeStore {
@@ -35,21 +37,21 @@ var errDown = errors.New("dial tcp: connection refused")
 
 func (f *fakeStore) Partitions() int { return f.partitions }
 
-func (f *fakeStore) Heartbeat(ctx context.Context, _ string, now, expiry, _, _ time.Time, _ time.Duration, _ int) (int, []store.Outage, error) {
+func (f *fakeStore) Heartbeat(ctx context.Context, _ string, now, expiry, _, _ time.Time, _ time.Duration, _ int) (store.Beat, error) {
 	f.mu.Lock()
 	hangs := f.heartbeatHangs
 	f.counted = expiry.After(now)
 	f.mu.Unlock()
 	if hangs {
 		<-ctx.Done()
-		return 0, nil, ctx.Err()
+		return store.Beat{}, ctx.Err()
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.heartbeatDown {
-		return 0, nil, errDown
+		return store.Beat{}, errDown
 	}
-	return 1, slices.Clone(f.outages), nil
+	return store.Beat{Live: 1, Outages: slices.Clone(f.outages), Clock: now.Add(f.redisAhead)}, nil
 }
 
 func (f *fakeStore) FreePartitions(context.Context) ([]int, error) {
@@ -257,5 +259,40 @@ func TestCutOffFromNATSLetsThePartitionsGo(t *testing.T) {
 	l.tick(ctx)
 	if got := l.Held(); !slices.Equal(got, []int{0, 2, 3}) || !f.counted {
 		t.Fatalf("held %v once publishing again, want the free ones [0 2 3], and counted (%v)", got, f.counted)
+	}
+}
+
+// A planner whose clock strays from Redis's by more than MaxClockOffset, either way, dispatches
+// nothing and lets its partitions go at once, without counting among the live; an offset
+// within the bound changes nothing, and once the clocks agree again it takes its share.
+func TestAClockAwayFromRedissStandsDown(t *testing.T) {
+	ctx := context.Background()
+	for _, ahead := range []time.Duration{2 * time.Second, -2 * time.Second} {
+		f, c := newFake(4), &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+		l := newLeases(f, c)
+		f.redisAhead = 400 * time.Millisecond // within the default 500 ms
+		l.tick(ctx)
+		if off, skewed := l.ClockOffset(); len(l.Held()) != 4 || off != 400*time.Millisecond || skewed {
+			t.Fatalf("Redis 400 ms ahead: held %v, offset %v, skewed %v; want all 4, 400ms, false", l.Held(), off, skewed)
+		}
+		f.redisAhead = ahead
+		c.advance(time.Second)
+		l.tick(ctx)
+		if _, ok := l.Use(0); ok {
+			t.Fatalf("Redis %v ahead: a partition can be dispatched", ahead)
+		}
+		c.advance(time.Second)
+		l.tick(ctx)
+		if off, skewed := l.ClockOffset(); len(l.Held()) != 0 || len(f.owner) != 0 || f.counted || off != ahead || !skewed {
+			t.Fatalf("Redis %v ahead: held %v, in the store %v, counted %v, offset %v, skewed %v", ahead, l.Held(), f.owner, f.counted, off, skewed)
+		}
+		f.redisAhead = 0
+		for range 2 { // the first heartbeat finds the clocks agreeing, the next counts again
+			c.advance(time.Second)
+			l.tick(ctx)
+		}
+		if got := l.Held(); len(got) != 4 || !f.counted {
+			t.Fatalf("clocks agreeing again: held %v, counted %v; want all 4", got, f.counted)
+		}
 	}
 }

@@ -35,6 +35,7 @@ type Planner struct {
 	results   *prometheus.CounterVec
 	held      prometheus.Gauge
 	planners  prometheus.Gauge
+	clock     prometheus.Gauge
 }
 
 // New creates the collectors and registers them on reg.
@@ -69,8 +70,12 @@ func New(reg prometheus.Registerer) (*Planner, error) {
 		planners: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "planners_live", Help: "Planners alive by their heartbeats, as this planner last saw them.",
 		}),
+		clock: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "clock_offset_seconds",
+			Help: "How far Redis's clock, the one every planner shares, was ahead of this planner's at its last heartbeat (negative: behind; 0 within the round trip).",
+		}),
 	}
-	for _, c := range []prometheus.Collector{p.fireLag, p.backlog, p.claimed, p.published, p.skipped, p.errors, p.results, p.held, p.planners} {
+	for _, c := range []prometheus.Collector{p.fireLag, p.backlog, p.claimed, p.published, p.skipped, p.errors, p.results, p.held, p.planners, p.clock} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register planner metrics: %w", err)
 		}
@@ -108,6 +113,9 @@ func (p *Planner) Leases(held, planners int) {
 	p.held.Set(float64(held))
 	p.planners.Set(float64(planners))
 }
+
+// ClockOffset sets how far Redis's clock was ahead of this planner's.
+func (p *Planner) ClockOffset(d time.Duration) { p.clock.Set(d.Seconds()) }
 
 // SetDueBacklog sets the backlog gauge.
 func (p *Planner) SetDueBacklog(n int64) { p.backlog.Set(float64(n)) }

@@ -14,15 +14,22 @@ import (
 // older than that field).
 type Outage struct{ From, To, Recorded time.Time }
 
+// Beat is what a heartbeat learns: how many planners are alive, the outages on record (newest
+// first), and Redis's clock as the heartbeat ran.
+type Beat struct {
+	Live    int
+	Outages []Outage
+	Clock   time.Time
+}
+
 // Heartbeat tells Redis that planner id is alive until expiry, and records an outage of every
 // planner, from two periods after the last heartbeat of any planner to this planner's process
 // start, when that start came more than three periods after that heartbeat; a planner whose
 // previous heartbeat (prev, zero for none) is more than three periods old lived through the
 // gap, and removes the outages recorded over it (heartbeat.lua). An expiry already past leaves
 // id out of the live planners (one that cannot dispatch), though it still counts as running
-// for the outages. It returns how many planners are alive and the outages on record, newest
-// first.
-func (s *Store) Heartbeat(ctx context.Context, id string, now, expiry, processStart, prev time.Time, period time.Duration, keep int) (int, []Outage, error) {
+// for the outages.
+func (s *Store) Heartbeat(ctx context.Context, id string, now, expiry, processStart, prev time.Time, period time.Duration, keep int) (Beat, error) {
 	keys := []string{s.k.planners(), s.k.alive(), s.k.outages()}
 	var prevMS int64
 	if !prev.IsZero() {
@@ -31,11 +38,19 @@ func (s *Store) Heartbeat(ctx context.Context, id string, now, expiry, processSt
 	res, err := s.run(ctx, "heartbeat", keys, id, now.UnixMilli(), expiry.UnixMilli(), processStart.UnixMilli(),
 		period.Milliseconds(), keep, prevMS).Slice()
 	if err != nil {
-		return 0, nil, fmt.Errorf("heartbeat: %w", err)
+		return Beat{}, fmt.Errorf("heartbeat: %w", err)
+	}
+	if len(res) < 3 {
+		return Beat{}, fmt.Errorf("heartbeat: %d values in the reply, want at least 3", len(res))
 	}
 	live, _ := res[0].(int64)
-	outages := make([]Outage, 0, len(res)-1)
-	for _, v := range res[1:] {
+	sec, err1 := strconv.ParseInt(fmt.Sprint(res[1]), 10, 64)
+	usec, err2 := strconv.ParseInt(fmt.Sprint(res[2]), 10, 64)
+	if err1 != nil || err2 != nil {
+		return Beat{}, fmt.Errorf("heartbeat: Redis's clock %v %v", res[1], res[2])
+	}
+	beat := Beat{Live: int(live), Clock: time.Unix(sec, usec*1000).UTC(), Outages: make([]Outage, 0, len(res)-3)}
+	for _, v := range res[3:] {
 		text, _ := v.(string)
 		parts := strings.Split(text, "|")
 		if len(parts) < 2 {
@@ -52,9 +67,9 @@ func (s *Store) Heartbeat(ctx context.Context, id string, now, expiry, processSt
 				o.Recorded = time.UnixMilli(r).UTC()
 			}
 		}
-		outages = append(outages, o)
+		beat.Outages = append(beat.Outages, o)
 	}
-	return int(live), outages, nil
+	return beat, nil
 }
 
 // Leave removes planner id from the live set at a clean stop, so the others rebalance at once.

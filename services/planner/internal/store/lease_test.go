@@ -23,10 +23,11 @@ func TestHeartbeatRecordsOutagesOfEveryPlanner(t *testing.T) {
 	prev := map[string]time.Time{}
 	beat := func(id string, now, started time.Time) (int, []store.Outage) {
 		t.Helper()
-		live, outages, err := s.Heartbeat(ctx, id, now, now.Add(3*period), started, prev[id], period, 10)
+		b, err := s.Heartbeat(ctx, id, now, now.Add(3*period), started, prev[id], period, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
+		live, outages := b.Live, b.Outages
 		prev[id] = now
 		for i := range outages {
 			outages[i].Recorded = time.Time{} // compared below without it
@@ -65,11 +66,11 @@ func TestAPlannerThatLivedThroughAGapWithdrawsItsOutage(t *testing.T) {
 	const period = time.Second
 	beat := func(id string, now, started, prev time.Time) []store.Outage {
 		t.Helper()
-		_, outages, err := s.Heartbeat(ctx, id, now, now.Add(3*period), started, prev, period, 10)
+		b, err := s.Heartbeat(ctx, id, now, now.Add(3*period), started, prev, period, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return outages
+		return b.Outages
 	}
 	beat("a", t0, t0.Add(-time.Minute), time.Time{})
 	// Redis is away from t0 to t0+10s. b starts at t0+8s and beats first when it returns.
@@ -93,20 +94,35 @@ func TestAHeartbeatAlreadyExpiredIsNotCountedLive(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
 	const period = time.Second
-	if live, _, err := s.Heartbeat(ctx, "a", t0, t0.Add(3*period), t0.Add(-time.Minute), time.Time{}, period, 10); err != nil || live != 1 {
-		t.Fatalf("a's first heartbeat: %d live, %v", live, err)
+	if b, err := s.Heartbeat(ctx, "a", t0, t0.Add(3*period), t0.Add(-time.Minute), time.Time{}, period, 10); err != nil || b.Live != 1 {
+		t.Fatalf("a's first heartbeat: %d live, %v", b.Live, err)
 	}
 	for i := 1; i <= 10; i++ { // a beats on, standing down, for 10 s
 		now := t0.Add(time.Duration(i) * period)
-		live, _, err := s.Heartbeat(ctx, "a", now, now.Add(-3*period), t0.Add(-time.Minute), now.Add(-period), period, 10)
-		if err != nil || live != 0 {
-			t.Fatalf("a standing down at %v: %d live, %v; want 0", now, live, err)
+		b, err := s.Heartbeat(ctx, "a", now, now.Add(-3*period), t0.Add(-time.Minute), now.Add(-period), period, 10)
+		if err != nil || b.Live != 0 {
+			t.Fatalf("a standing down at %v: %d live, %v; want 0", now, b.Live, err)
 		}
 	}
 	now := t0.Add(11 * period)
-	live, outages, err := s.Heartbeat(ctx, "b", now, now.Add(3*period), t0.Add(9*period), time.Time{}, period, 10)
-	if err != nil || live != 1 || len(outages) != 0 {
-		t.Fatalf("b started at t0+9s: %d live, outages %v, %v; want 1 and none", live, outages, err)
+	b, err := s.Heartbeat(ctx, "b", now, now.Add(3*period), t0.Add(9*period), time.Time{}, period, 10)
+	if err != nil || b.Live != 1 || len(b.Outages) != 0 {
+		t.Fatalf("b started at t0+9s: %d live, outages %v, %v; want 1 and none", b.Live, b.Outages, err)
+	}
+}
+
+// The heartbeat reads Redis's clock, the one every planner shares.
+func TestHeartbeatReadsRedissClock(t *testing.T) {
+	s := newStore(t)
+	before := time.Now()
+	b, err := s.Heartbeat(context.Background(), "a", t0, t0.Add(3*time.Second), t0.Add(-time.Minute), time.Time{}, time.Second, 10)
+	after := time.Now()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The redis-server runs on this machine: its clock is this one.
+	if b.Clock.Before(before.Truncate(time.Microsecond)) || b.Clock.After(after) {
+		t.Errorf("Redis's clock %v, not between %v and %v", b.Clock, before, after)
 	}
 }
 

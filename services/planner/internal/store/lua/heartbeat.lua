@@ -13,7 +13,8 @@
 -- ARGV: 1 planner id, 2 now (ms), 3 expiry (ms), 4 process start (ms), 5 period (ms): a live
 --       planner beats at least this often, 6 outages kept, 7 this planner's previous heartbeat
 --       (ms, 0 for none)
--- Returns {live planners, outages...}.
+-- Returns {live planners, Redis's clock (seconds), its microseconds, outages...}: a planner
+-- compares its own clock with Redis's, the one clock every planner shares.
 local now, period = tonumber(ARGV[2]), tonumber(ARGV[5])
 redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[2])
@@ -37,7 +38,8 @@ end
 if not last or now > last then
   redis.call('SET', KEYS[2], now)
 end
-local out = {redis.call('ZCARD', KEYS[1])}
+local clock = redis.call('TIME')
+local out = {redis.call('ZCARD', KEYS[1]), clock[1], clock[2]}
 for _, o in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do
   out[#out + 1] = o
 end
