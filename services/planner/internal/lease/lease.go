@@ -236,7 +236,7 @@ func (l *Leases) tick(parent context.Context) {
 	rctx, rcancel := context.WithTimeout(parent, l.period)
 	switch {
 	case cut:
-		l.standDown(rctx)
+		l.standDown(rctx, l.reason())
 	case l.cutSince == 0:
 		l.renew(rctx, now)
 	}
@@ -254,6 +254,7 @@ func (l *Leases) tick(parent context.Context) {
 	if cut {
 		expiry = now.Add(-l.cfg.TTL)
 	}
+	sent := l.cfg.Clock()
 	beat, hbErr := l.cfg.Store.Heartbeat(ctx, l.cfg.ID, now, expiry, l.cfg.Start, prev, l.period, outagesKept)
 	if hbErr != nil {
 		l.fail("heartbeat", hbErr)
@@ -263,7 +264,7 @@ func (l *Leases) tick(parent context.Context) {
 	l.live.Store(int64(beat.Live))
 	l.lastBeat.Store(now.UnixNano())
 	l.beaten.Store(true)
-	l.compareClocks(beat.Clock, now, l.cfg.Clock())
+	l.compareClocks(beat.Clock, sent, l.cfg.Clock())
 	if !cut && !l.skewed.Load() {
 		l.balance(ctx, beat.Live)
 	}
@@ -314,10 +315,10 @@ func (l *Leases) compareClocks(redis, sent, received time.Time) {
 // NATS reconnect takes, or a restart of its server, it keeps its partitions.
 func (l *Leases) cutOff(now time.Time) bool {
 	if l.cfg.Publishing() {
-		if l.cutSince != 0 {
-			l.cutSince = 0
+		if l.cutSince != 0 && now.Sub(time.Unix(0, l.cutSince)) >= l.cfg.TTL {
 			l.cfg.Logger.Info("partition leases: publishing again; taking a share of the partitions")
 		}
+		l.cutSince = 0
 		return false
 	}
 	if l.cutSince == 0 {
@@ -326,16 +327,23 @@ func (l *Leases) cutOff(now time.Time) bool {
 	return now.Sub(time.Unix(0, l.cutSince)) >= l.cfg.TTL
 }
 
-// standDown lets every held lease go, without waiting for the rounds in hand: they cannot
-// publish, and a lease whose round still runs is not released but left to run out, a TTL
-// after its last renewal. Another planner takes each partition once it is free, and its
+// reason says why this planner stands down.
+func (l *Leases) reason() string {
+	if l.skewed.Load() {
+		return "its clock strays from Redis's"
+	}
+	return "it cannot publish to NATS"
+}
+
+// standDown lets every held lease go without waiting for the rounds in hand: a lease whose
+// round still runs is not released but left to run out, a TTL after its last renewal. Another planner takes each partition once it is free, and its
 // share once this one no longer counts among the live (tick).
-func (l *Leases) standDown(ctx context.Context) {
+func (l *Leases) standDown(ctx context.Context, why string) {
 	held := l.Held()
 	if len(held) == 0 {
 		return
 	}
-	l.cfg.Logger.Warn("partition leases: cannot publish to NATS; letting the partitions go to a planner that can",
+	l.cfg.Logger.Warn("partition leases: letting the partitions go to the other planners, since "+why,
 		"partitions", len(held))
 	for _, p := range held {
 		pt := &l.parts[p]
