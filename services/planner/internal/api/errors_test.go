@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -98,4 +99,41 @@ func TestInternalError(t *testing.T) {
 			t.Fatalf("%s: details %v, want none", r.subject, a.Error.Details)
 		}
 	}
+}
+
+// Redis at its maxmemory (noeviction) refuses writes, and every command queued in a
+// transaction, reads too. A put then gets an error naming the cause, not an internal error,
+// and stores nothing; the jobs can still be listed, read and deleted, so that an operator can
+// choose what to free; once memory is freed, puts work again.
+func TestRedisOutOfMemory(t *testing.T) {
+	e := newEnv(t)
+	e.putCollection(t, "c", `{}`)
+	for _, name := range []string{"a", "b", "c"} {
+		e.ok(t, "jobs.put.c."+name, hourly, nil)
+	}
+	rdb := e.redis.Client(t)
+	ctx := context.Background()
+	if err := rdb.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil { // any use is over it
+		t.Fatal(err)
+	}
+	a := e.fail(t, "jobs.put.c.new", hourly, "507", "InsufficientStorage")
+	if !strings.Contains(a.Error.Message, "maxmemory") {
+		t.Errorf("message %q does not name Redis's maxmemory", a.Error.Message)
+	}
+	var page struct {
+		Value []job.Definition `json:"value"`
+	}
+	e.ok(t, "jobs.list.c", "", &page)
+	if len(page.Value) != 3 {
+		t.Errorf("listed %d jobs out of memory, want 3", len(page.Value))
+	}
+	e.ok(t, "jobs.get.c.a", "", nil)
+	e.ok(t, "jobs.history.c.a", "", nil)
+	e.ok(t, "jobs.delete.c.a", "", nil)
+	if err := rdb.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	e.fail(t, "jobs.get.c.new", "", "404", "ResourceNotFound")
+	e.fail(t, "jobs.get.c.a", "", "404", "ResourceNotFound")
+	e.ok(t, "jobs.put.c.new", hourly, nil)
 }

@@ -74,7 +74,9 @@ func (a *handlers) fail(req micro.Request, err error) {
 	var e *jobs.Error
 	if !errors.As(err, &e) {
 		a.log.Error("api request failed", "subject", req.Subject(), "error", err)
-		e = &jobs.Error{Status: 500, Code: CodeInternal, Message: err.Error()}
+		if e = jobs.OutOfMemory(err); e == nil {
+			e = &jobs.Error{Status: 500, Code: CodeInternal, Message: err.Error()}
+		}
 	}
 	status := e.Status
 	if status == 0 {

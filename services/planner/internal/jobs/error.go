@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/planner/internal/store"
 	"github.com/resched/resched/shared/jobschema"
 )
 
@@ -30,10 +31,21 @@ func (e *Error) Error() string {
 
 // The codes clients see.
 const (
-	CodeBadRequest = "BadRequest"
-	CodeNotFound   = "ResourceNotFound"
-	CodeConflict   = "Conflict"
+	CodeBadRequest          = "BadRequest"
+	CodeNotFound            = "ResourceNotFound"
+	CodeConflict            = "Conflict"
+	CodeInsufficientStorage = "InsufficientStorage"
 )
+
+// OutOfMemory is the answer to a request that Redis refused for its maxmemory, nil for any
+// other error: the client, or the operator, can act on it, unlike an internal error.
+func OutOfMemory(err error) *Error {
+	if !store.OutOfMemory(err) {
+		return nil
+	}
+	return &Error{Status: 507, Code: CodeInsufficientStorage, Message: "Redis is out of memory (its maxmemory): " +
+		"nothing was stored. Raise Redis's maxmemory, or delete jobs or collections: listing, reading and deleting still work"}
+}
 
 func badRequest(format string, args ...any) *Error {
 	return &Error{Status: 400, Code: CodeBadRequest, Message: fmt.Sprintf(format, args...)}

@@ -258,22 +258,42 @@ func (s *Store) LoadClaimed(ctx context.Context, members []string, held func(i i
 	return s.loadJobs(ctx, members, held)
 }
 
+// outOfMemoryInTx reports whether a transaction was refused as Redis at its maxmemory refuses
+// one: every queued command refused, so the transaction discarded.
+func outOfMemoryInTx(err error) bool {
+	return OutOfMemory(err) || strings.HasPrefix(err.Error(), "EXECABORT")
+}
+
 func (s *Store) loadJobs(ctx context.Context, members []string, held func(i int) bool) ([]*Job, error) {
 	fields := stateFields
 	if held != nil {
 		fields = stateFields[:scheduleFields]
 	}
-	pipe := s.rdb.TxPipeline()
 	defs := make([]*redis.StringCmd, len(members))
 	states := make([]*redis.SliceCmd, len(members))
-	for i, m := range members {
-		c, j := splitMember(m)
-		if held == nil || !held(i) {
-			defs[i] = pipe.Get(ctx, s.k.def(c, j))
+	read := func(pipe redis.Pipeliner) error {
+		for i, m := range members {
+			c, j := splitMember(m)
+			if held == nil || !held(i) {
+				defs[i] = pipe.Get(ctx, s.k.def(c, j))
+			}
+			states[i] = pipe.HMGet(ctx, s.k.state(c, j), fields...)
 		}
-		states[i] = pipe.HMGet(ctx, s.k.state(c, j), fields...)
+		_, err := pipe.Exec(ctx)
+		return err
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	// A job's definition and state are read in one transaction, so that they belong together.
+	// Redis at its maxmemory refuses every command queued in a transaction, reads too, so
+	// LoadJobs reads them again side by side: nothing can be written meanwhile but deletes
+	// (read as a deleted job), and the jobs can still be listed and read to choose what to
+	// delete. LoadClaimed (held set: the dispatcher) does not, so that no occurrence is
+	// published that could not be advanced: sent again once memory is freed, after the
+	// duplicate window, it would fire twice.
+	err := read(s.rdb.TxPipeline())
+	if err != nil && held == nil && outOfMemoryInTx(err) {
+		err = read(s.rdb.Pipeline())
+	}
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("load jobs: %w", err)
 	}
 	out := make([]*Job, len(members))

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/resched/resched/services/internal/redistest"
 	"github.com/resched/resched/services/planner/internal/store"
 	"github.com/resched/resched/shared/job"
 )
@@ -122,5 +123,26 @@ func TestLoadClaimedLeavesOutTheDefinitionsHeld(t *testing.T) {
 	}
 	if got[0] == nil || got[1] == nil || got[2] != nil || got[3] != nil {
 		t.Errorf("LoadClaimed found %v", got)
+	}
+}
+
+// Redis at its maxmemory refuses every command queued in a transaction, reads too. LoadJobs
+// (the API's reads) reads on, so that an operator can list what to delete; LoadClaimed (the
+// dispatcher's) does not, so that nothing is published that could not be advanced.
+func TestOutOfMemoryOnlyTheAPIReads(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	s := store.New(rdb, "test")
+	ctx := context.Background()
+	putCollection(t, s, "c", 0)
+	putJob(t, s, "c", "j", t0)
+	if err := rdb.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil { // any use is over it
+		t.Fatal(err)
+	}
+	members := []string{store.Member("c", "j")}
+	if got, err := s.LoadJobs(ctx, members); err != nil || len(got) != 1 || got[0] == nil || got[0].Definition == nil {
+		t.Fatalf("LoadJobs out of memory: %v, %v; want the job", got, err)
+	}
+	if _, err := s.LoadClaimed(ctx, members, func(int) bool { return false }); err == nil {
+		t.Fatal("LoadClaimed read the job out of memory; want the transaction refused")
 	}
 }

@@ -133,6 +133,13 @@ func atoi(v string) int {
 	return n
 }
 
+// OutOfMemory reports whether Redis refused a command for its maxmemory (with the
+// noeviction policy resched needs): writes are refused until memory is freed, and so is every
+// command queued in a transaction, reads too.
+func OutOfMemory(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "OOM command not allowed")
+}
+
 // scriptError maps the error replies of the scripts to the store's errors.
 func scriptError(err error) error {
 	if err == nil {
