@@ -3,13 +3,17 @@ package consumer_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/internal/natstest"
 	"github.com/resched/resched/services/internal/testenv"
@@ -423,5 +427,54 @@ func TestMessageAwaitingItsResultIsKeptInProgress(t *testing.T) {
 	testenv.Eventually(t, deadline, "the due message acknowledged", func() bool { return e.dueMessages(t) == 0 })
 	if n := len(tg.callsSoFar()); n != 1 {
 		t.Errorf("target got %d calls, want 1", n)
+	}
+}
+
+// A results stream that refuses every result (JetStream's storage full; here a limit of one
+// message, reached) has the attempt run again, each time after twice the wait before, so the
+// target is not called every RetryDelay for as long as it lasts. Once the stream takes results,
+// the attempt's result is stored.
+func TestRefusedResultsRunTheAttemptAgainLessAndLessOften(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	st, err := e.js.Stream(ctx, e.subjects.ResultsStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.CachedInfo().Config
+	cfg.MaxMsgs, cfg.Discard = 1, jetstream.DiscardNew
+	if _, err := e.js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.js.Publish(ctx, e.subjects.Result("c", "filler"), []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	var logs testenv.LogBuffer
+	tg := newTarget(t, http.StatusOK)
+	e.worker(t, func(c *consumer.Config) { c.Logger = slog.New(slog.NewJSONHandler(&logs, nil)) })
+	tag := e.publishDue(t, "c", "j", scheduled, job.Action{ActionSpec: httpAct(tg.URL, nil)})
+	var waits []string
+	testenv.Eventually(t, deadline, "four attempts whose result was refused", func() bool {
+		waits = waits[:0]
+		for line := range strings.Lines(logs.String()) {
+			var rec struct {
+				Msg     string `json:"msg"`
+				RetryIn string `json:"retry_in"`
+			}
+			if json.Unmarshal([]byte(line), &rec) == nil && strings.HasPrefix(rec.Msg, "result not published") {
+				waits = append(waits, rec.RetryIn)
+			}
+		}
+		return len(waits) >= 4
+	}, logs.String)
+	if want := []string{"50ms", "100ms", "200ms", "400ms"}; !slices.Equal(waits[:4], want) {
+		t.Errorf("waits before the attempt ran again %v, want %v", waits[:4], want)
+	}
+	if err := st.Purge(ctx); err != nil { // the stream takes results again
+		t.Fatal(err)
+	}
+	// Its number counts the deliveries, refused ones too (executor.Attempt.Delivery).
+	if got := e.results(t).take(t, 1); got[0].ExecutionTag != tag || got[0].Status != job.ExecutionCompleted || !got[0].Final {
+		t.Errorf("result %+v, want the attempt of %s Completed", got[0], tag)
 	}
 }

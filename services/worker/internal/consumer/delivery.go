@@ -59,8 +59,9 @@ func (c *Consumer) finish(ctx context.Context, msg jetstream.Msg, a *executor.At
 	log := &deliveryLog{base: c.log, a: a, dec: dec}
 	if published != nil {
 		c.cfg.Metrics.Error("publish_result")
-		log.get().Error("result not published; the attempt will run again", "error", published)
-		c.settle(log, "nak", msg.NakWithDelay(c.cfg.RetryDelay))
+		delay := c.againAfter(a.Delivery)
+		log.get().Error("result not published; the attempt will run again", "retry_in", delay.String(), "error", published)
+		c.settle(log, "nak", msg.NakWithDelay(delay))
 		return
 	}
 	level := slog.LevelDebug // successes are many and the results stream has them all
@@ -78,7 +79,7 @@ func (c *Consumer) finish(ctx context.Context, msg jetstream.Msg, a *executor.At
 	case executor.Escalate:
 		// Publishing the error action's message waits for the stream: in a goroutine of its
 		// own, so that the batch's other deliveries are not held (Run waits for it).
-		c.escalating.Go(func() { c.escalate(ctx, msg, a.Due, log) })
+		c.escalating.Go(func() { c.escalate(ctx, msg, a, log) })
 	default:
 		c.settle(log, "ack", msg.Ack())
 	}
@@ -86,14 +87,30 @@ func (c *Consumer) finish(ctx context.Context, msg jetstream.Msg, a *executor.At
 
 // escalate schedules the error action (a message of its own) and then acknowledges the main
 // one; when the error action cannot be scheduled, the attempt runs again.
-func (c *Consumer) escalate(ctx context.Context, msg jetstream.Msg, d bus.Due, log *deliveryLog) {
-	if err := c.publish(ctx, errorPhaseMsg(msg, d)); err != nil {
+func (c *Consumer) escalate(ctx context.Context, msg jetstream.Msg, a *executor.Attempt, log *deliveryLog) {
+	if err := c.publish(ctx, errorPhaseMsg(msg, a.Due)); err != nil {
 		c.cfg.Metrics.Error("publish_error_action")
-		log.get().Error("error action not scheduled; the attempt will run again", "error", err)
-		c.settle(log, "nak", msg.NakWithDelay(c.cfg.RetryDelay))
+		delay := c.againAfter(a.Delivery)
+		log.get().Error("error action not scheduled; the attempt will run again", "retry_in", delay.String(), "error", err)
+		c.settle(log, "nak", msg.NakWithDelay(delay))
 		return
 	}
 	c.settle(log, "ack", msg.Ack())
+}
+
+// maxAgain bounds the wait before an attempt whose outcome could not be stored runs again.
+const maxAgain = time.Minute
+
+// againAfter is the wait before an attempt whose result (or error action) could not be
+// stored runs again, at its delivery'th delivery: RetryDelay, doubling with each delivery up to
+// maxAgain. A results stream that refuses for long (JetStream's storage full) would otherwise
+// have the targets in hand called again every RetryDelay for as long as it lasts.
+func (c *Consumer) againAfter(delivery int) time.Duration {
+	d := c.cfg.RetryDelay
+	for i := 1; i < delivery && d < maxAgain; i++ {
+		d *= 2
+	}
+	return min(d, maxAgain)
 }
 
 // deliveryLog builds the logger of a delivery on its first use: most deliveries log nothing,
