@@ -139,8 +139,12 @@ func (p *planner) leasesCheck(context.Context) error {
 		return errors.New("no heartbeat recorded in Redis yet")
 	}
 	if off, skewed := l.ClockOffset(); skewed {
-		return fmt.Errorf("this planner's clock is %v behind Redis's (negative: ahead), more than %v: it dispatches nothing",
-			off.Round(time.Millisecond), config.FormatDuration(p.cfg.MaxClockOffset))
+		way := "behind"
+		if off < 0 {
+			way = "ahead of"
+		}
+		return fmt.Errorf("this planner's clock is %v %s Redis's, more than %s: it dispatches nothing",
+			off.Abs().Round(time.Millisecond), way, config.FormatDuration(p.cfg.MaxClockOffset))
 	}
 	return nil
 }
