@@ -43,6 +43,8 @@ type backends struct {
 	// plannerURLs, when set, gives planner i its own NATS and Redis URLs (proxies that can cut
 	// it off).
 	plannerURLs func(i int) (natsURL, redisURL string)
+	// targetDelay is how long the target takes to answer: long, workers hold deliveries.
+	targetDelay time.Duration
 	replicas    int // of the streams
 	connect     func(t testing.TB) *nats.Conn
 	redis       *redistest.Server // the single server, for restarts; nil with a cluster
@@ -60,7 +62,7 @@ func newCluster(t *testing.T, planners, workers int, back backends) *cluster {
 	t.Helper()
 	c := &cluster{t: t, dir: t.TempDir(), bin: testenv.Build(t, "planner", "worker"), back: back}
 	c.nc = back.connect(t)
-	c.target = startTarget(t)
+	c.target = startTarget(t, back.targetDelay)
 	for i := range planners {
 		natsURL, redisURL := back.natsURL, back.redisURL
 		if back.plannerURLs != nil {
@@ -203,7 +205,7 @@ type delivery struct {
 	at                            time.Time
 }
 
-func startTarget(t *testing.T) *target {
+func startTarget(t *testing.T, delay time.Duration) *target {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -218,6 +220,7 @@ func startTarget(t *testing.T) *target {
 		tg.mu.Lock()
 		tg.deliveries = append(tg.deliveries, d)
 		tg.mu.Unlock()
+		time.Sleep(delay) // a slow target: the worker holds the delivery meanwhile
 		w.WriteHeader(http.StatusOK)
 	})}
 	go func() { _ = tg.srv.Serve(l) }()

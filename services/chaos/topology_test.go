@@ -83,6 +83,24 @@ func TestPlannerCutOffFromRedis(t *testing.T) {
 	cutPlannerOff(t, "redis")
 }
 
+// A worker killed with deliveries in hand: the target answers after 2 s, so at the kill the
+// worker holds about forty. They go to the other worker after the AckWait: each reaches the
+// target twice (a duplicate the run explains by the kill), and history and executionCount must
+// still agree with what the target received.
+func TestWorkerKilledWithDeliveriesInHand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a fault run of 45 s")
+	}
+	back := single(t)
+	back.targetDelay = 2 * time.Second
+	runProfile(t, profile{name: "worker killed with deliveries in hand", planners: 2, workers: 2, groups: topologyGroups, span: topologySpan,
+		faults: func(c *cluster, s *schedule) {
+			s.at(8*time.Second, "kill -9 worker-1", func() { c.killWorker(1) })
+			s.at(10*time.Second, "start worker-1", func() { c.startWorker(1) })
+		}},
+		back)
+}
+
 // cutPlannerOff runs two planners on one Redis and one NATS server, planner-1's link to one of
 // them through a proxy, cut from 8 s to 22 s.
 func cutPlannerOff(t *testing.T, from string) {
