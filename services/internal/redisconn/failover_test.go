@@ -14,7 +14,7 @@ import (
 // and sends a command for that key at once, as a dispatch round does that began with the
 // loss: the command must reach the promoted replica soon after the cluster agrees on it. With
 // retries in each node's client too (and five dials a try), it went on knocking at the dead
-// master and came back 9 to 13 s after the promotion; now it comes back within about a
+// master and came back 10 to 13.5 s after the promotion; now it comes back within about a
 // second.
 func TestClusterCommandFollowsAPromotion(t *testing.T) {
 	if testing.Short() {

@@ -246,7 +246,7 @@ func (o Options) Client(name string) (redis.UniversalClient, error) {
 			// replica within a try of the map showing it. The retries are the cluster
 			// client's alone (go-redis's default): retries of each node's own client, and
 			// its five dials a try, went on knocking at the dead master, so a command
-			// begun just after the loss came back 9 to 13 s after the promotion
+			// begun just after the loss came back 10 to 13.5 s after the promotion
 			// (docs/scaling.md).
 			MaxRedirects: clusterTries, MinRetryBackoff: 50 * time.Millisecond, MaxRetryBackoff: 500 * time.Millisecond,
 			DialTimeout: 2 * time.Second, DialerRetries: 1,
