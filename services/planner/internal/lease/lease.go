@@ -77,9 +77,8 @@ type Leases struct {
 	cfg    Config
 	period time.Duration
 	parts  []partition
-	// outages and live are the last heartbeat's answer.
+	// outages is the last heartbeat's answer.
 	outages atomic.Pointer[[]store.Outage]
-	live    atomic.Int64
 	beaten  atomic.Bool
 	// lastBeat is when this planner's heartbeat last succeeded (unix ns; 0 before the first).
 	lastBeat atomic.Int64
@@ -226,21 +225,7 @@ func (l *Leases) Run(ctx context.Context) error {
 // takes and keeps nothing.
 func (l *Leases) tick(parent context.Context) {
 	now := l.cfg.Clock()
-	// The renewal goes first, with a deadline of its own: a heartbeat whose Redis master is lost
-	// waits its deadline out, and a renewal sharing it then failed for every lease, those on
-	// the healthy masters too, so that all of them ran out in a failover.
-	// A planner that cannot publish renews nothing: a NATS reconnect within the TTL keeps its
-	// leases, and a cut that lasts has them run out as it is found (cut), rather than a TTL
-	// later. One whose clock strays from Redis's lets them go at once.
-	cut := l.cutOff(now) || l.skewed.Load()
-	rctx, rcancel := context.WithTimeout(parent, l.period)
-	switch {
-	case cut:
-		l.standDown(rctx, l.reason())
-	case l.cutSince == 0:
-		l.renew(rctx, now)
-	}
-	rcancel()
+	cut := l.keep(parent, now)
 	ctx, cancel := context.WithTimeout(parent, l.period)
 	defer cancel()
 	var prev time.Time
@@ -261,7 +246,6 @@ func (l *Leases) tick(parent context.Context) {
 		return
 	}
 	l.outages.Store(&beat.Outages)
-	l.live.Store(int64(beat.Live))
 	l.lastBeat.Store(now.UnixNano())
 	l.beaten.Store(true)
 	l.compareClocks(beat.Clock, sent, l.cfg.Clock())
@@ -271,6 +255,30 @@ func (l *Leases) tick(parent context.Context) {
 	if l.cfg.Metrics != nil {
 		l.cfg.Metrics.Leases(len(l.Held()), beat.Live)
 	}
+}
+
+// keep renews the held leases, or lets them go, and reports whether this planner stands down.
+// The renewal goes first in a tick, with a deadline of its own: a heartbeat whose Redis master
+// is lost waits its deadline out, and a renewal sharing it then failed for every lease, those on
+// the healthy masters too, so that all of them ran out in a failover. A planner that cannot
+// publish renews nothing: a NATS reconnect within the TTL keeps its leases, and a cut that
+// lasts has them run out as it is found, rather than a TTL later. One whose clock strays from
+// Redis's lets them go at once.
+func (l *Leases) keep(parent context.Context, now time.Time) bool {
+	ctx, cancel := context.WithTimeout(parent, l.period)
+	defer cancel()
+	cut := l.cutOff(now)
+	switch {
+	case l.skewed.Load():
+		l.standDown(ctx, "its clock strays from Redis's")
+		return true
+	case cut:
+		l.standDown(ctx, "it cannot publish to NATS")
+		return true
+	case l.cutSince == 0:
+		l.renew(ctx, now)
+	}
+	return false
 }
 
 // balance moves towards the fair share of live planners: it takes free partitions up to it,
@@ -327,17 +335,10 @@ func (l *Leases) cutOff(now time.Time) bool {
 	return now.Sub(time.Unix(0, l.cutSince)) >= l.cfg.TTL
 }
 
-// reason says why this planner stands down.
-func (l *Leases) reason() string {
-	if l.skewed.Load() {
-		return "its clock strays from Redis's"
-	}
-	return "it cannot publish to NATS"
-}
-
 // standDown lets every held lease go without waiting for the rounds in hand: a lease whose
-// round still runs is not released but left to run out, a TTL after its last renewal. Another planner takes each partition once it is free, and its
-// share once this one no longer counts among the live (tick).
+// round still runs is not released but left to run out, a TTL after its last renewal. Another
+// planner takes each partition once it is free, and its share once this one no longer counts
+// among the live (tick).
 func (l *Leases) standDown(ctx context.Context, why string) {
 	held := l.Held()
 	if len(held) == 0 {
@@ -346,15 +347,7 @@ func (l *Leases) standDown(ctx context.Context, why string) {
 	l.cfg.Logger.Warn("partition leases: letting the partitions go to the other planners, since "+why,
 		"partitions", len(held))
 	for _, p := range held {
-		pt := &l.parts[p]
-		pt.held.Store(false)
-		if !pt.mu.TryLock() {
-			continue
-		}
-		if err := l.cfg.Store.Release(ctx, p, l.cfg.ID); err != nil {
-			l.fail("release", err)
-		}
-		pt.mu.Unlock()
+		l.release(ctx, p, false)
 	}
 }
 
@@ -409,15 +402,21 @@ func (l *Leases) acquire(ctx context.Context, n int) {
 func (l *Leases) giveUp(ctx context.Context, held []int, n int) {
 	l.prefer(held)
 	for _, p := range held[len(held)-n:] {
-		l.release(ctx, p)
+		l.release(ctx, p, true)
 		l.cfg.Logger.Info("partition lease given up for another planner", "partition", p)
 	}
 }
 
-func (l *Leases) release(ctx context.Context, p int) {
+// release gives the lease of p up: once its round in hand has ended (wait), or only when no
+// round is in hand, leaving one in hand its lease to run out.
+func (l *Leases) release(ctx context.Context, p int, wait bool) {
 	pt := &l.parts[p]
 	pt.held.Store(false)
-	pt.mu.Lock()
+	if wait {
+		pt.mu.Lock()
+	} else if !pt.mu.TryLock() {
+		return
+	}
 	defer pt.mu.Unlock()
 	if err := l.cfg.Store.Release(ctx, p, l.cfg.ID); err != nil {
 		l.fail("release", err)
@@ -428,7 +427,7 @@ func (l *Leases) release(ctx context.Context, p int) {
 // clean stop.
 func (l *Leases) Leave(ctx context.Context) {
 	for _, p := range l.Held() {
-		l.release(ctx, p)
+		l.release(ctx, p, true)
 	}
 	if err := l.cfg.Store.Leave(ctx, l.cfg.ID); err != nil {
 		l.fail("leave", err)
