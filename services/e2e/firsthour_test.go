@@ -51,6 +51,29 @@ func TestFreshCloneMakeRunAndTheReadmeTour(t *testing.T) {
 		}
 	}
 	run.interrupt(t)
+
+	// make run again, on the first run's data. No planner ran in between, so the new one
+	// records an outage, and what fell due in it waits until the record has stood for three
+	// heartbeats (a planner that lived through it could withdraw it). The example jobs, put
+	// again at once, fall due after it: they fire at their time, not 3 s later. An outage is
+	// a gap of more than three heartbeat periods (3 s) without a planner: real time, which no
+	// clock of the test's can stand for.
+	time.Sleep(3 * time.Second)
+	again := startMakeRun(t, clone, nil)
+	const job = "http-every-10-seconds"
+	again.waitFor(t, 60*time.Second, "a delivery of "+job, func(l string) bool { return strings.Contains(l, " job=demo/"+job+" ") })
+	var printed []line
+	for _, l := range strings.Split(again.output(), "\n") {
+		printed = append(printed, line{text: l})
+	}
+	first := deliveriesOf(printed, "demo", job)[0]
+	if late := first.at.Sub(first.expectedTime); late > 2*time.Second {
+		t.Errorf("after make run again, %s's first run reached the target %v after its time, want under 2 s", job, late)
+	}
+	again.interrupt(t)
+	if log, err := os.ReadFile(filepath.Join(clone, ".data", "planner.log")); err != nil || !strings.Contains(string(log), "outage on record") {
+		t.Errorf("the planner did not log the outage between the two runs (%v); this test then shows nothing", err)
+	}
 }
 
 // A default port that is busy is named with its holder, and make run moves to the next one

@@ -243,6 +243,39 @@ func TestOutageCatchUpLatestFiresOnceAndRecordsTheSkipped(t *testing.T) {
 	}
 }
 
+// While an outage settles, a job due in it waits (the catch-up policy cannot tell yet what it
+// fires) and a job due after it fires at its time; once the outage counts, the waiting job
+// fires as its policy says.
+func TestSettlingOutageHoldsBackOnlyItsOwnOccurrences(t *testing.T) {
+	e := setup(t)
+	end := t0.Add(time.Hour)
+	e.put("in-outage", `{"startTime":"2026-03-01T12:00:00Z",`+action+`,"recurrence":{"frequency":"Minute"}}`)
+	e.put("after", `{"startTime":"2026-03-01T13:00:01Z",`+action+`}`)
+	e.leases.HoldBack(end)
+	e.clock.set(end.Add(2 * time.Second))
+	e.once(e.dispatcher(nil))
+	got := e.drain()
+	if len(got) != 1 || got[0].Job != "after" {
+		t.Fatalf("while the outage settles fired %v %v, want only the job due after it", jobNames(got), times(got))
+	}
+	e.leases.HoldBack(time.Time{})
+	e.leases.SetOutages(store.Outage{From: t0, To: end})
+	e.once(e.dispatcher(nil))
+	// The latest occurrence in the outage, then the one at its end (a planner ran from then).
+	if got := e.drain(); fmt.Sprint(jobNames(got), times(got)) != "[in-outage in-outage] [2026-03-01T12:59:00Z 2026-03-01T13:00:00Z]" {
+		t.Fatalf("once settled fired %v %v, want in-outage's latest occurrence in the outage and the one at its end", jobNames(got), times(got))
+	}
+}
+
+// jobNames lists the jobs of due messages.
+func jobNames(ds []bus.Due) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.Job
+	}
+	return out
+}
+
 // Occurrences a live planner was only late with (its partition changed hands, Redis or NATS
 // were away) all fire, in order, whatever the policy: nothing is skipped while a planner runs.
 func TestLateWhilePlannersRanFiresEveryOccurrence(t *testing.T) {

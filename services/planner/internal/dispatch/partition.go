@@ -33,13 +33,13 @@ type partitionDispatcher struct {
 func (pd *partitionDispatcher) run(ctx context.Context) {
 	backoff := time.Duration(0)
 	for ctx.Err() == nil {
-		done, ok := pd.cfg.Leases.Use(pd.p)
+		done, after, ok := pd.cfg.Leases.Use(pd.p)
 		if !ok {
 			pd.sleep(ctx, time.Time{})
 			continue
 		}
 		pd.slots <- struct{}{}
-		earliest, err := pd.round(ctx)
+		earliest, err := pd.round(ctx, after)
 		<-pd.slots
 		done()
 		switch {
@@ -102,12 +102,14 @@ func (pd *partitionDispatcher) pause(ctx context.Context, d time.Duration) {
 	}
 }
 
-// round works the partition in batches until it has nothing more due now, and returns the
-// earliest time left in its due set.
-func (pd *partitionDispatcher) round(ctx context.Context) (time.Time, error) {
+// round works the partition in batches until it has nothing more due now (after dueAfter, when
+// not zero), and returns the earliest time left in its due set. While jobs due by dueAfter wait
+// (an outage settling), that may be one of theirs: the next round then comes at once and finds
+// the earliest after dueAfter, or MaxIdle later when there is none.
+func (pd *partitionDispatcher) round(ctx context.Context, dueAfter time.Time) (time.Time, error) {
 	for {
 		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), batchTimeout)
-		full, earliest, err := pd.batch(bctx)
+		full, earliest, err := pd.batch(bctx, dueAfter)
 		cancel()
 		if err != nil || !full || ctx.Err() != nil {
 			return earliest, err
@@ -161,10 +163,10 @@ type chunk struct {
 // are awaited: a round trip per batch had kept the due stream waiting, so 5,000 jobs due at
 // one second went out over 250 ms in 20 rounds. full says the read was as large as allowed, so
 // more may be due.
-func (pd *partitionDispatcher) batch(ctx context.Context) (full bool, earliest time.Time, err error) {
+func (pd *partitionDispatcher) batch(ctx context.Context, dueAfter time.Time) (full bool, earliest time.Time, err error) {
 	now := pd.cfg.Clock()
 	limit := pd.cfg.Batch * roundBatches
-	members, earliest, err := pd.cfg.Store.Claim(ctx, pd.p, pd.cfg.Leases.Token(), now.Add(pd.cfg.Lookahead), limit)
+	members, earliest, err := pd.cfg.Store.Claim(ctx, pd.p, pd.cfg.Leases.Token(), dueAfter, now.Add(pd.cfg.Lookahead), limit)
 	if err != nil || len(members) == 0 {
 		return false, earliest, err
 	}

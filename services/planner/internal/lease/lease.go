@@ -89,6 +89,9 @@ type Leases struct {
 	// negative when behind; 0 within the round trip); skewed says it was beyond MaxClockOffset.
 	offset atomic.Int64
 	skewed atomic.Bool
+	// noted is when the newest outage this planner has logged was recorded. Only tick reads
+	// and writes it.
+	noted time.Time
 }
 
 // partition is this planner's view of one partition's lease.
@@ -133,17 +136,21 @@ func (l *Leases) Period() time.Duration { return l.period }
 
 // Use starts a dispatch round on partition p: ok is false when this planner does not hold it;
 // otherwise done must be called when the round ends. A lease is never given up during a round.
-func (l *Leases) Use(p int) (done func(), ok bool) {
+// Only the occurrences due after dueAfter (zero: all) may be dispatched yet: those due by the
+// end of an outage still settling wait until it settles, when the catch-up policy can tell
+// what they are. The later ones are no outage's, so a job put just after every planner was
+// restarted fires on time.
+func (l *Leases) Use(p int) (done func(), dueAfter time.Time, ok bool) {
 	pt := &l.parts[p]
-	if !pt.held.Load() || l.settling() || l.skewed.Load() {
-		return nil, false
+	if !pt.held.Load() || l.skewed.Load() {
+		return nil, time.Time{}, false
 	}
 	pt.mu.Lock()
 	if !pt.held.Load() {
 		pt.mu.Unlock()
-		return nil, false
+		return nil, time.Time{}, false
 	}
-	return pt.mu.Unlock, true
+	return pt.mu.Unlock, l.settling(), true
 }
 
 // Lost records that a script found the lease of p held by another planner.
@@ -181,16 +188,31 @@ func (l *Leases) unsettled(o store.Outage) bool {
 	return !o.Recorded.IsZero() && l.cfg.Clock().Sub(o.Recorded) < settlePeriods*l.period
 }
 
-// settling reports whether an outage was recorded too recently to tell yet whether a planner
-// lived through it: no partition is dispatched meanwhile, so that nothing fires or is skipped
-// on an outage that is about to be withdrawn.
-func (l *Leases) settling() bool {
+// note logs each outage once, while it settles (outages is newest first): an operator sees
+// when no planner ran, and when what fell due meanwhile goes to the catch-up policy.
+func (l *Leases) note(outages []store.Outage) {
+	for i := len(outages) - 1; i >= 0; i-- {
+		o := outages[i]
+		if !l.unsettled(o) || !o.Recorded.After(l.noted) {
+			continue
+		}
+		l.noted = o.Recorded
+		l.cfg.Logger.Info("outage on record: no planner ran; what fell due in it waits, then follows the catch-up policy",
+			"from", o.From.UTC(), "to", o.To.UTC(), "waits_until", o.Recorded.Add(settlePeriods*l.period).UTC())
+	}
+}
+
+// settling returns the latest end of the outages recorded too recently to tell yet whether a
+// planner lived through them (zero: none). Nothing due by then is dispatched meanwhile, so that
+// nothing fires or is skipped on an outage that is about to be withdrawn.
+func (l *Leases) settling() time.Time {
+	var end time.Time
 	for _, o := range *l.outages.Load() {
-		if l.unsettled(o) {
-			return true
+		if l.unsettled(o) && o.To.After(end) {
+			end = o.To
 		}
 	}
-	return false
+	return end
 }
 
 // Ready reports whether the first heartbeat has been recorded.
@@ -246,6 +268,7 @@ func (l *Leases) tick(parent context.Context) {
 		return
 	}
 	l.outages.Store(&beat.Outages)
+	l.note(beat.Outages)
 	l.lastBeat.Store(now.UnixNano())
 	l.beaten.Store(true)
 	l.compareClocks(beat.Clock, sent, l.cfg.Clock())

@@ -1,10 +1,13 @@
 package lease
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -139,7 +142,7 @@ func TestLeasesStandOnTheirOwn(t *testing.T) {
 	if got := l.Held(); !slices.Equal(got, []int{0, 1, 3}) {
 		t.Fatalf("held %v with the heartbeat and partition 2 unreachable, want [0 1 3]", got)
 	}
-	if _, ok := l.Use(0); !ok {
+	if _, _, ok := l.Use(0); !ok {
 		t.Fatal("a held partition cannot be used while the heartbeat fails")
 	}
 	f.heartbeatDown, f.down[2] = false, false
@@ -173,22 +176,33 @@ func TestAHangingHeartbeatLeavesTheRenewalsAlone(t *testing.T) {
 	}
 }
 
-// A fresh outage on record holds every dispatch until it has stood long enough for a planner
-// that lived through it to withdraw it; then it counts.
-func TestAFreshOutageHoldsDispatchUntilItSettles(t *testing.T) {
+// A fresh outage on record holds back what fell due by its end until it has stood long enough
+// for a planner that lived through it to withdraw it; then it counts. What falls due after it
+// is dispatched meanwhile.
+func TestAFreshOutageHoldsBackItsOccurrencesUntilItSettles(t *testing.T) {
 	ctx := context.Background()
 	f, c := newFake(2), &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	l := newLeases(f, c)
-	f.outages = []store.Outage{{From: c.now.Add(-time.Minute), To: c.now.Add(-time.Second), Recorded: c.now}}
+	var logged bytes.Buffer
+	l.cfg.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+	older := store.Outage{From: c.now.Add(-time.Hour), To: c.now.Add(-50 * time.Minute), Recorded: c.now.Add(-time.Minute)}
+	fresh := store.Outage{From: c.now.Add(-time.Minute), To: c.now.Add(-time.Second), Recorded: c.now}
+	f.outages = []store.Outage{fresh, older}
 	l.tick(ctx)
-	if _, ok := l.Use(0); ok || len(l.Outages()) != 0 {
-		t.Fatal("a partition is dispatched, or the outage counts, while it is unsettled")
+	done, after, ok := l.Use(0)
+	if !ok || !after.Equal(fresh.To) || len(l.Outages()) != 1 {
+		t.Fatalf("while an outage settles: usable %v, due after %v (want %v), outages %v (want the settled one)", ok, after, fresh.To, l.Outages())
+	}
+	done()
+	l.tick(ctx)
+	if n := strings.Count(logged.String(), "outage on record"); n != 1 || !strings.Contains(logged.String(), "to="+fresh.To.Format("2006-01-02T15:04:05.000Z07:00")) {
+		t.Errorf("the settling outage logged %d times, want once with its end:\n%s", n, logged.String())
 	}
 	c.advance(3 * time.Second)
 	l.tick(ctx)
-	done, ok := l.Use(0)
-	if !ok || len(l.Outages()) != 1 {
-		t.Fatalf("after the settling time: usable %v, outages %v", ok, l.Outages())
+	done, after, ok = l.Use(0)
+	if !ok || !after.IsZero() || len(l.Outages()) != 2 {
+		t.Fatalf("after the settling time: usable %v, due after %v, outages %v", ok, after, l.Outages())
 	}
 	done()
 	// Withdrawn before it settled: nothing holds, nothing counts.
@@ -197,8 +211,8 @@ func TestAFreshOutageHoldsDispatchUntilItSettles(t *testing.T) {
 	f.outages = nil
 	c.advance(time.Second)
 	l.tick(ctx)
-	if _, ok := l.Use(0); !ok || len(l.Outages()) != 0 {
-		t.Fatal("a withdrawn outage still holds dispatch")
+	if _, after, ok := l.Use(0); !ok || !after.IsZero() || len(l.Outages()) != 0 {
+		t.Fatal("a withdrawn outage still holds dispatch back")
 	}
 }
 
@@ -234,7 +248,7 @@ func TestCutOffFromNATSLetsThePartitionsGo(t *testing.T) {
 		t.Fatalf("held %v cut off for less than a TTL, renewed %d times; want all 4, not renewed", got, f.renewals)
 	}
 	c.advance(time.Second)
-	done, ok := l.Use(1) // a round in hand
+	done, _, ok := l.Use(1) // a round in hand
 	if !ok {
 		t.Fatal("partition 1 cannot be used")
 	}
@@ -278,7 +292,7 @@ func TestAClockAwayFromRedissStandsDown(t *testing.T) {
 		f.redisAhead = ahead
 		c.advance(time.Second)
 		l.tick(ctx)
-		if _, ok := l.Use(0); ok {
+		if _, _, ok := l.Use(0); ok {
 			t.Fatalf("Redis %v ahead: a partition can be dispatched", ahead)
 		}
 		c.advance(time.Second)

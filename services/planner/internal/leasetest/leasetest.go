@@ -18,8 +18,9 @@ const Token = "leasetest"
 
 // All holds every partition of a store. It implements dispatch.Leases.
 type All struct {
-	mu      sync.Mutex
-	outages []store.Outage
+	mu       sync.Mutex
+	outages  []store.Outage
+	dueAfter time.Time
 }
 
 // HoldAll takes the lease of every partition of s for the rest of the test.
@@ -52,9 +53,22 @@ func (a *All) SetOutages(o ...store.Outage) {
 	a.outages = o
 }
 
-func (a *All) Use(int) (func(), bool) { return func() {}, true }
-func (a *All) Lost(int)               {}
-func (a *All) Token() string          { return Token }
+func (a *All) Use(int) (func(), time.Time, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return func() {}, a.dueAfter, true
+}
+
+// HoldBack keeps the occurrences due by t from being dispatched (zero: none), as an outage
+// still settling does.
+func (a *All) HoldBack(t time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.dueAfter = t
+}
+
+func (a *All) Lost(int)      {}
+func (a *All) Token() string { return Token }
 
 func (a *All) Outages() []store.Outage {
 	a.mu.Lock()

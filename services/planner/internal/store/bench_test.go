@@ -44,7 +44,7 @@ func fireRounds(b *testing.B, load func(*store.Store, []string) ([]*store.Job, e
 	cpu := redistest.CPU(b, rdb)
 	b.ResetTimer()
 	for b.Loop() {
-		members, _, err := s.Claim(ctx, p, "bench", now, batch)
+		members, _, err := s.Claim(ctx, p, "bench", time.Time{}, now, batch)
 		if err != nil || len(members) != batch {
 			b.Fatalf("claimed %d: %v", len(members), err)
 		}
@@ -92,7 +92,7 @@ func BenchmarkFireRoundOnce(b *testing.B) {
 		}
 		before := redistest.CPU(b, rdb)
 		b.StartTimer()
-		members, _, err := s.Claim(ctx, p, "bench", now, batch)
+		members, _, err := s.Claim(ctx, p, "bench", time.Time{}, now, batch)
 		if err != nil || len(members) != batch {
 			b.Fatalf("claimed %d: %v", len(members), err)
 		}

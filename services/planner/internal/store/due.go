@@ -10,12 +10,16 @@ import (
 	"github.com/resched/resched/shared/job"
 )
 
-// Claim reads up to batch members of a partition that are due by dueBy, earliest first, for the
-// holder of the partition's lease (token); ErrNotOwner when that is not the caller. It also
-// returns the earliest score in the partition's due set (zero when it is empty), so the caller
-// knows when to look again.
-func (s *Store) Claim(ctx context.Context, partition int, token string, dueBy time.Time, batch int) ([]string, time.Time, error) {
-	res, err := s.run(ctx, "claim", []string{s.k.owner(partition), s.k.due(partition)}, token, dueBy.UnixMilli(), batch).StringSlice()
+// Claim reads up to batch members of a partition that are due after dueAfter (zero: any) and by
+// dueBy, earliest first, for the holder of the partition's lease (token); ErrNotOwner when that
+// is not the caller. It also returns the earliest score after dueAfter in the partition's due
+// set (zero when there is none), so the caller knows when to look again.
+func (s *Store) Claim(ctx context.Context, partition int, token string, dueAfter, dueBy time.Time, batch int) ([]string, time.Time, error) {
+	after := "-inf"
+	if !dueAfter.IsZero() {
+		after = strconv.FormatInt(dueAfter.UnixMilli(), 10)
+	}
+	res, err := s.run(ctx, "claim", []string{s.k.owner(partition), s.k.due(partition)}, token, dueBy.UnixMilli(), batch, after).StringSlice()
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("claim due jobs of partition %d: %w", partition, scriptError(err))
 	}

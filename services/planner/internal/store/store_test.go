@@ -106,17 +106,17 @@ func TestClaimIsFencedByTheLease(t *testing.T) {
 	putCollection(t, s, "c", 0)
 	putJob(t, s, "c", "j", t0)
 	p := s.PartitionOf("c")
-	if _, _, err := s.Claim(ctx, p, token, t0, 10); !errors.Is(err, store.ErrNotOwner) {
+	if _, _, err := s.Claim(ctx, p, token, time.Time{}, t0, 10); !errors.Is(err, store.ErrNotOwner) {
 		t.Fatalf("claim without the lease: %v, want ErrNotOwner", err)
 	}
 	own(t, s)
-	if got, earliest, err := s.Claim(ctx, p, token, t0.Add(-time.Second), 10); err != nil || len(got) != 0 || !earliest.Equal(t0) {
+	if got, earliest, err := s.Claim(ctx, p, token, time.Time{}, t0.Add(-time.Second), 10); err != nil || len(got) != 0 || !earliest.Equal(t0) {
 		t.Fatalf("claimed before due: %v (earliest %v, %v)", got, earliest, err)
 	}
-	if got, _, err := s.Claim(ctx, p, token, t0, 10); err != nil || fmt.Sprint(got) != "[c/j]" {
+	if got, _, err := s.Claim(ctx, p, token, time.Time{}, t0, 10); err != nil || fmt.Sprint(got) != "[c/j]" {
 		t.Fatalf("claim at due time: %v %v", got, err)
 	}
-	if _, _, err := s.Claim(ctx, p, "planner-b", t0, 10); !errors.Is(err, store.ErrNotOwner) {
+	if _, _, err := s.Claim(ctx, p, "planner-b", time.Time{}, t0, 10); !errors.Is(err, store.ErrNotOwner) {
 		t.Fatalf("another planner's claim: %v, want ErrNotOwner", err)
 	}
 	if _, _, err := s.Advance(ctx, p, "planner-b", []store.Advance{{Collection: "c", Name: "j", Claimed: t0}}); !errors.Is(err, store.ErrNotOwner) {
@@ -124,11 +124,37 @@ func TestClaimIsFencedByTheLease(t *testing.T) {
 	}
 }
 
+// A claim with a lower bound reads only the jobs due after it, and its earliest is the earliest
+// after it: the jobs due by the end of an outage still settling wait, the others go on.
+func TestClaimDueAfterLeavesTheEarlierJobs(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	putCollection(t, s, "c", 0)
+	putJob(t, s, "c", "in-outage", t0)
+	putJob(t, s, "c", "at-its-end", t0.Add(time.Second))
+	putJob(t, s, "c", "after", t0.Add(2*time.Second))
+	putJob(t, s, "c", "later", t0.Add(time.Minute))
+	own(t, s)
+	p := s.PartitionOf("c")
+	got, earliest, err := s.Claim(ctx, p, token, t0.Add(time.Second), t0.Add(10*time.Second), 10)
+	if err != nil || fmt.Sprint(got) != "[c/after]" || !earliest.Equal(t0.Add(2*time.Second)) {
+		t.Fatalf("claim due after %v: %v, earliest %v, %v; want [c/after], earliest %v", t0.Add(time.Second), got, earliest, err, t0.Add(2*time.Second))
+	}
+	got, earliest, err = s.Claim(ctx, p, token, t0.Add(10*time.Second), t0.Add(10*time.Second), 10)
+	if err != nil || len(got) != 0 || !earliest.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("nothing due in the range: %v, earliest %v, %v; want none, earliest %v", got, earliest, err, t0.Add(time.Minute))
+	}
+	got, earliest, err = s.Claim(ctx, p, token, time.Time{}, t0.Add(10*time.Second), 10)
+	if err != nil || fmt.Sprint(got) != "[c/in-outage c/at-its-end c/after]" || !earliest.Equal(t0) {
+		t.Fatalf("claim without a bound: %v, earliest %v, %v", got, earliest, err)
+	}
+}
+
 // claimOne reads job c/j, due at due, as the lease holder.
 func claimOne(t *testing.T, s *store.Store, c, j string, due time.Time) (int, *store.Job) {
 	t.Helper()
 	p := s.PartitionOf(c)
-	if got, _, err := s.Claim(context.Background(), p, token, due, 10); err != nil || fmt.Sprint(got) != "["+c+"/"+j+"]" {
+	if got, _, err := s.Claim(context.Background(), p, token, time.Time{}, due, 10); err != nil || fmt.Sprint(got) != "["+c+"/"+j+"]" {
 		t.Fatalf("job %s/%s not due in partition %d at %v: %v %v", c, j, p, due, got, err)
 	}
 	rec, err := s.GetJob(context.Background(), c, j)
