@@ -478,3 +478,55 @@ func TestRefusedResultsRunTheAttemptAgainLessAndLessOften(t *testing.T) {
 		t.Errorf("result %+v, want the attempt of %s Completed", got[0], tag)
 	}
 }
+
+// An error action the due stream refuses (its storage full) is not lost: the failed attempt
+// runs again, less and less often, and once the stream takes messages again the error action
+// is scheduled and runs.
+func TestRefusedErrorActionRunsTheAttemptAgainLessAndLessOften(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	st, err := e.js.Stream(ctx, e.subjects.DueStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := st.CachedInfo().Config
+	full.MaxMsgs, full.Discard = 1, jetstream.DiscardNew // the occurrence itself fills it
+	if _, err := e.js.UpdateStream(ctx, full); err != nil {
+		t.Fatal(err)
+	}
+	var logs testenv.LogBuffer
+	main := newTarget(t, http.StatusInternalServerError)
+	fallback := newTarget(t)
+	e.worker(t, func(c *consumer.Config) { c.Logger = slog.New(slog.NewJSONHandler(&logs, nil)) })
+	none := &job.RetryPolicy{RetryType: job.RetryNone}
+	e.publishDue(t, "c", "j", scheduled, job.Action{
+		ActionSpec:  httpAct(main.URL, none),
+		ErrorAction: &job.ErrorAction{ActionSpec: httpAct(fallback.URL, none)},
+	})
+	var waits []string
+	testenv.Eventually(t, deadline, "three attempts whose error action was refused", func() bool {
+		waits = waits[:0]
+		for line := range strings.Lines(logs.String()) {
+			var rec struct {
+				Msg     string `json:"msg"`
+				RetryIn string `json:"retry_in"`
+			}
+			if json.Unmarshal([]byte(line), &rec) == nil && strings.HasPrefix(rec.Msg, "error action not scheduled") {
+				waits = append(waits, rec.RetryIn)
+			}
+		}
+		return len(waits) >= 3
+	}, logs.String)
+	if want := []string{"50ms", "100ms", "200ms"}; !slices.Equal(waits[:3], want) {
+		t.Errorf("waits before the attempt ran again %v, want %v", waits[:3], want)
+	}
+	if n := len(fallback.callsSoFar()); n != 0 {
+		t.Fatalf("the error action ran %d times while the stream refused it", n)
+	}
+	full.MaxMsgs = -1 // the stream takes messages again
+	if _, err := e.js.UpdateStream(ctx, full); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, deadline, "the error action to run", func() bool { return len(fallback.callsSoFar()) == 1 }, logs.String)
+	testenv.Eventually(t, deadline, "both due messages to be acknowledged", func() bool { return e.dueMessages(t) == 0 })
+}
