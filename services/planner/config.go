@@ -38,6 +38,8 @@ type Config struct {
 	CatchUpRate      int               // most missed occurrences one job fires per second
 	Lease            time.Duration     // how long a partition lease lasts without renewal
 	MaxClockOffset   time.Duration     // how far the planner's clock may stray from Redis's
+	MinReplicas      int               // Redis replicas every write of jobs and results waits for (0: none)
+	ReplicaWait      time.Duration     // how long a write waits for them
 	Batch            int               // due jobs per claim
 	Concurrency      int               // partitions dispatched at once
 	MaxIdle          time.Duration     // longest wait between two looks at the due set
@@ -81,6 +83,7 @@ func defaultConfig() Config {
 		CatchUpRate:      10,
 		Lease:            3 * time.Second,
 		MaxClockOffset:   500 * time.Millisecond,
+		ReplicaWait:      time.Second,
 		Batch:            256,
 		Concurrency:      16,
 		MaxIdle:          time.Second,
@@ -118,6 +121,8 @@ func (c *Config) settings() []config.Setting {
 		config.Define("catch-up rate", "catch-up-rate", p+"CATCH_UP_RATE", "most missed occurrences one job fires per second while it catches up", config.Int(&c.CatchUpRate, 1, 10_000)),
 		config.Define("lease", "lease", p+"LEASE", "how long a planner's lease on a partition lasts unrenewed: how soon the partitions of a planner that died are taken over", config.Duration(&c.Lease, time.Second)),
 		config.Define("max clock offset", "max-clock-offset", p+"MAX_CLOCK_OFFSET", "how far the planner's clock may stray from Redis's, the clock every planner shares, before it dispatches nothing and lets its partitions go (a clock ahead fires early)", config.Duration(&c.MaxClockOffset, 10*time.Millisecond)),
+		config.Define("min replicas", "min-replicas", p+"MIN_REPLICAS", "Redis replicas that must have every write of jobs, collections and results before it counts (WAIT): a failover then loses none the planner acknowledged; a write they miss fails and is made again (0: Redis's asynchronous replication alone)", config.Int(&c.MinReplicas, 0, 16)),
+		config.Define("replica wait", "replica-wait", p+"REPLICA_WAIT", "how long a write waits for the min replicas (at most 2s)", config.Duration(&c.ReplicaWait, time.Millisecond)),
 		config.Define("batch", "batch", p+"BATCH", "due jobs advanced together (a round reads up to 32 batches)", config.Int(&c.Batch, 1, 10_000)),
 		config.Define("concurrency", "concurrency", p+"CONCURRENCY", "partitions of the due set dispatched at once", config.Int(&c.Concurrency, 1, store.MaxPartitions)),
 		config.Define("max idle", "max-idle", p+"MAX_IDLE", "longest wait between two looks at a partition with nothing due soon (a job put through any planner wakes it, after the wake linger)", config.Duration(&c.MaxIdle, time.Millisecond)),
@@ -138,6 +143,9 @@ func (c *Config) settings() []config.Setting {
 	)
 }
 
+// maxReplicaWait bounds ReplicaWait.
+const maxReplicaWait = 2 * time.Second
+
 // parseConfig builds the configuration from defaults, then the environment (through getenv, so
 // tests need not touch the process environment), then flags. Usage and flag errors go to
 // output; flag.ErrHelp is returned for -h. Every bad value is reported, each naming its flag
@@ -153,6 +161,12 @@ func parseConfig(args []string, getenv func(string) string, output io.Writer) (C
 		// partition: a planner must renew its lease meanwhile.
 		errs = append(errs, fmt.Errorf("lookahead (-lookahead, %sLOOKAHEAD): %s must be shorter than the lease (%s)",
 			envPrefix, config.FormatDuration(cfg.Lookahead), config.FormatDuration(cfg.Lease)))
+	}
+	if len(errs) == 0 && cfg.ReplicaWait > maxReplicaWait {
+		// A WAIT longer than the Redis client's read time-out (3 s) would fail as a lost
+		// connection rather than as replicas missing.
+		errs = append(errs, fmt.Errorf("replica wait (-replica-wait, %sREPLICA_WAIT): %s is more than %s",
+			envPrefix, config.FormatDuration(cfg.ReplicaWait), config.FormatDuration(maxReplicaWait)))
 	}
 	if len(errs) == 0 {
 		cfg.CatchUpPolicy, _ = job.ParseCatchUpPolicy(cfg.policyText)
@@ -189,6 +203,8 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("catch_up_rate", c.CatchUpRate),
 		slog.String("lease", config.FormatDuration(c.Lease)),
 		slog.String("max_clock_offset", config.FormatDuration(c.MaxClockOffset)),
+		slog.Int("min_replicas", c.MinReplicas),
+		slog.String("replica_wait", config.FormatDuration(c.ReplicaWait)),
 		slog.String("lookahead", config.FormatDuration(c.Lookahead)),
 		slog.Int("batch", c.Batch),
 		slog.Int("concurrency", c.Concurrency),

@@ -53,6 +53,8 @@ func TestParseConfig(t *testing.T) {
 				"RESCHED_PLANNER_DUPLICATE_WINDOW":   "2h",
 				"RESCHED_PLANNER_MIN_RETRY_INTERVAL": "5s",
 				"RESCHED_PLANNER_SHUTDOWN_TIMEOUT":   "45s",
+				"RESCHED_PLANNER_MIN_REPLICAS":       "1",
+				"RESCHED_PLANNER_REPLICA_WAIT":       "250ms",
 			},
 			want: with(def, func(c *Config) {
 				c.HTTPAddr = "127.0.0.1:9090"
@@ -66,6 +68,8 @@ func TestParseConfig(t *testing.T) {
 				c.DuplicateWindow = 2 * time.Hour
 				c.MinRetryInterval = 5 * time.Second
 				c.ShutdownTimeout = 45 * time.Second
+				c.MinReplicas = 1
+				c.ReplicaWait = 250 * time.Millisecond
 			}),
 		},
 		{
@@ -162,6 +166,7 @@ func TestParseConfigRejects(t *testing.T) {
 		{name: "catch-up policy", env: map[string]string{"RESCHED_PLANNER_CATCH_UP_POLICY": "some"}, want: []string{"RESCHED_PLANNER_CATCH_UP_POLICY", "-catch-up-policy", "latest or all"}},
 		{name: "partitions", args: []string{"-partitions", "0"}, want: []string{"RESCHED_PLANNER_PARTITIONS", "between 1 and 1024"}},
 		{name: "replicas", env: map[string]string{"RESCHED_PLANNER_STREAM_REPLICAS": "7"}, want: []string{"RESCHED_PLANNER_STREAM_REPLICAS", "-stream-replicas", "between 1 and 5"}},
+		{name: "replica wait past the read time-out", env: map[string]string{"RESCHED_PLANNER_REPLICA_WAIT": "5s"}, want: []string{"RESCHED_PLANNER_REPLICA_WAIT", "-replica-wait", "more than 2s"}},
 		{name: "lookahead past the lease", args: []string{"-lookahead", "30s"}, want: []string{"RESCHED_PLANNER_LOOKAHEAD", "-lookahead", "shorter than the lease"}},
 		{name: "re-encrypt without keys", args: []string{"-reencrypt"}, want: []string{"-reencrypt", "no secret keys", "RESCHED_SECRET_KEYS_FILE"}},
 		{name: "secret key too short", env: map[string]string{"RESCHED_SECRET_KEYS": "k1=c2hvcnQ="}, want: []string{"RESCHED_SECRET_KEYS", `key "k1"`, "32 random bytes"}},

@@ -160,6 +160,38 @@ func (c *Cluster) masterOf(key string) *Server {
 	return nil
 }
 
+// ReplicasOf lists the running nodes that replicate master m, as m reports them.
+func (c *Cluster) ReplicasOf(m *Server) []*Server {
+	c.t.Helper()
+	info, err := m.do("INFO", "replication")
+	if err != nil {
+		c.t.Fatalf("redistest: replicas of %s: %v", m.Addr, err)
+	}
+	var out []*Server
+	for _, line := range strings.Split(info, "\n") {
+		// slave0:ip=127.0.0.1,port=6380,state=online,offset=...,lag=0
+		if !strings.HasPrefix(line, "slave") {
+			continue
+		}
+		var ip, port string
+		for _, f := range strings.Split(strings.TrimSpace(line[strings.IndexByte(line, ':')+1:]), ",") {
+			k, v, _ := strings.Cut(f, "=")
+			switch k {
+			case "ip":
+				ip = v
+			case "port":
+				port = v
+			}
+		}
+		for _, n := range c.Nodes {
+			if n.Addr == ip+":"+port && n.Running() {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
 func inRange(r, slot string) bool {
 	var lo, hi, s int
 	if _, err := fmt.Sscan(slot, &s); err != nil {

@@ -2,10 +2,16 @@ package api_test
 
 import (
 	"context"
+	"net"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/resched/resched/services/internal/redistest"
+	"github.com/resched/resched/services/internal/testenv"
+	"github.com/resched/resched/services/planner/internal/store"
 	"github.com/resched/resched/shared/job"
 )
 
@@ -136,4 +142,33 @@ func TestRedisOutOfMemory(t *testing.T) {
 	e.fail(t, "jobs.get.c.new", "", "404", "ResourceNotFound")
 	e.fail(t, "jobs.get.c.a", "", "404", "ResourceNotFound")
 	e.ok(t, "jobs.put.c.new", hourly, nil)
+}
+
+// A change Redis's replicas did not acknowledge in time is answered ServerBusy: a failover
+// could lose it, and the client sends it again.
+func TestAChangeNotReplicatedIsServerBusy(t *testing.T) {
+	e := newEnv(t, withStore(store.WithMinReplicas(1, 200*time.Millisecond)))
+	_, port, _ := net.SplitHostPort(e.redis.Addr)
+	rdb := e.redis.Client(t)
+	if err := rdb.ConfigSet(context.Background(), "repl-diskless-sync-delay", "0").Err(); err != nil { // a replica syncs at once
+		t.Fatal(err)
+	}
+	replica := redistest.Start(t, redistest.WithArgs("--replicaof", "127.0.0.1", port))
+	// A replica reported online may still be loading what it was sent: the first write waits.
+	testenv.Eventually(t, 20*time.Second, "a first change acknowledged by the replica", func() bool {
+		return e.call(t, "collections.put.c", `{}`).Header.Get("Nats-Service-Error-Code") == ""
+	})
+	e.ok(t, "jobs.put.c.a", hourly, nil)
+	if err := syscall.Kill(replica.PID(), syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = syscall.Kill(replica.PID(), syscall.SIGCONT) }()
+	a := e.fail(t, "jobs.put.c.b", hourly, "503", "ServerBusy")
+	if !strings.Contains(a.Error.Message, "RESCHED_PLANNER_MIN_REPLICAS") {
+		t.Errorf("message %q does not name the setting", a.Error.Message)
+	}
+	if err := syscall.Kill(replica.PID(), syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	e.ok(t, "jobs.put.c.b", hourly, nil)
 }

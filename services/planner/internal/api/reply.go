@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/planner/internal/jobs"
+	"github.com/resched/resched/services/planner/internal/store"
 )
 
 // CodeInternal is the code of an error the client cannot act on (Redis down, a bug).
@@ -74,8 +75,14 @@ func (a *handlers) fail(req micro.Request, err error) {
 	var e *jobs.Error
 	if !errors.As(err, &e) {
 		a.log.Error("api request failed", "subject", req.Subject(), "error", err)
-		if e = jobs.OutOfMemory(err); e == nil {
-			e = &jobs.Error{Status: 500, Code: CodeInternal, Message: err.Error()}
+		switch {
+		case errors.Is(err, store.ErrNotReplicated):
+			e = &jobs.Error{Status: 503, Code: CodeServerBusy, Message: "Redis's replicas did not acknowledge the change in time " +
+				"(RESCHED_PLANNER_MIN_REPLICAS): a failover could lose it; send the request again"}
+		default:
+			if e = jobs.OutOfMemory(err); e == nil {
+				e = &jobs.Error{Status: 500, Code: CodeInternal, Message: err.Error()}
+			}
 		}
 	}
 	status := e.Status

@@ -52,7 +52,11 @@ type env struct {
 type setup struct {
 	redis redis.Options
 	keys  *secrets.Keyring
+	store []store.Option
 }
+
+// withStore gives the planner's store options.
+func withStore(o ...store.Option) func(*setup) { return func(s *setup) { s.store = o } }
 
 // withKeys gives the planner a keyring that seals the secrets it stores.
 func withKeys(k *secrets.Keyring) func(*setup) { return func(s *setup) { s.keys = k } }
@@ -68,7 +72,7 @@ func newEnv(t testing.TB, opts ...func(*setup)) *env {
 	ro := &cfg.redis
 	rdb := redis.NewClient(ro)
 	t.Cleanup(func() { _ = rdb.Close() })
-	e.store = store.New(rdb, "test")
+	e.store = store.New(rdb, "test", cfg.store...)
 	v, err := jobschema.New()
 	if err != nil {
 		t.Fatal(err)

@@ -3,11 +3,13 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/resched/resched/services/internal/redistest"
+	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/services/planner/internal/store"
 	"github.com/resched/resched/shared/job"
 )
@@ -191,4 +193,52 @@ func benchStore(b *testing.B, n int) (*store.Store, *redis.Client) {
 		}
 	}
 	return s, rdb
+}
+
+// BenchmarkApplyResultsReplicated applies batches of 256 results on a master with a replica,
+// without waiting and waiting for the replica (WithMinReplicas): the cost of the WAIT, a round
+// trip of the master to its replica per batch.
+func BenchmarkApplyResultsReplicated(b *testing.B) {
+	const jobs, batch = 2_000, 256
+	ctx := context.Background()
+	master := redistest.Start(b, redistest.WithArgs("--repl-diskless-sync-delay", "0"))
+	_, port, _ := net.SplitHostPort(master.Addr)
+	redistest.Start(b, redistest.WithArgs("--replicaof", "127.0.0.1", port))
+	rdb := master.Client(b)
+	def := []byte(`{"startTime":"2026-01-01T12:00:00Z","recurrence":{"frequency":"Minute"}}` + "\n" + `{"type":"Http"}`)
+	for _, replicas := range []int{0, 1} {
+		s := store.New(rdb, "bench", store.WithMinReplicas(replicas, time.Second))
+		// The jobs; the first write waits for the replica to have loaded what it was sent.
+		testenv.Eventually(b, 20*time.Second, "a first write acknowledged", func() bool {
+			_, err := s.PutCollection(ctx, "c", []byte(`{}`), job.CollectionEnabled, 0, false)
+			return err == nil
+		})
+		for i := range jobs {
+			if _, _, _, err := s.PutJob(ctx, store.PutJob{Collection: "c", Name: fmt.Sprint("j", i), Definition: def,
+				Accepted: t0, Next: t0, State: job.StateEnabled, Reaccept: true}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Run(fmt.Sprintf("replicas=%d", replicas), func(b *testing.B) {
+			seq := 0
+			results := make([]store.Result, batch)
+			b.ResetTimer()
+			for b.Loop() {
+				for i := range results {
+					seq++
+					at := t0.Add(time.Duration(seq) * time.Second)
+					results[i] = store.Result{Collection: "c", Job: fmt.Sprint("j", seq%jobs), Outcome: store.Outcome{
+						ID: fmt.Sprintf("r%d-%d", replicas, seq), Scheduled: at, Occurrence: 1, MainDone: true,
+						Entry: job.HistoryEntry{StartTime: at, EndTime: at, ExpectedExecutionTime: at,
+							ActionName: job.ActionNameMain, Status: job.ExecutionCompleted, Message: "Http Status: 200 OK"}}}
+				}
+				for _, a := range s.ApplyResults(ctx, results, t0) {
+					if a.Err != nil {
+						b.Fatal(a.Err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*batch), "µs/result")
+		})
+	}
 }

@@ -28,7 +28,7 @@ type Collection struct {
 func (s *Store) PutCollection(ctx context.Context, name string, def []byte, state job.CollectionState, maxJobCount int, createOnly bool) (bool, error) {
 	part := s.k.partitionOf(name)
 	keys := []string{s.k.colls(part), s.k.coll(name), s.k.seq(part)}
-	n, err := s.run(ctx, "put_collection", keys, name, def, string(state), maxJobCount, boolArg(createOnly)).Int()
+	n, err := s.runReplicated(ctx, "put_collection", keys, name, def, string(state), maxJobCount, boolArg(createOnly)).Int()
 	if err != nil {
 		return false, fmt.Errorf("put collection %s: %w", name, scriptError(err))
 	}
@@ -82,7 +82,7 @@ func (s *Store) DeleteCollection(ctx context.Context, name string) (bool, error)
 			keys = append(keys, s.k.def(name, j), s.k.state(name, j), s.k.history(name, j), s.k.results(name, j))
 			args = append(args, j)
 		}
-		n, err := s.run(ctx, "delete_collection", keys, args...).Int()
+		n, err := s.runReplicated(ctx, "delete_collection", keys, args...).Int()
 		if errors.Is(scriptError(err), ErrConflict) {
 			continue
 		}
@@ -112,7 +112,7 @@ func (s *Store) SetCollectionState(ctx context.Context, name string, state job.C
 		keys = append(keys, s.k.state(name, r.Name))
 		args = append(args, member(name, r.Name), ms(r.Next), r.Version)
 	}
-	left, err := s.run(ctx, "set_collection_state", keys, args...).StringSlice()
+	left, err := s.runReplicated(ctx, "set_collection_state", keys, args...).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("set state of collection %s: %w", name, err)
 	}

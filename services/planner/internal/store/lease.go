@@ -84,7 +84,7 @@ func (s *Store) Leave(ctx context.Context, id string) error {
 // err says why others could not be read (a Redis Cluster master lost, of those it serves).
 func (s *Store) FreePartitions(ctx context.Context) (free []int, err error) {
 	cmds := make([]*redis.IntCmd, s.Partitions())
-	s.pipelined(ctx, len(cmds), func(p int) string { return s.k.owner(p) }, func(pipe redis.Pipeliner, p int) {
+	s.pipelined(ctx, len(cmds), false, func(p int) string { return s.k.owner(p) }, func(pipe redis.Pipeliner, p int) {
 		cmds[p] = pipe.Exists(ctx, s.k.owner(p))
 	})
 	for p, c := range cmds {
@@ -102,7 +102,7 @@ func (s *Store) FreePartitions(ctx context.Context) (free []int, err error) {
 // the partitions it took, and err when some could not be reached.
 func (s *Store) Acquire(ctx context.Context, partitions []int, token string, ttl time.Duration) (got []int, err error) {
 	cmds := make([]*redis.BoolCmd, len(partitions))
-	s.pipelined(ctx, len(cmds), func(i int) string { return s.k.owner(partitions[i]) }, func(pipe redis.Pipeliner, i int) {
+	s.pipelined(ctx, len(cmds), false, func(i int) string { return s.k.owner(partitions[i]) }, func(pipe redis.Pipeliner, i int) {
 		cmds[i] = pipe.SetNX(ctx, s.k.owner(partitions[i]), token, ttl)
 	})
 	for i, c := range cmds {
@@ -122,7 +122,7 @@ func (s *Store) Acquire(ctx context.Context, partitions []int, token string, ttl
 // The script is sent whole (EVAL): a pipelined EVALSHA cannot fall back after a Redis restart.
 func (s *Store) Renew(ctx context.Context, partitions []int, token string, ttl time.Duration) (renewed, lost []int, err error) {
 	cmds := make([]*redis.Cmd, len(partitions))
-	s.pipelined(ctx, len(cmds), func(i int) string { return s.k.owner(partitions[i]) }, func(pipe redis.Pipeliner, i int) {
+	s.pipelined(ctx, len(cmds), false, func(i int) string { return s.k.owner(partitions[i]) }, func(pipe redis.Pipeliner, i int) {
 		cmds[i] = s.scripts["renew"].Eval(ctx, pipe, []string{s.k.owner(partitions[i])}, token, ttl.Milliseconds())
 	})
 	for i, c := range cmds {

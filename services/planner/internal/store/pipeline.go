@@ -19,7 +19,8 @@ func (s *Store) evalAll(ctx context.Context, script string, n int, args func(i i
 }
 
 // evalMixed is evalAll with a script per call. Calls go as EVALSHA; those a Redis does not know
-// the script of (restarted, a new master) are sent again once the scripts are loaded.
+// the script of (restarted, a new master) are sent again once the scripts are loaded. Its calls
+// are writes that must outlive a failover: they wait for the replicas WithMinReplicas asks for.
 func (s *Store) evalMixed(ctx context.Context, n int, call func(i int) (string, []string, []any)) []*redis.Cmd {
 	cmds := make([]*redis.Cmd, n)
 	todo := make([]int, n)
@@ -32,7 +33,7 @@ func (s *Store) evalMixed(ctx context.Context, n int, call func(i int) (string, 
 			c := &calls[k]
 			c.script, c.keys, c.args = call(i)
 		}
-		s.pipelined(ctx, len(todo), func(k int) string { return calls[k].keys[0] }, func(pipe redis.Pipeliner, k int) {
+		s.pipelined(ctx, len(todo), true, func(k int) string { return calls[k].keys[0] }, func(pipe redis.Pipeliner, k int) {
 			c := &calls[k]
 			cmds[todo[k]] = s.scripts[c.script].EvalSha(ctx, pipe, c.keys, c.args...)
 		})
@@ -93,25 +94,57 @@ func (s *Store) partitionCalls(n, chunk int, item func(i int) (collection string
 // side by side (one pipeline on a single server or Sentinel). add(pipe, i) queues command i.
 // A cluster pipeline that cannot reach a node sets its context error on every command once its
 // retries run out, those the healthy masters had answered too: one lost master then failed
-// the leases of every partition, and each planner stopped dispatching all of them.
-func (s *Store) pipelined(ctx context.Context, n int, key func(i int) string, add func(pipe redis.Pipeliner, i int)) {
+// the leases of every partition, and each planner stopped dispatching all of them. replicated
+// says the commands are writes that wait for the replicas WithMinReplicas asks for.
+func (s *Store) pipelined(ctx context.Context, n int, replicated bool, key func(i int) string, add func(pipe redis.Pipeliner, i int)) {
 	if n == 0 {
 		return
 	}
 	groups := [][]int{make([]int, n)}
-	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
+	cc, cluster := s.rdb.(*redis.ClusterClient)
+	if cluster {
 		groups = byMaster(ctx, cc, n, key)
 	} else {
 		for i := range groups[0] {
 			groups[0][i] = i
 		}
 	}
+	wait := replicated && s.minReplicas > 0
 	send := func(g []int) {
 		pipe := s.rdb.Pipeline()
+		if wait && cluster {
+			// WAIT counts the writes of its own connection, and names no key: a cluster
+			// pipeline would send it to any node. The master's own client sends the group
+			// and the WAIT on one connection.
+			m, err := cc.MasterForKey(ctx, key(g[0]))
+			if err != nil {
+				failAll(pipe, g, add, fmt.Errorf("%w: no master for %s: %v", ErrNotReplicated, key(g[0]), err))
+				return
+			}
+			pipe = m.Pipeline()
+		}
 		for _, i := range g {
 			add(pipe, i)
 		}
-		_, _ = pipe.Exec(ctx) // each command carries its own outcome
+		var acked *redis.Cmd
+		if wait {
+			acked = pipe.Do(ctx, "WAIT", s.minReplicas, s.replicaWait.Milliseconds())
+		}
+		cmds, _ := pipe.Exec(ctx) // each command carries its own outcome
+		if acked == nil {
+			return
+		}
+		if n, err := acked.Int64(); err != nil || n < int64(s.minReplicas) {
+			reason := fmt.Errorf("%w: %d of %d within %v", ErrNotReplicated, n, s.minReplicas, s.replicaWait)
+			if err != nil {
+				reason = fmt.Errorf("%w: %v", ErrNotReplicated, err)
+			}
+			for _, c := range cmds[:len(cmds)-1] {
+				if c.Err() == nil {
+					c.SetErr(reason)
+				}
+			}
+		}
 	}
 	if len(groups) == 1 {
 		send(groups[0])
@@ -122,6 +155,17 @@ func (s *Store) pipelined(ctx context.Context, n int, key func(i int) string, ad
 		wg.Go(func() { send(g) })
 	}
 	wg.Wait()
+}
+
+// failAll queues the commands of g on pipe, which is not sent, and sets err on each.
+func failAll(pipe redis.Pipeliner, g []int, add func(pipe redis.Pipeliner, i int), err error) {
+	for _, i := range g {
+		add(pipe, i)
+	}
+	for _, c := range pipe.Cmds() {
+		c.SetErr(err)
+	}
+	pipe.Discard()
 }
 
 // byMaster groups the commands by the master that serves their key, as the client's slot map

@@ -29,6 +29,9 @@ var (
 	ErrExists            = errors.New("already exists")
 	// ErrNotOwner: the partition's lease is not (or no longer) this planner's.
 	ErrNotOwner = errors.New("partition lease not held")
+	// ErrNotReplicated: a write was made, but fewer replicas than WithMinReplicas asks for
+	// acknowledged it in time; the caller treats it as not made (a retry is harmless).
+	ErrNotReplicated = errors.New("not acknowledged by enough Redis replicas")
 )
 
 // QuotaError says a collection is full.
@@ -48,6 +51,9 @@ type Store struct {
 	historyMax     int
 	historyAge     time.Duration
 	historyMessage int
+	// minReplicas and replicaWait: WithMinReplicas.
+	minReplicas int
+	replicaWait time.Duration
 }
 
 // Option changes a Store.
@@ -61,6 +67,15 @@ func WithPartitions(n int) Option {
 // WithResultMemory sets how long the ids of applied results are remembered (ResultMemory).
 func WithResultMemory(d time.Duration) Option {
 	return func(s *Store) { s.resultMemory = max(d, time.Minute) }
+}
+
+// WithMinReplicas makes every write of jobs, collections and results wait until n replicas of
+// the Redis master have it (WAIT), at most wait, and fail with ErrNotReplicated otherwise.
+// Redis replicates asynchronously: a failover can lose the last writes the old master
+// acknowledged, and a result the planner acknowledged in JetStream would then be missing from
+// history for good. With n ≥ 1 such a write is not acknowledged, and is made again.
+func WithMinReplicas(n int, wait time.Duration) Option {
+	return func(s *Store) { s.minReplicas, s.replicaWait = max(n, 0), max(wait, time.Millisecond) }
 }
 
 // New returns a store whose keys start with prefix ("resched" when empty).
@@ -89,6 +104,12 @@ func (s *Store) PartitionOf(collection string) int { return s.k.partitionOf(coll
 
 func (s *Store) run(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
 	return s.scripts[script].Run(ctx, s.rdb, keys, args...)
+}
+
+// runReplicated is run for a write that must outlive a failover: it waits for the replicas
+// WithMinReplicas asks for.
+func (s *Store) runReplicated(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	return s.evalAll(ctx, script, 1, func(int) ([]string, []any) { return keys, args })[0]
 }
 
 // Ping checks that Redis answers, for readiness: every master of a Redis Cluster, since the

@@ -1,0 +1,151 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/resched/resched/services/internal/redistest"
+	"github.com/resched/resched/services/internal/testenv"
+	"github.com/resched/resched/services/planner/internal/store"
+	"github.com/resched/resched/shared/job"
+)
+
+// With WithMinReplicas, a write the replica has not acknowledged is refused, not reported
+// made: a result whose history entry a failover could lose is then not acknowledged in
+// JetStream, and is applied again. Once the replica answers again, writes go through, and the
+// replica holds them.
+func TestWritesWaitForTheReplicas(t *testing.T) {
+	ctx := context.Background()
+	master := redistest.Start(t, redistest.WithArgs("--repl-diskless-sync-delay", "0")) // a replica syncs at once
+	_, port, _ := net.SplitHostPort(master.Addr)
+	replica := redistest.Start(t, redistest.WithArgs("--replicaof", "127.0.0.1", port))
+	mc := master.Client(t)
+	s := store.New(mc, "test", store.WithMinReplicas(1, 200*time.Millisecond))
+	loose := store.New(mc, "test") // the same data, without waiting
+	firstWrite(t, s)
+	putJob(t, s, "c", "j", t0)
+	result := func(id string) store.Outcome {
+		return store.Outcome{ID: id, Scheduled: t0, Occurrence: 1, Entry: job.HistoryEntry{StartTime: t0, EndTime: t0,
+			ExpectedExecutionTime: t0, ActionName: job.ActionNameMain, Status: job.ExecutionFailed, Message: id}}
+	}
+	if _, err := s.ApplyResult(ctx, "c", "j", result("r1"), t0); err != nil {
+		t.Fatalf("a result with the replica in sync: %v", err)
+	}
+
+	// The replica stops answering: it takes the writes into its socket, but acknowledges none.
+	if err := syscall.Kill(replica.PID(), syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			_ = syscall.Kill(replica.PID(), syscall.SIGCONT)
+		}
+	}
+	defer resume()
+	if _, err := s.ApplyResult(ctx, "c", "j", result("r2"), t0); !errors.Is(err, store.ErrNotReplicated) {
+		t.Fatalf("a result the replica did not acknowledge: %v, want ErrNotReplicated", err)
+	}
+	if _, _, _, err := s.PutJob(ctx, store.PutJob{Collection: "c", Name: "k", Definition: []byte(`{}`), Accepted: t0, Next: t0,
+		State: job.StateEnabled}); !errors.Is(err, store.ErrNotReplicated) {
+		t.Fatalf("a job put the replica did not acknowledge: %v, want ErrNotReplicated", err)
+	}
+	if _, err := s.PutCollection(ctx, "d", []byte(`{}`), job.CollectionEnabled, 0, false); !errors.Is(err, store.ErrNotReplicated) {
+		t.Fatalf("a collection put the replica did not acknowledge: %v, want ErrNotReplicated", err)
+	}
+	if _, err := loose.ApplyResult(ctx, "c", "j", result("r3"), t0); err != nil {
+		t.Fatalf("without WithMinReplicas the same write goes through: %v", err)
+	}
+
+	resume()
+	// r2 again, as JetStream redelivers it: it was written (on the master alone) and is not
+	// recorded twice.
+	if _, err := s.ApplyResult(ctx, "c", "j", result("r2"), t0); err != nil {
+		t.Fatalf("the result again, the replica back: %v", err)
+	}
+	rc := store.New(replica.Client(t), "test")
+	testenv.Eventually(t, 10*time.Second, "the replica to hold the three results once each", func() bool {
+		h, err := rc.History(ctx, "c", "j", t0)
+		if err != nil || len(h) != 3 {
+			return false
+		}
+		seen := map[string]int{}
+		for _, e := range h {
+			seen[e.Message]++
+		}
+		return seen["r1"] == 1 && seen["r2"] == 1 && seen["r3"] == 1
+	})
+}
+
+// On a Redis Cluster a write waits for the replica of the master that serves its keys: the WAIT
+// goes on that master's connection, not to whichever node a keyless command would reach.
+func TestClusterWritesWaitForTheirMastersReplica(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis Cluster")
+	}
+	ctx := context.Background()
+	rc := redistest.StartCluster(t, 3, 1)
+	s := store.New(rc.Client(t), "test", store.WithMinReplicas(1, 200*time.Millisecond))
+	firstWrite(t, s)
+	putJob(t, s, "c", "j", t0)
+	own := rc.MasterOf(fmt.Sprintf("test:{p%02d}:due", s.PartitionOf("c")))
+	var mine, others []*redistest.Server
+	for _, n := range rc.Nodes {
+		if n == own {
+			mine = rc.ReplicasOf(n)
+		} else {
+			others = append(others, rc.ReplicasOf(n)...)
+		}
+	}
+	if len(mine) != 1 || len(others) != 2 {
+		t.Fatalf("replicas: %d of the job's master, %d of the others; want 1 and 2", len(mine), len(others))
+	}
+	pause := func(nodes []*redistest.Server) (resume func()) {
+		for _, n := range nodes {
+			if err := syscall.Kill(n.PID(), syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+		}
+		done := false
+		resume = func() {
+			if !done {
+				done = true
+				for _, n := range nodes {
+					_ = syscall.Kill(n.PID(), syscall.SIGCONT)
+				}
+			}
+		}
+		t.Cleanup(resume)
+		return resume
+	}
+	outcome := store.Outcome{ID: "r1", Scheduled: t0, Occurrence: 1, Entry: job.HistoryEntry{StartTime: t0, EndTime: t0,
+		ExpectedExecutionTime: t0, ActionName: job.ActionNameMain, Status: job.ExecutionFailed, Message: "r1"}}
+
+	resume := pause(others)
+	if _, err := s.ApplyResult(ctx, "c", "j", outcome, t0); err != nil {
+		t.Fatalf("the other masters' replicas paused, the job's own in sync: %v", err)
+	}
+	resume()
+	pause(mine)
+	outcome.ID = "r2"
+	if _, err := s.ApplyResult(ctx, "c", "j", outcome, t0); !errors.Is(err, store.ErrNotReplicated) {
+		t.Fatalf("the job's master's replica paused: %v, want ErrNotReplicated", err)
+	}
+}
+
+// firstWrite puts collection c once the replicas acknowledge writes: a replica reported online
+// may still be loading what it was sent, and acknowledges nothing until it has.
+func firstWrite(t *testing.T, s *store.Store) {
+	t.Helper()
+	var err error
+	testenv.Eventually(t, 20*time.Second, "a first write acknowledged by the replicas", func() bool {
+		_, err = s.PutCollection(context.Background(), "c", []byte(`{}`), job.CollectionEnabled, 0, false)
+		return err == nil
+	}, func() string { return fmt.Sprint(err) })
+}
