@@ -113,19 +113,29 @@ func (e *env) drain() []bus.Due {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	stream, err := e.js.Stream(ctx, e.subj.DueStream())
+	if err != nil {
+		e.t.Fatal(err)
+	}
 	var out []bus.Due
 	for {
-		// Every message the stream holds for the consumer (its count is exact once the
-		// publishes are acknowledged); FetchNoWait alone may answer before a busy server has
-		// the messages ready for a consumer.
+		// Every message up to the stream's last, which is exact once the publishes are
+		// acknowledged. The consumer's own count of pending messages is not: a busy server
+		// counted a message stored just before as not pending yet (and FetchNoWait may
+		// answer before it has the messages ready for a consumer).
+		si, err := stream.Info(ctx)
+		if err != nil {
+			e.t.Fatal(err)
+		}
 		info, err := cons.Info(ctx)
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		if info.NumPending == 0 {
+		left := si.State.LastSeq - info.AckFloor.Stream
+		if si.State.LastSeq <= info.AckFloor.Stream {
 			return out
 		}
-		batch, err := cons.Fetch(int(min(info.NumPending, 1000)), jetstream.FetchMaxWait(5*time.Second))
+		batch, err := cons.Fetch(int(min(left, 1000)), jetstream.FetchMaxWait(5*time.Second))
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -140,11 +150,14 @@ func (e *env) drain() []bus.Due {
 				e.t.Errorf("message id %q, tag %q; want %q (or a run-now's) and the tag of the id", id, d.ExecutionTag, want)
 			}
 			out = append(out, d)
-			_ = m.Ack()
+			// Confirmed, so that the next look at the acknowledgement floor counts it.
+			if err := m.DoubleAck(ctx); err != nil {
+				e.t.Fatal(err)
+			}
 			n++
 		}
 		if n == 0 {
-			e.t.Fatalf("the consumer has %d messages pending, and none came", info.NumPending)
+			e.t.Fatalf("the stream holds messages up to %d, the consumer acknowledged up to %d, and none came", si.State.LastSeq, info.AckFloor.Stream)
 		}
 	}
 }

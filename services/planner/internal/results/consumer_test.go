@@ -141,10 +141,14 @@ func (e *env) settled() {
 	ctx := context.Background()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		c, err := e.js.Consumer(ctx, e.subj.ResultsStream(), bus.ResultsConsumer)
-		if err == nil {
-			info, err := c.Info(ctx)
-			if err == nil && info.NumPending == 0 && info.NumAckPending == 0 && info.Delivered.Stream > 0 {
+		// Up to the stream's last message, which is exact once the publishes are acknowledged;
+		// the consumer's count of pending messages lags on a busy server.
+		st, err := e.js.Stream(ctx, e.subj.ResultsStream())
+		c, cerr := e.js.Consumer(ctx, e.subj.ResultsStream(), bus.ResultsConsumer)
+		if err == nil && cerr == nil {
+			si, err := st.Info(ctx)
+			info, cerr := c.Info(ctx)
+			if err == nil && cerr == nil && si.State.LastSeq > 0 && info.AckFloor.Stream >= si.State.LastSeq {
 				return
 			}
 		}
