@@ -33,6 +33,7 @@ import (
 	"github.com/resched/resched/services/planner/internal/lease"
 	"github.com/resched/resched/services/planner/internal/metrics"
 	"github.com/resched/resched/services/planner/internal/results"
+	"github.com/resched/resched/services/planner/internal/status"
 	"github.com/resched/resched/services/planner/internal/store"
 	"github.com/resched/resched/shared/jobschema"
 )
@@ -254,7 +255,8 @@ func (p *planner) start(ctx context.Context, parts *sync.WaitGroup, fail context
 	}
 	svc := jobs.New(jobs.Config{Store: p.store, Validator: validator, Events: p.nc, Runner: disp,
 		Waker: natsWaker{p.nc, p.subjects}, WakeWithin: p.cfg.MaxIdle + p.cfg.Lookahead, Subjects: p.subjects, Keys: p.cfg.keys, Logger: p.log})
-	apiSrv, err := api.New(p.nc, svc, p.subjects, p.log, api.Options{Concurrency: p.cfg.APIConcurrency})
+	state := &status.Source{Store: p.store, JS: p.js, Subjects: p.subjects, ID: p.id, Clock: time.Now}
+	apiSrv, err := api.New(p.nc, svc, p.subjects, p.log, api.Options{Concurrency: p.cfg.APIConcurrency, Status: state.Status})
 	if err != nil {
 		_ = wakes.Unsubscribe()
 		return nil, err

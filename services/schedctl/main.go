@@ -30,6 +30,7 @@ func init() {
 		"preview":    previewCommand(time.Now),
 		"collection": collectionGroup.command(),
 		"job":        jobGroup.command(),
+		"cluster":    clusterGroup.command(),
 	}
 }
 
@@ -69,7 +70,7 @@ func usage(w io.Writer) {
 	names = append(names, "help")
 	slices.Sort(names)
 	fmt.Fprintf(w, "usage: schedctl <command> [flags]\n\ncommands:\n  %s\n\n", strings.Join(names, "\n  "))
-	fmt.Fprintln(w, "collection and job talk to the planner's NATS API (--server or NATS_URL,")
+	fmt.Fprintln(w, "collection, job and cluster talk to the planner's NATS API (--server or NATS_URL,")
 	fmt.Fprintln(w, "default nats://127.0.0.1:4222); -o json prints the planner's JSON reply.")
 	fmt.Fprintln(w, "preview runs locally, without a planner. --version prints the version;")
 	fmt.Fprintln(w, "completion bash|zsh|fish prints a shell completion script.")

@@ -140,6 +140,7 @@ func TestTenantsOfTheSecurityGuide(t *testing.T) {
 		{"job", "publish", "billing/mine", "-f", file},
 		{"collection", "list"},
 		{"job", "list"},
+		{"cluster", "status"}, // the operators' view: planners, partitions, every stream's backlog
 	} {
 		out, errOut, code := schedctl(t, asA, args...)
 		if code == 0 || !strings.Contains(errOut, "permission denied") || !strings.Contains(errOut, `user "team-a"`) ||

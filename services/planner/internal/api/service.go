@@ -76,6 +76,7 @@ var (
 // handlers answer the requests, up to a number at once.
 type handlers struct {
 	svc      *jobs.Service
+	statusOf func(ctx context.Context) (bus.Status, error) // nil: no status endpoint
 	log      *slog.Logger
 	nc       *nats.Conn  // its max_payload bounds a reply (maxReply)
 	work     chan func() // to the workers, one per slot of Concurrency
@@ -124,6 +125,8 @@ func (s *Server) Stop() error {
 type Options struct {
 	// Concurrency is how many requests are worked on at once (DefaultConcurrency when 0).
 	Concurrency int
+	// Status answers <prefix>.api.status (package status); nil: that subject is not served.
+	Status func(ctx context.Context) (bus.Status, error)
 }
 
 // New starts the micro service on nc. Stop it with the returned Server's Stop, which lets the
@@ -132,11 +135,14 @@ func New(nc *nats.Conn, svc *jobs.Service, subjects bus.Subjects, logger *slog.L
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	o := Options{Concurrency: DefaultConcurrency}
-	if len(opts) > 0 && opts[0].Concurrency > 0 {
+	var o Options
+	if len(opts) > 0 {
 		o = opts[0]
 	}
-	a := &handlers{svc: svc, log: logger, work: make(chan func()), nc: nc}
+	if o.Concurrency <= 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	a := &handlers{svc: svc, log: logger, work: make(chan func()), nc: nc, statusOf: o.Status}
 	for range o.Concurrency {
 		go a.worker()
 	}
@@ -166,7 +172,11 @@ func New(nc *nats.Conn, svc *jobs.Service, subjects bus.Subjects, logger *slog.L
 }
 
 func (a *handlers) endpoints() []endpoint {
-	return []endpoint{
+	var status []endpoint
+	if a.statusOf != nil {
+		status = append(status, endpoint{"status", []string{"status"}, nil, a.status})
+	}
+	return append(status, []endpoint{
 		{"collections-put", []string{"collections", "put"}, collectionName, a.putCollection},
 		{"collections-get", []string{"collections", "get"}, collectionName, a.getCollection},
 		{"collections-delete", []string{"collections", "delete"}, collectionName, a.deleteCollection},
@@ -183,7 +193,13 @@ func (a *handlers) endpoints() []endpoint {
 		{"jobs-history", []string{"jobs", "history"}, jobName, a.history},
 		{"jobs-runs", []string{"jobs", "runs"}, jobName, a.runs},
 		{"preview", []string{"preview"}, nil, a.preview},
-	}
+	}...)
+}
+
+// status answers the operators' view of the scheduler (package status).
+func (a *handlers) status(ctx context.Context, _ request) (any, micro.Headers, error) {
+	st, err := a.statusOf(ctx)
+	return st, nil, err
 }
 
 // handler adapts an operation to micro: the request is handed to an idle worker, waiting for

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -52,22 +51,9 @@ func (s *Store) Heartbeat(ctx context.Context, id string, now, expiry, processSt
 	beat := Beat{Live: int(live), Clock: time.Unix(sec, usec*1000).UTC(), Outages: make([]Outage, 0, len(res)-3)}
 	for _, v := range res[3:] {
 		text, _ := v.(string)
-		parts := strings.Split(text, "|")
-		if len(parts) < 2 {
-			continue
+		if o, ok := parseOutage(text); ok {
+			beat.Outages = append(beat.Outages, o)
 		}
-		f, err1 := strconv.ParseInt(parts[0], 10, 64)
-		t, err2 := strconv.ParseInt(parts[1], 10, 64)
-		if err1 != nil || err2 != nil {
-			continue
-		}
-		o := Outage{From: time.UnixMilli(f).UTC(), To: time.UnixMilli(t).UTC()}
-		if len(parts) > 2 {
-			if r, err := strconv.ParseInt(parts[2], 10, 64); err == nil {
-				o.Recorded = time.UnixMilli(r).UTC()
-			}
-		}
-		beat.Outages = append(beat.Outages, o)
 	}
 	return beat, nil
 }

@@ -1,0 +1,50 @@
+package bus
+
+import "time"
+
+// Status is the answer of <prefix>.api.status: the scheduler as the planner that answers sees
+// it, for an operator (schedctl cluster status). A tenant's permissions name only its own
+// collections' subjects, so this one is the operators'.
+type Status struct {
+	AnsweredBy string          `json:"answeredBy"` // the id of the planner that answered
+	Version    string          `json:"version"`    // its build
+	Time       time.Time       `json:"time"`       // its clock when it answered
+	Planners   []PlannerStatus `json:"planners"`   // the live ones, by id
+	Partitions int             `json:"partitions"`
+	Unowned    []int           `json:"unownedPartitions"` // partitions no planner holds now
+	Outages    []OutageStatus  `json:"outages"`           // intervals no planner ran, newest first
+	DueNow     int64           `json:"dueNotDispatched"`  // jobs due by now and not published yet
+	Streams    []StreamStatus  `json:"streams"`
+	Problems   []string        `json:"problems,omitempty"` // what could not be read
+}
+
+// PlannerStatus is one live planner: its heartbeat holds until Until.
+type PlannerStatus struct {
+	ID         string    `json:"id"`
+	Until      time.Time `json:"heartbeatUntil"`
+	Partitions []int     `json:"partitions"`
+}
+
+// OutageStatus is an interval in which no planner ran, and when it was recorded.
+type OutageStatus struct {
+	From     time.Time `json:"from"`
+	To       time.Time `json:"to"`
+	Recorded time.Time `json:"recorded,omitzero"`
+}
+
+// StreamStatus is one of the scheduler's streams and its consumers.
+type StreamStatus struct {
+	Name      string           `json:"name"`
+	Messages  uint64           `json:"messages"`
+	Bytes     uint64           `json:"bytes"`
+	Consumers []ConsumerStatus `json:"consumers"`
+}
+
+// ConsumerStatus is a consumer of a stream: the planners' or the workers'.
+type ConsumerStatus struct {
+	Name        string `json:"name"`
+	Pending     uint64 `json:"pending"`      // not delivered yet
+	InFlight    int    `json:"inFlight"`     // delivered, not acknowledged yet
+	Waiting     int    `json:"waitingPulls"` // pull requests waiting for messages: idle readers
+	Redelivered int    `json:"redelivered"`  // delivered more than once, not acknowledged yet
+}

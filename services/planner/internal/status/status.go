@@ -1,0 +1,89 @@
+// Package status assembles what `schedctl cluster status` shows: the live planners and the
+// partitions each holds, the outages on record, the jobs due and not yet published, and the
+// scheduler's streams with their consumers, as the planner that answers sees them.
+package status
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/internal/version"
+	"github.com/resched/resched/services/planner/internal/store"
+)
+
+// outagesShown is how many outages a status lists, the newest.
+const outagesShown = 10
+
+// Source reports the status. Its fields are set once.
+type Source struct {
+	Store    *store.Store
+	JS       jetstream.JetStream
+	Subjects bus.Subjects
+	ID       string // this planner's
+	Clock    func() time.Time
+}
+
+// Status reads everything it can; what it cannot read is named in Problems, so that an
+// operator sees the rest when Redis or a stream is in trouble.
+func (s *Source) Status(ctx context.Context) (bus.Status, error) {
+	now := s.Clock()
+	st := bus.Status{AnsweredBy: s.ID, Version: version.String(), Time: now.UTC(), Partitions: s.Store.Partitions(),
+		Planners: []bus.PlannerStatus{}, Unowned: []int{}, Outages: []bus.OutageStatus{}, Streams: []bus.StreamStatus{}}
+	o, err := s.Store.Overview(ctx, now, outagesShown)
+	if err != nil {
+		st.Problems = append(st.Problems, err.Error())
+	}
+	held := map[string][]int{}
+	for p, owner := range o.Owners {
+		if owner == "" {
+			st.Unowned = append(st.Unowned, p)
+		}
+		held[owner] = append(held[owner], p)
+	}
+	for _, pl := range o.Planners {
+		st.Planners = append(st.Planners, bus.PlannerStatus{ID: pl.ID, Until: pl.Until, Partitions: append([]int{}, held[pl.ID]...)})
+	}
+	for _, out := range o.Outages {
+		st.Outages = append(st.Outages, bus.OutageStatus{From: out.From, To: out.To, Recorded: out.Recorded})
+	}
+	if st.DueNow, err = s.Store.DueBacklog(ctx, now); err != nil {
+		st.Problems = append(st.Problems, err.Error())
+	}
+	for _, name := range []string{s.Subjects.IntakeStream(), s.Subjects.DueStream(), s.Subjects.ResultsStream()} {
+		ss, err := s.stream(ctx, name)
+		if err != nil {
+			st.Problems = append(st.Problems, err.Error())
+			continue
+		}
+		st.Streams = append(st.Streams, ss)
+	}
+	return st, nil
+}
+
+// stream reads one stream's state and its consumers'.
+func (s *Source) stream(ctx context.Context, name string) (bus.StreamStatus, error) {
+	str, err := s.JS.Stream(ctx, name)
+	if err != nil {
+		return bus.StreamStatus{}, fmt.Errorf("stream %s: %w", name, err)
+	}
+	info, err := str.Info(ctx)
+	if err != nil {
+		return bus.StreamStatus{}, fmt.Errorf("stream %s: %w", name, err)
+	}
+	ss := bus.StreamStatus{Name: name, Messages: info.State.Msgs, Bytes: info.State.Bytes, Consumers: []bus.ConsumerStatus{}}
+	list := str.ListConsumers(ctx)
+	for c := range list.Info() {
+		ss.Consumers = append(ss.Consumers, bus.ConsumerStatus{Name: c.Name, Pending: c.NumPending, InFlight: c.NumAckPending,
+			Waiting: c.NumWaiting, Redelivered: c.NumRedelivered})
+	}
+	if err := list.Err(); err != nil {
+		return ss, fmt.Errorf("consumers of %s: %w", name, err)
+	}
+	slices.SortFunc(ss.Consumers, func(a, b bus.ConsumerStatus) int { return strings.Compare(a.Name, b.Name) })
+	return ss, nil
+}

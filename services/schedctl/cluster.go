@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/resched/resched/services/internal/bus"
+)
+
+// clusterGroup is `schedctl cluster`: the scheduler as a whole, for its operators.
+var clusterGroup = &group{
+	name: "cluster",
+	summary: "Look at the scheduler as a whole through the planner's NATS API: an operator's view " +
+		"(the tenants' permissions of docs/security.md do not allow it).",
+	subs: []subcommand{
+		{"status", "", "the live planners and the partitions each holds, the outages on record, the jobs due and " +
+			"not published yet, and the streams with their consumers' backlogs", clusterStatus},
+	},
+}
+
+func clusterStatus(inv *invocation, args []string) error {
+	if _, err := inv.parse(args, 0, 0); err != nil {
+		return err
+	}
+	msg, err := inv.request(nil, "status")
+	if err != nil {
+		return err
+	}
+	return show(inv, msg.Data, writeStatus)
+}
+
+func writeStatus(w io.Writer, s bus.Status) {
+	field(w, "Answered by", s.AnsweredBy+" ("+s.Version+") at "+s.Time.Format(time.RFC3339))
+	field(w, "Planners", fmt.Sprintf("%d live", len(s.Planners)))
+	for _, p := range s.Planners {
+		field(w, "  "+p.ID, fmt.Sprintf("partitions %s; heartbeat until %s", orDash(spans(p.Partitions)), p.Until.Format(time.RFC3339)))
+	}
+	field(w, "Partitions", fmt.Sprintf("%d; held by no planner: %s", s.Partitions, orDash(spans(s.Unowned))))
+	field(w, "Due, not published", strconv.FormatInt(s.DueNow, 10))
+	if len(s.Outages) == 0 {
+		field(w, "Outages on record", "none")
+	}
+	for i, o := range s.Outages {
+		key := ""
+		if i == 0 {
+			key = "Outages on record"
+		}
+		field(w, key, fmt.Sprintf("no planner ran from %s to %s (%v)", o.From.Format(time.RFC3339), o.To.Format(time.RFC3339), o.To.Sub(o.From).Round(time.Second)))
+	}
+	for _, st := range s.Streams {
+		field(w, "Stream "+st.Name, fmt.Sprintf("%d messages, %d bytes", st.Messages, st.Bytes))
+		for _, c := range st.Consumers {
+			field(w, "  consumer "+c.Name, fmt.Sprintf("%d pending, %d in flight, %d waiting pulls, %d redelivered",
+				c.Pending, c.InFlight, c.Waiting, c.Redelivered))
+		}
+	}
+	for _, p := range s.Problems {
+		field(w, "Not read", p)
+	}
+}
+
+// spans writes partition numbers as ranges: 0-7, 9, 12-15.
+func spans(ps []int) string {
+	var parts []string
+	for i := 0; i < len(ps); {
+		j := i
+		for j+1 < len(ps) && ps[j+1] == ps[j]+1 {
+			j++
+		}
+		if j == i {
+			parts = append(parts, strconv.Itoa(ps[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", ps[i], ps[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/internal/testenv"
+)
+
+// schedctl cluster status against a real planner: the planner and the partitions it holds, no
+// outage, and the three streams with the planners' consumers.
+func TestClusterStatus(t *testing.T) {
+	p := startPlanner(t)
+	var st bus.Status
+	testenv.Eventually(t, 20*time.Second, "the planner to hold every partition", func() bool {
+		decode(t, p.mustRun(t, "", "cluster", "status", "-o", "json"), &st)
+		return len(st.Planners) == 1 && len(st.Planners[0].Partitions) == st.Partitions && len(st.Unowned) == 0
+	})
+	if st.Partitions != 16 || st.Planners[0].ID != st.AnsweredBy || len(st.Outages) != 0 || st.DueNow != 0 || len(st.Problems) != 0 {
+		t.Errorf("status %+v", st)
+	}
+	var streams []string
+	for _, s := range st.Streams {
+		for _, c := range s.Consumers {
+			streams = append(streams, s.Name+"/"+c.Name)
+		}
+		if len(s.Consumers) == 0 {
+			streams = append(streams, s.Name)
+		}
+	}
+	if want := []string{"SCHEDULER_JOBS/planner-intake", "SCHEDULER_DUE", "SCHEDULER_RESULTS/planner-results"}; !slices.Equal(streams, want) {
+		t.Errorf("streams and consumers %v, want %v", streams, want)
+	}
+	out := p.mustRun(t, "", "cluster", "status")
+	wantLines(t, out, "Planners:  +1 live", "Partitions:  +16; held by no planner: -", "Outages on record:  +none",
+		"Due, not published:  +0", "Stream SCHEDULER_DUE:  +0 messages, 0 bytes")
+	for _, part := range []string{st.AnsweredBy + ":", "partitions 0-15; heartbeat until ", "consumer planner-results:", "0 pending, 0 in flight"} {
+		if !strings.Contains(out, part) {
+			t.Errorf("no %q in:\n%s", part, out)
+		}
+	}
+	if strings.Contains(out, "Not read") {
+		t.Errorf("the status could not read everything:\n%s", out)
+	}
+}
+
+func TestSpans(t *testing.T) {
+	for _, c := range []struct {
+		in   []int
+		want string
+	}{{nil, ""}, {[]int{3}, "3"}, {[]int{0, 1, 2, 3}, "0-3"}, {[]int{0, 1, 3, 5, 6}, "0-1, 3, 5-6"}} {
+		if got := spans(c.in); got != c.want {
+			t.Errorf("spans(%v) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
