@@ -455,16 +455,7 @@ func TestRefusedResultsRunTheAttemptAgainLessAndLessOften(t *testing.T) {
 	tag := e.publishDue(t, "c", "j", scheduled, job.Action{ActionSpec: httpAct(tg.URL, nil)})
 	var waits []string
 	testenv.Eventually(t, deadline, "four attempts whose result was refused", func() bool {
-		waits = waits[:0]
-		for line := range strings.Lines(logs.String()) {
-			var rec struct {
-				Msg     string `json:"msg"`
-				RetryIn string `json:"retry_in"`
-			}
-			if json.Unmarshal([]byte(line), &rec) == nil && strings.HasPrefix(rec.Msg, "result not published") {
-				waits = append(waits, rec.RetryIn)
-			}
-		}
+		waits = retryWaits(logs.String(), "result not published")
 		return len(waits) >= 4
 	}, logs.String)
 	if want := []string{"50ms", "100ms", "200ms", "400ms"}; !slices.Equal(waits[:4], want) {
@@ -505,16 +496,7 @@ func TestRefusedErrorActionRunsTheAttemptAgainLessAndLessOften(t *testing.T) {
 	})
 	var waits []string
 	testenv.Eventually(t, deadline, "three attempts whose error action was refused", func() bool {
-		waits = waits[:0]
-		for line := range strings.Lines(logs.String()) {
-			var rec struct {
-				Msg     string `json:"msg"`
-				RetryIn string `json:"retry_in"`
-			}
-			if json.Unmarshal([]byte(line), &rec) == nil && strings.HasPrefix(rec.Msg, "error action not scheduled") {
-				waits = append(waits, rec.RetryIn)
-			}
-		}
+		waits = retryWaits(logs.String(), "error action not scheduled")
 		return len(waits) >= 3
 	}, logs.String)
 	if want := []string{"50ms", "100ms", "200ms"}; !slices.Equal(waits[:3], want) {
@@ -529,4 +511,19 @@ func TestRefusedErrorActionRunsTheAttemptAgainLessAndLessOften(t *testing.T) {
 	}
 	testenv.Eventually(t, deadline, "the error action to run", func() bool { return len(fallback.callsSoFar()) == 1 }, logs.String)
 	testenv.Eventually(t, deadline, "both due messages to be acknowledged", func() bool { return e.dueMessages(t) == 0 })
+}
+
+// retryWaits lists the retry_in of the JSON log lines whose message starts with msg, in order.
+func retryWaits(logs, msg string) []string {
+	var waits []string
+	for line := range strings.Lines(logs) {
+		var rec struct {
+			Msg     string `json:"msg"`
+			RetryIn string `json:"retry_in"`
+		}
+		if json.Unmarshal([]byte(line), &rec) == nil && strings.HasPrefix(rec.Msg, msg) {
+			waits = append(waits, rec.RetryIn)
+		}
+	}
+	return waits
 }
