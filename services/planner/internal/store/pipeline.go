@@ -101,8 +101,8 @@ func (s *Store) pipelined(ctx context.Context, n int, replicated bool, key func(
 		return
 	}
 	groups := [][]int{make([]int, n)}
-	cc, cluster := s.rdb.(*redis.ClusterClient)
-	if cluster {
+	cc, _ := s.rdb.(*redis.ClusterClient) // nil off a cluster
+	if cc != nil {
 		groups = byMaster(ctx, cc, n, key)
 	} else {
 		for i := range groups[0] {
@@ -111,40 +111,15 @@ func (s *Store) pipelined(ctx context.Context, n int, replicated bool, key func(
 	}
 	wait := replicated && s.minReplicas > 0
 	send := func(g []int) {
-		pipe := s.rdb.Pipeline()
-		if wait && cluster {
-			// WAIT counts the writes of its own connection, and names no key: a cluster
-			// pipeline would send it to any node. The master's own client sends the group
-			// and the WAIT on one connection.
-			m, err := cc.MasterForKey(ctx, key(g[0]))
-			if err != nil {
-				failAll(pipe, g, add, fmt.Errorf("%w: no master for %s: %v", ErrNotReplicated, key(g[0]), err))
-				return
-			}
-			pipe = m.Pipeline()
+		if wait {
+			s.sendReplicated(ctx, cc, g, key, add)
+			return
 		}
+		pipe := s.rdb.Pipeline()
 		for _, i := range g {
 			add(pipe, i)
 		}
-		var acked *redis.Cmd
-		if wait {
-			acked = pipe.Do(ctx, "WAIT", s.minReplicas, s.replicaWait.Milliseconds())
-		}
-		cmds, _ := pipe.Exec(ctx) // each command carries its own outcome
-		if acked == nil {
-			return
-		}
-		if n, err := acked.Int64(); err != nil || n < int64(s.minReplicas) {
-			reason := fmt.Errorf("%w: %d of %d within %v", ErrNotReplicated, n, s.minReplicas, s.replicaWait)
-			if err != nil {
-				reason = fmt.Errorf("%w: %v", ErrNotReplicated, err)
-			}
-			for _, c := range cmds[:len(cmds)-1] {
-				if c.Err() == nil {
-					c.SetErr(reason)
-				}
-			}
-		}
+		_, _ = pipe.Exec(ctx) // each command carries its own outcome
 	}
 	if len(groups) == 1 {
 		send(groups[0])
@@ -155,6 +130,41 @@ func (s *Store) pipelined(ctx context.Context, n int, replicated bool, key func(
 		wg.Go(func() { send(g) })
 	}
 	wg.Wait()
+}
+
+// sendReplicated sends the commands of group g, then WAIT, in one pipeline: WAIT counts the
+// writes of its own connection. It names no key, so on a Redis Cluster (cc; nil otherwise),
+// where a cluster pipeline would send it to any node, the group goes through the client of the
+// master that serves it. When fewer replicas than WithMinReplicas acknowledge the writes in
+// time, each command of g that succeeded fails with ErrNotReplicated.
+func (s *Store) sendReplicated(ctx context.Context, cc *redis.ClusterClient, g []int, key func(i int) string, add func(pipe redis.Pipeliner, i int)) {
+	pipe := s.rdb.Pipeline()
+	if cc != nil {
+		m, err := cc.MasterForKey(ctx, key(g[0]))
+		if err != nil {
+			failAll(pipe, g, add, fmt.Errorf("%w: no master for %s: %v", ErrNotReplicated, key(g[0]), err))
+			return
+		}
+		pipe = m.Pipeline()
+	}
+	for _, i := range g {
+		add(pipe, i)
+	}
+	acked := pipe.Do(ctx, "WAIT", s.minReplicas, s.replicaWait.Milliseconds())
+	cmds, _ := pipe.Exec(ctx) // each command carries its own outcome
+	n, err := acked.Int64()
+	if err == nil && n >= int64(s.minReplicas) {
+		return
+	}
+	reason := fmt.Errorf("%w: %d of %d within %v", ErrNotReplicated, n, s.minReplicas, s.replicaWait)
+	if err != nil {
+		reason = fmt.Errorf("%w: %v", ErrNotReplicated, err)
+	}
+	for _, c := range cmds[:len(cmds)-1] {
+		if c.Err() == nil {
+			c.SetErr(reason)
+		}
+	}
 }
 
 // failAll queues the commands of g on pipe, which is not sent, and sets err on each.
