@@ -59,7 +59,7 @@ func completionTree() node {
 	slices.Sort(names)
 	for _, name := range append(names, "help") {
 		n := node{name: name}
-		for _, g := range []*group{collectionGroup, jobGroup} {
+		for _, g := range groups {
 			if g.name != name {
 				continue
 			}

@@ -37,12 +37,13 @@ func TestCompletion(t *testing.T) {
 	bash := `source "$1"; complete() { :; }
 COMP_WORDS=(schedctl job cr); COMP_CWORD=2; _schedctl; echo "${COMPREPLY[*]}"
 COMP_WORDS=(schedctl job create --ev); COMP_CWORD=3; _schedctl; echo "${COMPREPLY[*]}"
-COMP_WORDS=(schedctl collection delete --y); COMP_CWORD=3; _schedctl; echo "${COMPREPLY[*]}"`
+COMP_WORDS=(schedctl collection delete --y); COMP_CWORD=3; _schedctl; echo "${COMPREPLY[*]}"
+COMP_WORDS=(schedctl cluster st); COMP_CWORD=2; _schedctl; echo "${COMPREPLY[*]}"`
 	for shell, program := range map[string][]string{
 		"bash": {"bash", "-c", bash, "bash", scripts["bash"]},
 		// zsh runs the same function through bashcompinit: load it and call it.
 		"zsh":  {"zsh", "-c", `autoload -U compinit && compinit -u; ` + strings.Replace(bash, `source "$1"; complete() { :; }`, `source "$1"`, 1), "zsh", scripts["zsh"]},
-		"fish": {"fish", "-c", `source $argv[1]; complete -C "schedctl job cr"; complete -C "schedctl job create --ev"; complete -C "schedctl collection delete --y"`, scripts["fish"]},
+		"fish": {"fish", "-c", `source $argv[1]; complete -C "schedctl job cr"; complete -C "schedctl job create --ev"; complete -C "schedctl collection delete --y"; complete -C "schedctl cluster st"`, scripts["fish"]},
 	} {
 		t.Run(shell, func(t *testing.T) {
 			if _, err := exec.LookPath(program[0]); err != nil {
@@ -52,7 +53,7 @@ COMP_WORDS=(schedctl collection delete --y); COMP_CWORD=3; _schedctl; echo "${CO
 			if err != nil {
 				t.Fatalf("%s: %v\n%s", shell, err, out)
 			}
-			for _, want := range []string{"create", "--every", "--yes"} {
+			for _, want := range []string{"create", "--every", "--yes", "status"} {
 				if !strings.Contains(string(out), want) {
 					t.Errorf("%s completed to %q, without %s", shell, out, want)
 				}

@@ -28,11 +28,14 @@ func init() {
 		"version":    runVersion,
 		"completion": runCompletion,
 		"preview":    previewCommand(time.Now),
-		"collection": collectionGroup.command(),
-		"job":        jobGroup.command(),
-		"cluster":    clusterGroup.command(),
+	}
+	for _, g := range groups {
+		commands[g.name] = g.command()
 	}
 }
+
+// groups are the commands made of subcommands; completion walks them too.
+var groups = []*group{collectionGroup, jobGroup, clusterGroup}
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
