@@ -10,7 +10,6 @@ import (
 	"github.com/nats-io/nats.go/micro"
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/planner/internal/jobs"
-	"github.com/resched/resched/services/planner/internal/store"
 )
 
 // CodeInternal is the code of an error the client cannot act on (Redis down, a bug).
@@ -18,7 +17,7 @@ const CodeInternal = "InternalError"
 
 // CodeServerBusy is the code of a request this planner cannot take now (503): sent again, it
 // reaches a planner that can.
-const CodeServerBusy = "ServerBusy"
+const CodeServerBusy = jobs.CodeServerBusy
 
 // errorReply is the body of an error reply, in the shape Azure Resource Manager used.
 type errorReply struct {
@@ -75,14 +74,8 @@ func (a *handlers) fail(req micro.Request, err error) {
 	var e *jobs.Error
 	if !errors.As(err, &e) {
 		a.log.Error("api request failed", "subject", req.Subject(), "error", err)
-		switch {
-		case errors.Is(err, store.ErrNotReplicated):
-			e = &jobs.Error{Status: 503, Code: CodeServerBusy, Message: "Redis's replicas did not acknowledge the change in time " +
-				"(RESCHED_PLANNER_MIN_REPLICAS): a failover could lose it; send the request again"}
-		default:
-			if e = jobs.OutOfMemory(err); e == nil {
-				e = &jobs.Error{Status: 500, Code: CodeInternal, Message: err.Error()}
-			}
+		if e = jobs.StoreRefused(err); e == nil {
+			e = &jobs.Error{Status: 500, Code: CodeInternal, Message: err.Error()}
 		}
 	}
 	status := e.Status

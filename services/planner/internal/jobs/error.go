@@ -35,16 +35,25 @@ const (
 	CodeNotFound            = "ResourceNotFound"
 	CodeConflict            = "Conflict"
 	CodeInsufficientStorage = "InsufficientStorage"
+	// CodeServerBusy: the request could not be done now; sent again, it may be.
+	CodeServerBusy = "ServerBusy"
 )
 
-// OutOfMemory is the answer to a request that Redis refused for its maxmemory, nil for any
-// other error: the client, or the operator, can act on it, unlike an internal error.
-func OutOfMemory(err error) *Error {
-	if !store.OutOfMemory(err) {
-		return nil
+// StoreRefused is the answer to a request that Redis refused in a way the client or the
+// operator can act on, unlike an internal error; nil for any other error:
+//   - at its maxmemory: nothing was stored;
+//   - a change its replicas did not acknowledge in time (RESCHED_PLANNER_MIN_REPLICAS): a
+//     failover could lose it, so it is sent again.
+func StoreRefused(err error) *Error {
+	switch {
+	case store.OutOfMemory(err):
+		return &Error{Status: 507, Code: CodeInsufficientStorage, Message: "Redis is out of memory (its maxmemory): " +
+			"nothing was stored. Raise Redis's maxmemory, or delete jobs or collections: listing, reading and deleting still work"}
+	case errors.Is(err, store.ErrNotReplicated):
+		return &Error{Status: 503, Code: CodeServerBusy, Message: "Redis's replicas did not acknowledge the change in time " +
+			"(RESCHED_PLANNER_MIN_REPLICAS): a failover could lose it; send the request again"}
 	}
-	return &Error{Status: 507, Code: CodeInsufficientStorage, Message: "Redis is out of memory (its maxmemory): " +
-		"nothing was stored. Raise Redis's maxmemory, or delete jobs or collections: listing, reading and deleting still work"}
+	return nil
 }
 
 func badRequest(format string, args ...any) *Error {
