@@ -437,15 +437,7 @@ func TestMessageAwaitingItsResultIsKeptInProgress(t *testing.T) {
 func TestRefusedResultsRunTheAttemptAgainLessAndLessOften(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	st, err := e.js.Stream(ctx, e.subjects.ResultsStream())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := st.CachedInfo().Config
-	cfg.MaxMsgs, cfg.Discard = 1, jetstream.DiscardNew
-	if _, err := e.js.UpdateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
+	st := e.refuseMore(t, e.subjects.ResultsStream())
 	if _, err := e.js.Publish(ctx, e.subjects.Result("c", "filler"), []byte("{}")); err != nil {
 		t.Fatal(err)
 	}
@@ -476,15 +468,7 @@ func TestRefusedResultsRunTheAttemptAgainLessAndLessOften(t *testing.T) {
 func TestRefusedErrorActionRunsTheAttemptAgainLessAndLessOften(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	st, err := e.js.Stream(ctx, e.subjects.DueStream())
-	if err != nil {
-		t.Fatal(err)
-	}
-	full := st.CachedInfo().Config
-	full.MaxMsgs, full.Discard = 1, jetstream.DiscardNew // the occurrence itself fills it
-	if _, err := e.js.UpdateStream(ctx, full); err != nil {
-		t.Fatal(err)
-	}
+	st := e.refuseMore(t, e.subjects.DueStream()) // the occurrence itself fills it
 	var logs testenv.LogBuffer
 	main := newTarget(t, http.StatusInternalServerError)
 	fallback := newTarget(t)
@@ -505,6 +489,7 @@ func TestRefusedErrorActionRunsTheAttemptAgainLessAndLessOften(t *testing.T) {
 	if n := len(fallback.callsSoFar()); n != 0 {
 		t.Fatalf("the error action ran %d times while the stream refused it", n)
 	}
+	full := st.CachedInfo().Config
 	full.MaxMsgs = -1 // the stream takes messages again
 	if _, err := e.js.UpdateStream(ctx, full); err != nil {
 		t.Fatal(err)
@@ -526,4 +511,21 @@ func retryWaits(logs, msg string) []string {
 		}
 	}
 	return waits
+}
+
+// refuseMore limits a stream to the one message it may hold, refusing any more (its storage
+// full, as JetStream would be).
+func (e *env) refuseMore(t *testing.T, stream string) jetstream.Stream {
+	t.Helper()
+	ctx := context.Background()
+	st, err := e.js.Stream(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.CachedInfo().Config
+	cfg.MaxMsgs, cfg.Discard = 1, jetstream.DiscardNew
+	if st, err = e.js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

@@ -58,10 +58,7 @@ func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
 func (c *Consumer) finish(ctx context.Context, msg jetstream.Msg, a *executor.Attempt, dec *executor.Decision, published error) {
 	log := &deliveryLog{base: c.log, a: a, dec: dec}
 	if published != nil {
-		c.cfg.Metrics.Error("publish_result")
-		delay := c.againAfter(a.Delivery)
-		log.get().Error("result not published; the attempt will run again", "retry_in", delay.String(), "error", published)
-		c.settle(log, "nak", msg.NakWithDelay(delay))
+		c.runAgain(msg, a, log, "publish_result", "result not published", published)
 		return
 	}
 	level := slog.LevelDebug // successes are many and the results stream has them all
@@ -89,13 +86,19 @@ func (c *Consumer) finish(ctx context.Context, msg jetstream.Msg, a *executor.At
 // one; when the error action cannot be scheduled, the attempt runs again.
 func (c *Consumer) escalate(ctx context.Context, msg jetstream.Msg, a *executor.Attempt, log *deliveryLog) {
 	if err := c.publish(ctx, errorPhaseMsg(msg, a.Due)); err != nil {
-		c.cfg.Metrics.Error("publish_error_action")
-		delay := c.againAfter(a.Delivery)
-		log.get().Error("error action not scheduled; the attempt will run again", "retry_in", delay.String(), "error", err)
-		c.settle(log, "nak", msg.NakWithDelay(delay))
+		c.runAgain(msg, a, log, "publish_error_action", "error action not scheduled", err)
 		return
 	}
 	c.settle(log, "ack", msg.Ack())
+}
+
+// runAgain has the attempt of msg run again after againAfter, since its outcome (what, counted
+// as an error of stage) could not be stored.
+func (c *Consumer) runAgain(msg jetstream.Msg, a *executor.Attempt, log *deliveryLog, stage, what string, err error) {
+	c.cfg.Metrics.Error(stage)
+	delay := c.againAfter(a.Delivery)
+	log.get().Error(what+"; the attempt will run again", "retry_in", delay.String(), "error", err)
+	c.settle(log, "nak", msg.NakWithDelay(delay))
 }
 
 // maxAgain bounds the wait before an attempt whose outcome could not be stored runs again.
