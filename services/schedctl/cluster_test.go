@@ -3,6 +3,7 @@ package main
 import (
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -44,6 +45,24 @@ func TestClusterStatus(t *testing.T) {
 	}
 	if strings.Contains(out, "Not read") {
 		t.Errorf("the status could not read everything:\n%s", out)
+	}
+}
+
+// With Redis not answering (its process stopped, as a host that is gone: connections hang
+// rather than being refused), cluster status still answers within schedctl's wait: the
+// streams, and what could not be read. Unbounded, the planner's reads of Redis waited out the
+// client's time-outs and retries, and schedctl, waiting 5 s, said no planner answered.
+func TestClusterStatusWithRedisNotAnswering(t *testing.T) {
+	p := startPlanner(t)
+	if err := syscall.Kill(p.redis.PID(), syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(p.redis.PID(), syscall.SIGCONT) })
+	out := p.mustRun(t, "", "cluster", "status")
+	for _, part := range []string{"Not read:", "live planners", "Stream SCHEDULER_DUE:", "consumer planner-results:"} {
+		if !strings.Contains(out, part) {
+			t.Errorf("no %q in:\n%s", part, out)
+		}
 	}
 }
 

@@ -19,9 +19,10 @@ import (
 
 // planner is a running planner with its NATS server and Redis.
 type planner struct {
-	url string     // the NATS server's URL
-	nc  *nats.Conn // a connection for the tests' own messages
-	ns  *natstest.Server
+	url   string     // the NATS server's URL
+	nc    *nats.Conn // a connection for the tests' own messages
+	ns    *natstest.Server
+	redis *redistest.Server
 }
 
 // startPlanner starts NATS, Redis and a planner process, and waits until its API answers.
@@ -37,7 +38,7 @@ func startPlanner(t *testing.T) *planner {
 			t.Logf("planner output:\n%s", proc.Tail())
 		}
 	})
-	p := &planner{url: ns.ClientURL(), nc: ns.Connect(t), ns: ns}
+	p := &planner{url: ns.ClientURL(), nc: ns.Connect(t), ns: ns, redis: rs}
 	testenv.Eventually(t, 30*time.Second, "the planner's API to answer", func() bool {
 		_, err := p.nc.Request("scheduler.api.collections.list", nil, time.Second)
 		if err != nil && !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, nats.ErrTimeout) {

@@ -19,6 +19,19 @@ import (
 // outagesShown is how many outages a status lists, the newest.
 const outagesShown = 10
 
+// redisWait bounds how long a status waits for Redis. The Redis client does not cut a read
+// at its context's deadline (go-redis's ContextTimeoutEnabled is off), so with Redis not
+// answering its reads took the client's time-outs and retries, 5 s a command, and schedctl,
+// which waits 5 s, saw no answer at all rather than the streams and what could not be read.
+const redisWait = 2 * time.Second
+
+// fromRedis is what a status reads of Redis.
+type fromRedis struct {
+	overview store.Overview
+	due      int64
+	problems []string
+}
+
 // Source reports the status. Its fields are set once.
 type Source struct {
 	Store    *store.Store
@@ -34,26 +47,22 @@ func (s *Source) Status(ctx context.Context) (bus.Status, error) {
 	now := s.Clock()
 	st := bus.Status{AnsweredBy: s.ID, Version: version.String(), Time: now.UTC(), Partitions: s.Store.Partitions(),
 		Planners: []bus.PlannerStatus{}, Unowned: []int{}, Outages: []bus.OutageStatus{}, Streams: []bus.StreamStatus{}}
-	o, err := s.Store.Overview(ctx, now, outagesShown)
-	if err != nil {
-		st.Problems = append(st.Problems, err.Error())
-	}
+	r := s.redis(ctx, now)
+	st.Problems = append(st.Problems, r.problems...)
 	held := map[string][]int{}
-	for p, owner := range o.Owners {
+	for p, owner := range r.overview.Owners {
 		if owner == "" {
 			st.Unowned = append(st.Unowned, p)
 		}
 		held[owner] = append(held[owner], p)
 	}
-	for _, pl := range o.Planners {
+	for _, pl := range r.overview.Planners {
 		st.Planners = append(st.Planners, bus.PlannerStatus{ID: pl.ID, Until: pl.Until, Partitions: append([]int{}, held[pl.ID]...)})
 	}
-	for _, out := range o.Outages {
+	for _, out := range r.overview.Outages {
 		st.Outages = append(st.Outages, bus.OutageStatus{From: out.From, To: out.To, Recorded: out.Recorded})
 	}
-	if st.DueNow, err = s.Store.DueBacklog(ctx, now); err != nil {
-		st.Problems = append(st.Problems, err.Error())
-	}
+	st.DueNow = r.due
 	for _, name := range []string{s.Subjects.IntakeStream(), s.Subjects.DueStream(), s.Subjects.ResultsStream()} {
 		ss, err := s.stream(ctx, name)
 		if err != nil {
@@ -63,6 +72,31 @@ func (s *Source) Status(ctx context.Context) (bus.Status, error) {
 		st.Streams = append(st.Streams, ss)
 	}
 	return st, nil
+}
+
+// redis reads the planners' state and the due backlog, waiting for them redisWait at most: the
+// reads go on in the background, and end with the client's own time-outs.
+func (s *Source) redis(ctx context.Context, now time.Time) fromRedis {
+	done := make(chan fromRedis, 1)
+	go func() {
+		var r fromRedis
+		var err error
+		if r.overview, err = s.Store.Overview(ctx, now, outagesShown); err != nil {
+			r.problems = append(r.problems, err.Error())
+		}
+		if r.due, err = s.Store.DueBacklog(ctx, now); err != nil {
+			r.problems = append(r.problems, err.Error())
+		}
+		done <- r
+	}()
+	t := time.NewTimer(redisWait)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		return r
+	case <-t.C:
+		return fromRedis{problems: []string{"live planners, partitions, outages and due jobs: Redis did not answer within " + redisWait.String()}}
+	}
 }
 
 // stream reads one stream's state and its consumers'.

@@ -1,0 +1,55 @@
+package status_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/resched/resched/services/internal/natstest"
+	"github.com/resched/resched/services/internal/redistest"
+	"github.com/resched/resched/services/planner/internal/status"
+	"github.com/resched/resched/services/planner/internal/store"
+)
+
+// With Redis down, the status still answers: what Redis holds is named as not read, and the
+// streams, which NATS holds, are shown. With Redis back, the problems are gone.
+func TestStatusWithRedisDown(t *testing.T) {
+	ctx := context.Background()
+	rs := redistest.Start(t)
+	_, js, subjects := natstest.Start(t).JetStream(t)
+	if _, err := js.CreateOrUpdateConsumer(ctx, subjects.DueStream(), jetstream.ConsumerConfig{Durable: "workers", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	st := store.New(rs.Client(t), "test")
+	if _, err := st.Acquire(ctx, []int{3}, "planner-a", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	src := &status.Source{Store: st, JS: js, Subjects: subjects, ID: "planner-a", Clock: time.Now}
+
+	got, err := src.Status(ctx)
+	if err != nil || len(got.Problems) != 0 || got.Partitions != store.DefaultPartitions || len(got.Unowned) != store.DefaultPartitions-1 {
+		t.Fatalf("status with everything up: %+v, %v", got, err)
+	}
+	if len(got.Streams) != 3 || got.Streams[1].Name != subjects.DueStream() || len(got.Streams[1].Consumers) != 1 || got.Streams[1].Consumers[0].Name != "workers" {
+		t.Fatalf("streams %+v, want the three with the due stream's consumer", got.Streams)
+	}
+
+	rs.Stop()
+	down, err := src.Status(ctx)
+	if err != nil {
+		t.Fatalf("status with Redis down: %v", err)
+	}
+	if len(down.Problems) == 0 || !strings.Contains(strings.Join(down.Problems, "\n"), "live planners") {
+		t.Errorf("problems with Redis down %q, want what was not read named", down.Problems)
+	}
+	if len(down.Streams) != 3 {
+		t.Errorf("streams with Redis down %+v, want the three still shown", down.Streams)
+	}
+	rs.Start()
+	back, err := src.Status(ctx)
+	if err != nil || len(back.Problems) != 0 {
+		t.Errorf("status with Redis back: problems %q, %v", back.Problems, err)
+	}
+}
