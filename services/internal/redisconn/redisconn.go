@@ -222,7 +222,10 @@ const clusterTries = 16
 const clusterReload = time.Second
 
 // Client builds the client; it connects on first use, so a Redis that is not up yet shows in
-// readiness rather than failing the start.
+// readiness rather than failing the start. Every form holds to its caller's deadline
+// (ContextTimeoutEnabled): without it, go-redis looked at the context only between tries, so a
+// call to a server that hangs (connections open, nothing answering) waited out the read
+// time-out of each try, whatever deadline the lease or the dispatch had given it.
 func (o Options) Client(name string) (redis.UniversalClient, error) {
 	t, err := parse(o.URL)
 	if err != nil {
@@ -253,6 +256,8 @@ func (o Options) Client(name string) (redis.UniversalClient, error) {
 			// The slot map is read again this often (go-redis: every minute), so a replica
 			// promoted after its master died is used within seconds, not a minute.
 			ClusterStateReloadInterval: clusterReload,
+			ContextTimeoutEnabled:      true,
+			NewClient:                  newClusterNode,
 		}), nil
 	case "sentinel":
 		sentinelUser, sentinelPassword := t.user, t.password
@@ -264,6 +269,7 @@ func (o Options) Client(name string) (redis.UniversalClient, error) {
 			Username: t.user, Password: t.password, SentinelUsername: sentinelUser, SentinelPassword: sentinelPassword,
 			TLSConfig: tlsConfig, ClientName: name,
 			MaxRetries: 6, MinRetryBackoff: 100 * time.Millisecond, MaxRetryBackoff: time.Second, DialTimeout: 2 * time.Second,
+			ContextTimeoutEnabled: true,
 		}), nil
 	}
 	opts, err := redis.ParseURL(t.serverURL)
@@ -271,6 +277,7 @@ func (o Options) Client(name string) (redis.UniversalClient, error) {
 		return nil, fmt.Errorf("Redis URL %s: %w", Redact(o.URL), err)
 	}
 	opts.ClientName = name
+	opts.ContextTimeoutEnabled = true
 	if o.Password != "" {
 		opts.Username, opts.Password = o.User, o.Password
 	}

@@ -187,6 +187,24 @@ func (s *Server) Kill() {
 	s.cmd = nil
 }
 
+// Pause stops the server with SIGSTOP: its connections stay open and nothing answers, as a
+// frozen virtual machine or a network that drops packets; Resume lets it go on.
+func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
+
+// Resume lets a paused server go on.
+func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.t.Helper()
+	pid := s.PID()
+	if pid == 0 { // kill(0) would signal the test's own process group
+		s.t.Fatalf("redistest: %v to %s: it does not run", sig, s.Addr)
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		s.t.Fatalf("redistest: %v to %s: %v", sig, s.Addr, err)
+	}
+}
+
 // PID is the server's process id; 0 while it does not run.
 func (s *Server) PID() int {
 	if s.cmd == nil || s.cmd.Process == nil {
