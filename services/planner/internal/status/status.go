@@ -19,10 +19,9 @@ import (
 // outagesShown is how many outages a status lists, the newest.
 const outagesShown = 10
 
-// redisWait bounds how long a status waits for Redis. The Redis client does not cut a read
-// at its context's deadline (go-redis's ContextTimeoutEnabled is off), so with Redis not
-// answering its reads took the client's time-outs and retries, 5 s a command, and schedctl,
-// which waits 5 s, saw no answer at all rather than the streams and what could not be read.
+// redisWait bounds how long a status waits for Redis: schedctl waits 5 s for the answer, and
+// with Redis not answering the reads would take the client's read time-out and its retries, so
+// schedctl saw no answer at all rather than the streams and what could not be read.
 const redisWait = 2 * time.Second
 
 // fromRedis is what a status reads of Redis.
@@ -74,29 +73,19 @@ func (s *Source) Status(ctx context.Context) (bus.Status, error) {
 	return st, nil
 }
 
-// redis reads the planners' state and the due backlog, waiting for them redisWait at most: the
-// reads go on in the background, and end with the client's own time-outs.
+// redis reads the planners' state and the due backlog, within redisWait.
 func (s *Source) redis(ctx context.Context, now time.Time) fromRedis {
-	done := make(chan fromRedis, 1)
-	go func() {
-		var r fromRedis
-		var err error
-		if r.overview, err = s.Store.Overview(ctx, now, outagesShown); err != nil {
-			r.problems = append(r.problems, err.Error())
-		}
-		if r.due, err = s.Store.DueBacklog(ctx, now); err != nil {
-			r.problems = append(r.problems, err.Error())
-		}
-		done <- r
-	}()
-	t := time.NewTimer(redisWait)
-	defer t.Stop()
-	select {
-	case r := <-done:
-		return r
-	case <-t.C:
-		return fromRedis{problems: []string{"live planners, partitions, outages and due jobs: Redis did not answer within " + redisWait.String()}}
+	ctx, cancel := context.WithTimeout(ctx, redisWait)
+	defer cancel()
+	var r fromRedis
+	var err error
+	if r.overview, err = s.Store.Overview(ctx, now, outagesShown); err != nil {
+		r.problems = append(r.problems, err.Error())
 	}
+	if r.due, err = s.Store.DueBacklog(ctx, now); err != nil {
+		r.problems = append(r.problems, err.Error())
+	}
+	return r
 }
 
 // stream reads one stream's state and its consumers'.
