@@ -55,7 +55,7 @@ test: deps ## go vet and go test every module (TESTFLAGS adds flags)
 		echo "==> $$m: go vet"; \
 		(cd $$m && go vet ./...) || failed="$$failed $$m(vet)"; \
 		echo "==> $$m: go test"; \
-		(cd $$m && go test $(TESTFLAGS) -count=1 ./...) || failed="$$failed $$m(test)"; \
+		(cd $$m && go test $(TESTFLAGS) -count=1 -timeout=20m ./...) || failed="$$failed $$m(test)"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "FAILED:$$failed"; exit 1; fi
 

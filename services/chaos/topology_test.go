@@ -169,3 +169,53 @@ func connectAll(t testing.TB, urls string) *nats.Conn {
 	t.Cleanup(nc.Close)
 	return nc
 }
+
+// A Redis Cluster master that hangs rather than dies (a frozen virtual machine, a network
+// dropping packets): its connections stay open and nothing answers, so every command to it
+// waits for a time-out rather than failing at once. Its replica takes over after the node
+// time-out. The partitions of the other masters must keep their leases meanwhile, and those of
+// the hung one come back about as soon as after a master killed: before the Redis calls had
+// deadlines of their own, their jobs were 10 to 12 s late, and some of the others' 10 s.
+func TestRedisClusterMasterHangs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a fault run of 45 s")
+	}
+	rc := redistest.StartCluster(t, 3, 1)
+	n := natstest.Start(t)
+	var hung *redistest.Server
+	runProfile(t, profile{name: "redis cluster master hangs", planners: 2, workers: 2, groups: topologyGroups, span: topologySpan,
+		lateBound: 7 * time.Second,
+		faults: func(c *cluster, s *schedule) {
+			s.at(8*time.Second, "SIGSTOP the Redis master of partition 0", func() {
+				hung = rc.MasterOf("resched:{p00}:due")
+				c.timeline.add(time.Now(), redisFailover, hung.Addr)
+				hung.Pause()
+			})
+			s.at(22*time.Second, "SIGCONT the hung master (a replica now)", func() { hung.Resume() })
+		}},
+		backends{redisURL: rc.URL(), natsURL: n.ClientURL(), replicas: 1, connect: n.Connect})
+}
+
+// The Sentinel master hangs: every partition waits for the promotion, about 3 s here, and not
+// much longer (measured 3.5 s). With a 2 s deadline on the dispatch calls it was 4.1 to 4.7 s:
+// a claim begun on the hung master waited its deadline out past the promotion. With none, a
+// claim ended at the client's read time-out, 3 s, which here fell just after the promotion.
+func TestRedisSentinelMasterHangs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a fault run of 45 s")
+	}
+	rs := redistest.StartSentinel(t)
+	n := natstest.Start(t)
+	var hung *redistest.Server
+	runProfile(t, profile{name: "redis sentinel master hangs", planners: 2, workers: 2, groups: topologyGroups, span: topologySpan,
+		lateBound: 7 * time.Second,
+		faults: func(c *cluster, s *schedule) {
+			s.at(8*time.Second, "SIGSTOP the Redis master", func() {
+				hung = rs.CurrentMaster()
+				c.timeline.add(time.Now(), redisFailover, hung.Addr)
+				hung.Pause()
+			})
+			s.at(22*time.Second, "SIGCONT the hung master", func() { hung.Resume() })
+		}},
+		backends{redisURL: rs.URL(), natsURL: n.ClientURL(), replicas: 1, connect: n.Connect})
+}
