@@ -67,3 +67,22 @@ func TestRefusedCredentialsAreRetriedAndRecover(t *testing.T) {
 		return c.Status() == nats.CONNECTED && c.Live(context.Background()) == nil
 	}, logs.String)
 }
+
+// A server that hangs (the link frozen: the connection open, nothing answered) is given up
+// within seconds, so that a planner lets its partitions go and a client moves to another
+// server of a cluster. With nats.go's default pings it took more than two minutes.
+func TestAServerThatHangsIsGivenUpWithinSeconds(t *testing.T) {
+	srv := natstest.Start(t)
+	link := testenv.StartProxy(t, srv.Addr().String())
+	c, logs := connect(t, natsconn.Options{URL: "nats://" + link.Addr()})
+	testenv.Eventually(t, 5*time.Second, "connected", func() bool { return c.Status() == nats.CONNECTED })
+	link.Freeze()
+	frozen := time.Now()
+	testenv.Eventually(t, 10*time.Second, "the hung server to be given up", func() bool { return !c.IsConnected() })
+	t.Logf("given up %v after the freeze", time.Since(frozen).Round(100*time.Millisecond))
+	if !strings.Contains(logs.String(), "stale connection") {
+		t.Errorf("log:\n%s", logs.String())
+	}
+	link.Thaw()
+	testenv.Eventually(t, 10*time.Second, "reconnected once it answers", func() bool { return c.IsConnected() })
+}

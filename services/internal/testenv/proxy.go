@@ -1,21 +1,22 @@
 package testenv
 
 import (
-	"io"
 	"net"
 	"sync"
 	"testing"
 )
 
 // Proxy forwards TCP connections from a loopback port to a server, and can cut them, as a
-// network partition between one process and that server does while both keep running.
+// network partition between one process and that server does while both keep running, or
+// freeze them, as a server that hangs or a network that drops packets does.
 type Proxy struct {
 	ln     net.Listener
 	target string
 
-	mu    sync.Mutex
-	cut   bool
-	conns map[net.Conn]struct{}
+	mu     sync.Mutex
+	cut    bool
+	frozen chan struct{} // closed by Thaw; nil while the link forwards
+	conns  map[net.Conn]struct{}
 }
 
 // StartProxy listens on a free loopback port and forwards to target until the test ends.
@@ -46,6 +47,42 @@ func (p *Proxy) Cut() {
 		_ = c.Close()
 	}
 	clear(p.conns)
+	p.thaw()
+}
+
+// Freeze stops forwarding until Thaw: the connections stay open and what is sent waits in
+// them, and new connections are accepted but get no answer, so a client notices only by its
+// own time-outs.
+func (p *Proxy) Freeze() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.frozen == nil {
+		p.frozen = make(chan struct{})
+	}
+}
+
+// Thaw forwards again, what waited first.
+func (p *Proxy) Thaw() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.thaw()
+}
+
+func (p *Proxy) thaw() {
+	if p.frozen != nil {
+		close(p.frozen)
+		p.frozen = nil
+	}
+}
+
+// gate returns once the link is not frozen.
+func (p *Proxy) gate() {
+	p.mu.Lock()
+	f := p.frozen
+	p.mu.Unlock()
+	if f != nil {
+		<-f
+	}
 }
 
 // Mend forwards new connections again.
@@ -66,6 +103,7 @@ func (p *Proxy) accept() {
 }
 
 func (p *Proxy) forward(in net.Conn) {
+	p.gate()
 	out, err := net.Dial("tcp", p.target)
 	if err != nil {
 		_ = in.Close()
@@ -78,7 +116,19 @@ func (p *Proxy) forward(in net.Conn) {
 	}
 	done := make(chan struct{}, 2)
 	pipe := func(dst, src net.Conn) {
-		_, _ = io.Copy(dst, src)
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				p.gate()
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					break
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
 		done <- struct{}{}
 	}
 	go pipe(out, in)
