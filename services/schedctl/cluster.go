@@ -38,6 +38,13 @@ func writeStatus(w io.Writer, s bus.Status) {
 	for _, p := range s.Planners {
 		field(w, "  "+p.ID, fmt.Sprintf("partitions %s; heartbeat until %s", orDash(spans(p.Partitions)), p.Until.Format(time.RFC3339)))
 	}
+	for i, p := range s.Leaving {
+		key := ""
+		if i == 0 {
+			key = "Leaving"
+		}
+		field(w, key, fmt.Sprintf("%s, not live, holds partitions %s until its leases run out", p.ID, spans(p.Partitions)))
+	}
 	field(w, "Partitions", fmt.Sprintf("%d; held by no planner: %s", s.Partitions, orDash(spans(s.Unowned))))
 	field(w, "Due, not published", strconv.FormatInt(s.DueNow, 10))
 	if len(s.Outages) == 0 {

@@ -76,3 +76,15 @@ func TestSpans(t *testing.T) {
 		}
 	}
 }
+
+// A planner not live that still holds leases (standing down, or stopped and its leases not run
+// out) is named with its partitions, which are then neither a live planner's nor unowned.
+func TestStatusNamesThePlannersLeaving(t *testing.T) {
+	var b strings.Builder
+	writeStatus(&b, bus.Status{Partitions: 16, Unowned: []int{}, Leaving: []bus.LeaseHolder{{ID: "p-2", Partitions: []int{3, 4, 5, 9}}}})
+	for _, line := range []string{"Leaving:\tp-2, not live, holds partitions 3-5, 9 until its leases run out\n", "Partitions:\t16; held by no planner: -\n"} {
+		if !strings.Contains(b.String(), line) {
+			t.Errorf("no line %q in:\n%s", line, b.String())
+		}
+	}
+}

@@ -12,10 +12,13 @@ type Status struct {
 	Planners   []PlannerStatus `json:"planners"`   // the live ones, by id
 	Partitions int             `json:"partitions"`
 	Unowned    []int           `json:"unownedPartitions"` // partitions no planner holds now
-	Outages    []OutageStatus  `json:"outages"`           // intervals no planner ran, newest first
-	DueNow     int64           `json:"dueNotDispatched"`  // jobs due by now and not published yet
-	Streams    []StreamStatus  `json:"streams"`
-	Problems   []string        `json:"problems,omitempty"` // what could not be read
+	// Leaving are the planners not live that still hold leases: standing down (cut off from
+	// NATS, a clock astray) or stopped. Their partitions move once the leases run out.
+	Leaving  []LeaseHolder  `json:"leavingPlanners,omitempty"`
+	Outages  []OutageStatus `json:"outages"`          // intervals no planner ran, newest first
+	DueNow   int64          `json:"dueNotDispatched"` // jobs due by now and not published yet
+	Streams  []StreamStatus `json:"streams"`
+	Problems []string       `json:"problems,omitempty"` // what could not be read
 }
 
 // PlannerStatus is one live planner: its heartbeat holds until Until.
@@ -23,6 +26,12 @@ type PlannerStatus struct {
 	ID         string    `json:"id"`
 	Until      time.Time `json:"heartbeatUntil"`
 	Partitions []int     `json:"partitions"`
+}
+
+// LeaseHolder is a planner and the partitions whose leases it holds.
+type LeaseHolder struct {
+	ID         string `json:"id"`
+	Partitions []int  `json:"partitions"`
 }
 
 // OutageStatus is an interval in which no planner ran, and when it was recorded.

@@ -6,6 +6,7 @@ package status
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -57,6 +58,11 @@ func (s *Source) Status(ctx context.Context) (bus.Status, error) {
 	}
 	for _, pl := range r.overview.Planners {
 		st.Planners = append(st.Planners, bus.PlannerStatus{ID: pl.ID, Until: pl.Until, Partitions: append([]int{}, held[pl.ID]...)})
+		delete(held, pl.ID)
+	}
+	delete(held, "")
+	for _, id := range slices.Sorted(maps.Keys(held)) {
+		st.Leaving = append(st.Leaving, bus.LeaseHolder{ID: id, Partitions: held[id]})
 	}
 	for _, out := range r.overview.Outages {
 		st.Outages = append(st.Outages, bus.OutageStatus{From: out.From, To: out.To, Recorded: out.Recorded})

@@ -2,6 +2,7 @@ package status_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,10 @@ func TestStatusWithRedisDown(t *testing.T) {
 	got, err := src.Status(ctx)
 	if err != nil || len(got.Problems) != 0 || got.Partitions != store.DefaultPartitions || len(got.Unowned) != store.DefaultPartitions-1 {
 		t.Fatalf("status with everything up: %+v, %v", got, err)
+	}
+	// planner-a holds a lease and beats no heartbeat: a planner standing down, or stopped.
+	if len(got.Planners) != 0 || len(got.Leaving) != 1 || got.Leaving[0].ID != "planner-a" || !slices.Equal(got.Leaving[0].Partitions, []int{3}) {
+		t.Errorf("planners %+v, leaving %+v: want partition 3 held by planner-a, not live", got.Planners, got.Leaving)
 	}
 	if len(got.Streams) != 3 || got.Streams[1].Name != subjects.DueStream() || len(got.Streams[1].Consumers) != 1 || got.Streams[1].Consumers[0].Name != "workers" {
 		t.Fatalf("streams %+v, want the three with the due stream's consumer", got.Streams)
