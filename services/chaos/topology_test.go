@@ -32,43 +32,71 @@ func killPlannerAt(c *cluster, s *schedule, at time.Duration) {
 }
 
 func TestRedisClusterFailover(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a fault run of 45 s")
-	}
-	rc := redistest.StartCluster(t, 3, 1)
-	n := natstest.Start(t)
-	var lost *redistest.Server
-	runProfile(t, profile{name: "redis cluster", planners: 2, workers: 2, groups: topologyGroups, span: topologySpan,
-		faults: func(c *cluster, s *schedule) {
-			s.at(8*time.Second, "kill -9 the Redis master of partition 0", func() {
-				lost = rc.MasterOf("resched:{p00}:due")
-				c.timeline.add(time.Now(), redisFailover, lost.Addr)
-				lost.Kill()
-			})
-			killPlannerAt(c, s, 15*time.Second)
-			s.at(22*time.Second, "start the lost master again (a replica now)", func() { lost.Start() })
-		}},
-		backends{redisURL: rc.URL(), natsURL: n.ClientURL(), replicas: 1, connect: n.Connect})
+	rc := startCluster(t)
+	loseRedisMaster(t, masterLoss{name: "redis cluster", url: rc.URL(), master: func() *redistest.Server { return rc.MasterOf("resched:{p00}:due") }})
 }
 
 func TestRedisSentinelFailover(t *testing.T) {
+	rs := startSentinel(t)
+	loseRedisMaster(t, masterLoss{name: "redis sentinel", url: rs.URL(), master: rs.CurrentMaster})
+}
+
+// masterLoss is a Redis master lost in a topology run: killed, or paused with SIGSTOP (hang).
+type masterLoss struct {
+	name   string
+	url    string
+	master func() *redistest.Server
+	hang   bool
+}
+
+// loseRedisMaster runs the topology jobs and loses the master at 8 s. A killed master is
+// started again at 22 s (a replica by then), and planner-1 is killed at 15 s besides; a hung
+// one goes on at 22 s, and its run has a bar of 7 s on lateness.
+func loseRedisMaster(t *testing.T, m masterLoss) {
+	n := natstest.Start(t)
+	var lost *redistest.Server
+	p := profile{name: m.name, planners: 2, workers: 2, groups: topologyGroups, span: topologySpan,
+		faults: func(c *cluster, s *schedule) {
+			how := "kill -9"
+			if m.hang {
+				how = "SIGSTOP"
+			}
+			s.at(8*time.Second, how+" the Redis master of partition 0", func() {
+				lost = m.master()
+				c.timeline.add(time.Now(), redisFailover, lost.Addr)
+				if m.hang {
+					lost.Pause()
+				} else {
+					lost.Kill()
+				}
+			})
+			if m.hang {
+				s.at(22*time.Second, "SIGCONT the hung master", func() { lost.Resume() })
+				return
+			}
+			killPlannerAt(c, s, 15*time.Second)
+			s.at(22*time.Second, "start the lost master again", func() { lost.Start() })
+		}}
+	if m.hang {
+		p.lateBound = 7 * time.Second
+	}
+	runProfile(t, p, backends{redisURL: m.url, natsURL: n.ClientURL(), replicas: 1, connect: n.Connect})
+}
+
+// startCluster and startSentinel start the Redis set of a topology run, which `go test -short`
+// skips.
+func startCluster(t *testing.T) *redistest.Cluster {
 	if testing.Short() {
 		t.Skip("a fault run of 45 s")
 	}
-	rs := redistest.StartSentinel(t)
-	n := natstest.Start(t)
-	var lost *redistest.Server
-	runProfile(t, profile{name: "redis sentinel", planners: 2, workers: 2, groups: topologyGroups, span: topologySpan,
-		faults: func(c *cluster, s *schedule) {
-			s.at(8*time.Second, "kill -9 the Redis master", func() {
-				lost = rs.CurrentMaster()
-				c.timeline.add(time.Now(), redisFailover, lost.Addr)
-				lost.Kill()
-			})
-			killPlannerAt(c, s, 15*time.Second)
-			s.at(22*time.Second, "start the lost master again", func() { lost.Start() })
-		}},
-		backends{redisURL: rs.URL(), natsURL: n.ClientURL(), replicas: 1, connect: n.Connect})
+	return redistest.StartCluster(t, 3, 1)
+}
+
+func startSentinel(t *testing.T) *redistest.Sentinel {
+	if testing.Short() {
+		t.Skip("a fault run of 45 s")
+	}
+	return redistest.StartSentinel(t)
 }
 
 // A planner cut off from NATS while Redis is still in reach (its network, or the one server
@@ -213,23 +241,9 @@ func connectAll(t testing.TB, urls string) *nats.Conn {
 // the hung one come back about as soon as after a master killed: before the Redis calls had
 // deadlines of their own, their jobs were 10 to 12 s late, and some of the others' 10 s.
 func TestRedisClusterMasterHangs(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a fault run of 45 s")
-	}
-	rc := redistest.StartCluster(t, 3, 1)
-	n := natstest.Start(t)
-	var hung *redistest.Server
-	runProfile(t, profile{name: "redis cluster master hangs", planners: 2, workers: 2, groups: topologyGroups, span: topologySpan,
-		lateBound: 7 * time.Second,
-		faults: func(c *cluster, s *schedule) {
-			s.at(8*time.Second, "SIGSTOP the Redis master of partition 0", func() {
-				hung = rc.MasterOf("resched:{p00}:due")
-				c.timeline.add(time.Now(), redisFailover, hung.Addr)
-				hung.Pause()
-			})
-			s.at(22*time.Second, "SIGCONT the hung master (a replica now)", func() { hung.Resume() })
-		}},
-		backends{redisURL: rc.URL(), natsURL: n.ClientURL(), replicas: 1, connect: n.Connect})
+	rc := startCluster(t)
+	loseRedisMaster(t, masterLoss{name: "redis cluster master hangs", url: rc.URL(), hang: true,
+		master: func() *redistest.Server { return rc.MasterOf("resched:{p00}:due") }})
 }
 
 // The Sentinel master hangs: every partition waits for the promotion, about 3 s here, and not
@@ -239,18 +253,6 @@ func TestRedisClusterMasterHangs(t *testing.T) {
 // In `make chaos` only.
 func TestRedisSentinelMasterHangs(t *testing.T) {
 	fullRunOnly(t)
-	rs := redistest.StartSentinel(t)
-	n := natstest.Start(t)
-	var hung *redistest.Server
-	runProfile(t, profile{name: "redis sentinel master hangs", planners: 2, workers: 2, groups: topologyGroups, span: topologySpan,
-		lateBound: 7 * time.Second,
-		faults: func(c *cluster, s *schedule) {
-			s.at(8*time.Second, "SIGSTOP the Redis master", func() {
-				hung = rs.CurrentMaster()
-				c.timeline.add(time.Now(), redisFailover, hung.Addr)
-				hung.Pause()
-			})
-			s.at(22*time.Second, "SIGCONT the hung master", func() { hung.Resume() })
-		}},
-		backends{redisURL: rs.URL(), natsURL: n.ClientURL(), replicas: 1, connect: n.Connect})
+	rs := startSentinel(t)
+	loseRedisMaster(t, masterLoss{name: "redis sentinel master hangs", url: rs.URL(), master: rs.CurrentMaster, hang: true})
 }
