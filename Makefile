@@ -73,7 +73,7 @@ bench-e2e: build deps ## the whole system end to end (processes, HTTP sink): a b
 	cd services && RESCHED_E2E=full go test -count=1 -v -timeout 30m -run '^TestEndToEnd$$' ./e2ebench/
 
 chaos: deps ## the full fault run of docs/reliability.md (about 9 minutes): kills, restarts, an outage of every planner, a hung Redis
-	cd services && RESCHED_CHAOS=full go test -count=1 -v -timeout 30m -run '^(TestChaos|TestRedisSentinelMasterHangs|TestPlannerLinkToRedisHangs)$$' ./chaos/
+	cd services && RESCHED_CHAOS=full go test -count=1 -v -timeout 30m -run '^(TestChaos|TestRedisSentinelMasterHangs|TestPlannerLinkToRedisHangs|TestNATSClusterStreamLeaderLoss)$$' ./chaos/
 
 fuzz: ## run every Fuzz target for FUZZTIME (default 30s) each
 	@FUZZTIME='$(FUZZTIME)' scripts/fuzz.sh $(MODULES)

@@ -112,9 +112,14 @@ const roundBatches = 32
 // JetStreamOptions are the options of the JetStream context the dispatcher publishes with: room
 // for every publish it may have unacknowledged at once (Concurrency rounds of roundBatches
 // batches of at most Batch messages), since past nats.go's limit (4,000 by default) a publish
-// stalls and then fails. The limit allocates nothing.
+// stalls and then fails. The limit allocates nothing. A publish not acknowledged within a
+// batch's time is dropped from nats.go's table: a round sends a stalled one again (ackStall),
+// and the first send's entry would otherwise stay until the connection drops.
 func JetStreamOptions(concurrency, batch int) []jetstream.JetStreamOpt {
-	return []jetstream.JetStreamOpt{jetstream.WithPublishAsyncMaxPending(max(4000, cmpOr(concurrency, 16)*cmpOr(batch, 256)*roundBatches+1000))}
+	return []jetstream.JetStreamOpt{
+		jetstream.WithPublishAsyncMaxPending(max(4000, cmpOr(concurrency, 16)*cmpOr(batch, 256)*roundBatches+1000)),
+		jetstream.WithPublishAsyncTimeout(batchTimeout),
+	}
 }
 
 func cmpOr[T comparable](v, d T) T {

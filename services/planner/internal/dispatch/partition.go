@@ -145,19 +145,49 @@ type outgoing struct {
 // send publishes the message without waiting for its acknowledgement.
 func (m *outgoing) send(js jetstream.JetStream) { m.ack, m.err = js.PublishMsgAsync(m.msg) }
 
-// wait returns once the last send is acknowledged (nil) or failed.
-func (m *outgoing) wait(ctx context.Context) error {
+// wait returns once the last send is acknowledged (nil) or failed, or once the try's
+// acknowledgements have stalled (errNoAck, unless this one is in already).
+func (m *outgoing) wait(ctx context.Context, w *ackWatch) error {
 	if m.err != nil {
 		return m.err
 	}
+	if w.stalled {
+		select {
+		case <-m.ack.Ok():
+			return nil
+		case err := <-m.ack.Err():
+			return err
+		default:
+			return errNoAck
+		}
+	}
 	select {
 	case <-m.ack.Ok():
+		w.t.Reset(ackStall)
 		return nil
 	case err := <-m.ack.Err():
 		return err
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-w.t.C:
+		w.stalled = true
+		return m.wait(ctx, w)
 	}
+}
+
+// ackStall is how long a try of a round waits for its next acknowledgement before it takes the
+// messages not acknowledged as failed, to send them again under their ids (a copy stored is
+// dropped). A stream leader that hangs never answers, and the acknowledgements had no deadline
+// but the batch's (30 s): in a fault run with the leader paused, no job fired for 30 s. In a
+// burst they keep coming, microseconds apart, however long the last one takes.
+const ackStall = 2 * time.Second
+
+var errNoAck = fmt.Errorf("no acknowledgement for %v", ackStall)
+
+// ackWatch is a try's wait for acknowledgements: stalled once none came for ackStall.
+type ackWatch struct {
+	t       *time.Timer
+	stalled bool
 }
 
 // chunk is one batch of a round: jobs advanced together, and their messages.
@@ -408,11 +438,12 @@ func (pd *partitionDispatcher) confirm(ctx context.Context, msgs []*outgoing, re
 	for try := 0; ; try++ {
 		var failed int
 		var last error
+		w := &ackWatch{t: time.NewTimer(ackStall)}
 		for _, m := range msgs {
 			if m.ok || m.refused != nil {
 				continue
 			}
-			if err := m.wait(ctx); err != nil {
+			if err := m.wait(ctx, w); err != nil {
 				if bus.TooLarge(err) {
 					m.refused = err
 					continue
@@ -424,6 +455,7 @@ func (pd *partitionDispatcher) confirm(ctx context.Context, msgs []*outgoing, re
 			m.ok, acked = true, acked+1
 			pd.cfg.Metrics.FireLag(pd.cfg.Clock().Sub(m.at))
 		}
+		w.t.Stop()
 		switch {
 		case failed == 0:
 			return acked, nil
