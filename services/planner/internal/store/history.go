@@ -38,6 +38,7 @@ type Outcome struct {
 	Scheduled  time.Time // the occurrence's scheduled time
 	Occurrence int       // the occurrence number; 0 for a run-now
 	MainDone   bool      // this attempt ends the main action: the occurrence counts as executed
+	Tag        string    // the occurrence's execution tag: it counts once, whichever attempts end it
 	Final      bool      // no further attempt follows for this occurrence
 	Faulted    bool      // the main action failed through every retry
 }
@@ -82,7 +83,7 @@ func (s *Store) ApplyResults(ctx context.Context, results []Result, now time.Tim
 			keys = append(keys, s.k.state(r.Collection, r.Job), s.k.history(r.Collection, r.Job), s.k.results(r.Collection, r.Job))
 			args = append(args, historyLine(o.Entry, s.historyMessage), string(o.Entry.ActionName), string(o.Entry.Status),
 				o.Entry.StartTime.UnixMilli(), boolArg(o.Final), boolArg(o.Faulted), o.Scheduled.UnixMilli(), o.ID,
-				o.Occurrence, boolArg(o.MainDone))
+				o.Occurrence, doneArg(o))
 		}
 		return keys, args
 	})
@@ -178,4 +179,12 @@ func boolArg(b bool) string {
 		return "1"
 	}
 	return "0"
+}
+
+// doneArg says whether a result ends its occurrence's main action, and which occurrence.
+func doneArg(o Outcome) string {
+	if !o.MainDone {
+		return ""
+	}
+	return "done:" + o.Tag
 }

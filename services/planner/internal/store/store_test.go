@@ -478,6 +478,32 @@ func TestExecutionCountCountsOccurrences(t *testing.T) {
 	}
 }
 
+// Two attempts of one occurrence may both end its main action: a worker whose link to NATS hung
+// delivered it and reported it once back, after another worker had delivered the redelivery.
+// The occurrence counts once; each attempt keeps its history entry. Before, it counted twice
+// (make chaos, TestWorkerLinkToNATSHangs: 28 jobs of 40 over the target's count).
+func TestAnOccurrenceEndedTwiceCountsOnce(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	putCollection(t, s, "c", 0)
+	putJob(t, s, "c", "j", t0)
+	for _, attempt := range []int{2, 1} { // the hung worker's report comes last
+		o := store.Outcome{ID: fmt.Sprint("attempt-", attempt), Entry: job.HistoryEntry{StartTime: t0, ActionName: job.ActionNameMain,
+			Status: job.ExecutionCompleted, RetryCount: attempt}, Scheduled: t0, Occurrence: 1, MainDone: true, Tag: "tag-of-t0"}
+		if _, err := s.ApplyResult(ctx, "c", "j", o, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, _ := s.GetJob(ctx, "c", "j")
+	history, err := s.History(ctx, "c", "j", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Executions != 1 || len(history) != 2 {
+		t.Fatalf("executions %d, %d history entries; want the occurrence once and both attempts", got.Executions, len(history))
+	}
+}
+
 // A write that keeps a job's schedule (a patch of its action, a re-encryption) must not undo
 // a move the dispatcher made after the job was read: the move keeps the version, so the
 // next fire time read is checked too.

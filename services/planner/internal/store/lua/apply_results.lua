@@ -8,8 +8,8 @@
 --       result ids are remembered (ms); then for result i, from a = 4 + 10(i-1): a+1 history
 --       entry (historyline.go), a+2 action name, a+3 status, a+4 attempt start (ms), a+5 final
 --       (0|1), a+6 faulted (0|1), a+7 scheduled time of the occurrence (ms), a+8 result id (""
---       for none), a+9 occurrence number (0 for a run-now, which never ends the job), a+10 "1"
---       when this result ends the main action
+--       for none), a+9 occurrence number (0 for a run-now, which never ends the job), a+10
+--       "done:" and the occurrence's execution tag when this result ends the main action, else ""
 -- Returns, per result, the job's new state when this result ended it ("Completed" or
 -- "Faulted"), else "", or "!" and the error that stopped it: each result fails alone, as it did
 -- when each had its own call.
@@ -51,10 +51,13 @@ local function apply(st, hist, rid, a)
   local final, faulted = ARGV[a + 5], ARGV[a + 6]
   if ARGV[a + 2] == 'MainAction' then
     -- An occurrence counts as executed once, at the result that ends its main action (a
-    -- success, the last failed attempt, or the hand-over to the error action): exactly one
-    -- result per occurrence says so, whatever attempts were lost with a worker or interleaved
-    -- with the attempts of other occurrences.
-    if ARGV[a + 10] == '1' then
+    -- success, the last failed attempt, or the hand-over to the error action), whatever
+    -- attempts were lost with a worker or interleaved with the attempts of other occurrences.
+    -- Two results may say so: a worker whose link to NATS hung delivered the occurrence, and
+    -- reported it once back, after another worker had the redelivery. The occurrence is
+    -- remembered with the result ids, and counted once (without a tag: counted).
+    local done = ARGV[a + 10]
+    if done ~= '' and (done == 'done:' or redis.call('ZADD', rid, 'NX', now, done) == 1) then
       redis.call('HINCRBY', st, 'exec', 1)
     end
     if ARGV[a + 3] == 'Failed' then
