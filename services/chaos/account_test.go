@@ -224,6 +224,8 @@ func (c *cluster) cause(o *occurrence) string {
 	switch {
 	case slices.Contains(kinds, workerKilled):
 		return "a worker was killed mid-delivery: redelivered after the AckWait"
+	case slices.Contains(kinds, workerHung):
+		return "a worker's link to NATS hung mid-delivery: redelivered after the AckWait"
 	case slices.Contains(kinds, natsRestart):
 		return "the NATS server restarted: a result or acknowledgement was lost with its connection"
 	case slices.Contains(kinds, redisRestart):

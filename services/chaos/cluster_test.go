@@ -43,6 +43,8 @@ type backends struct {
 	// plannerURLs, when set, gives planner i its own NATS and Redis URLs (proxies that can cut
 	// it off).
 	plannerURLs func(i int) (natsURL, redisURL string)
+	// workerNATS, when set, gives worker i its own NATS URL.
+	workerNATS func(i int) string
 	// targetDelay is how long the target takes to answer: long, workers hold deliveries.
 	targetDelay time.Duration
 	replicas    int // of the streams
@@ -74,8 +76,12 @@ func newCluster(t *testing.T, planners, workers int, back backends) *cluster {
 		c.timeline.add(time.Now(), up, fmt.Sprint("planner-", i))
 	}
 	for i := range workers {
+		natsURL := back.natsURL
+		if back.workerNATS != nil {
+			natsURL = back.workerNATS(i)
+		}
 		c.workers = append(c.workers, testenv.Start(t, c.dir, fmt.Sprint("worker-", i), c.bin+"/worker", []string{
-			"NATS_URL=" + back.natsURL, "RESCHED_WORKER_HTTP_ADDR=127.0.0.1:0", "RESCHED_WORKER_CONCURRENCY=64",
+			"NATS_URL=" + natsURL, "RESCHED_WORKER_HTTP_ADDR=127.0.0.1:0", "RESCHED_WORKER_CONCURRENCY=64",
 			"RESCHED_WORKER_MIN_RETRY_INTERVAL=1s", "RESCHED_WORKER_SHUTDOWN_TIMEOUT=5s",
 			fmt.Sprint("RESCHED_WORKER_STREAM_REPLICAS=", back.replicas)}))
 	}
@@ -252,6 +258,7 @@ const (
 	natsLoss      // a NATS server of a cluster killed
 	paused        // a planner stopped (SIGSTOP) past its leases, then let go on
 	linkCut       // a planner cut off from NATS or Redis, the other still in reach
+	workerHung    // a worker's link to NATS frozen with deliveries in hand
 )
 
 type event struct {

@@ -156,6 +156,32 @@ func fullRunOnly(t *testing.T) {
 	}
 }
 
+// A worker's link to NATS hangs with deliveries in hand (the target answers after 2 s): it
+// gives the connection up after two unanswered pings and reconnects once the link comes back;
+// what it held reaches the target again after the AckWait, from the other worker, and history
+// and executionCount must still agree with the target. In `make chaos` only.
+func TestWorkerLinkToNATSHangs(t *testing.T) {
+	fullRunOnly(t)
+	back := single(t)
+	back.targetDelay = 2 * time.Second
+	link := testenv.StartProxy(t, back.nats.Addr().String())
+	back.workerNATS = func(i int) string {
+		if i == 1 {
+			return "nats://" + link.Addr()
+		}
+		return back.natsURL
+	}
+	runProfile(t, profile{name: "worker link to nats hangs", planners: 2, workers: 2, groups: topologyGroups, span: topologySpan,
+		faults: func(c *cluster, s *schedule) {
+			s.at(8*time.Second, "freeze worker-1's link to nats", func() {
+				c.timeline.add(time.Now(), workerHung, "worker-1")
+				link.Freeze()
+			})
+			s.at(22*time.Second, "thaw worker-1's link to nats", link.Thaw)
+		}},
+		back)
+}
+
 // cutPlannerOff runs two planners on one Redis and one NATS server, planner-1's link to one of
 // them through a proxy, cut from 8 s to 22 s.
 func cutPlannerOff(t *testing.T, from string) { linkFault(t, from, false) }
