@@ -135,7 +135,7 @@ func BenchmarkApplyResults(b *testing.B) {
 			seq++
 			at := t0.Add(time.Duration(seq) * time.Second)
 			results[i] = store.Result{Collection: "c", Job: fmt.Sprint("j", seq%jobs), Outcome: store.Outcome{
-				ID: fmt.Sprintf("r%d", seq), Scheduled: at, Occurrence: seq/jobs + 1, MainDone: true, Final: true,
+				ID: fmt.Sprintf("r%d", seq), Scheduled: at, Occurrence: seq/jobs + 1, MainDone: true, Tag: fmt.Sprintf("t%d", seq), Final: true,
 				Entry: job.HistoryEntry{StartTime: at, EndTime: at.Add(40 * time.Millisecond), ExpectedExecutionTime: at,
 					ActionName: job.ActionNameMain, Status: job.ExecutionCompleted, Message: message, RepeatCount: seq/jobs + 1}}}
 		}
