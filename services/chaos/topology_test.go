@@ -234,11 +234,7 @@ func TestNATSClusterStreamLeaderLoss(t *testing.T) {
 	runProfile(t, profile{name: "nats cluster", planners: 2, workers: 2, groups: topologyGroups, span: topologySpan,
 		faults: func(c *cluster, s *schedule) {
 			s.at(8*time.Second, "kill the NATS server leading the due stream", func() {
-				js, err := jetstream.New(c.nc)
-				if err != nil {
-					t.Fatal(err)
-				}
-				lost = nc.StreamLeader(js, "SCHEDULER_DUE")
+				lost = nc.StreamLeader(c.jetStream(), "SCHEDULER_DUE")
 				c.timeline.add(time.Now(), natsLoss, fmt.Sprint(lost))
 				lost.Kill()
 			})
@@ -264,17 +260,22 @@ func TestNATSClusterStreamLeaderHangs(t *testing.T) {
 	runProfile(t, profile{name: "nats cluster leader hangs", planners: 2, workers: 2, groups: topologyGroups, span: topologySpan,
 		faults: func(c *cluster, s *schedule) {
 			s.at(8*time.Second, "SIGSTOP the NATS server leading the due stream", func() {
-				js, err := jetstream.New(c.nc)
-				if err != nil {
-					t.Fatal(err)
-				}
-				hung = nc.StreamLeader(js, "SCHEDULER_DUE")
+				hung = nc.StreamLeader(c.jetStream(), "SCHEDULER_DUE")
 				c.timeline.add(time.Now(), natsLoss, hung.Name)
 				hung.Pause(t)
 			})
 			s.at(22*time.Second, "SIGCONT the hung NATS server", func() { hung.Resume(t) })
 		}},
 		backends{redisURL: r.URL(), natsURL: nc.URLs(), replicas: 3, connect: func(tb testing.TB) *nats.Conn { return connectAll(tb, nc.URLs()) }})
+}
+
+// jetStream is the test's JetStream context.
+func (c *cluster) jetStream() jetstream.JetStream {
+	js, err := jetstream.New(c.nc)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return js
 }
 
 // connectAll connects the test to a cluster, reconnecting to any server without limit.

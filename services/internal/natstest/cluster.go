@@ -114,21 +114,28 @@ func (s *Server) Revive() {
 // StreamLeader is the server that leads a stream now, asked through js.
 func (c *Cluster) StreamLeader(js jetstream.JetStream, stream string) *Server {
 	c.t.Helper()
+	leader := streamLeader(c.t, js, stream)
+	for _, s := range c.Servers {
+		if s.opts.ServerName == leader {
+			return s
+		}
+	}
+	c.t.Fatalf("natstest: stream %s is led by %q, not a server of the cluster", stream, leader)
+	return nil
+}
+
+// streamLeader is the name of the server that leads a stream now, asked through js.
+func streamLeader(t testing.TB, js jetstream.JetStream, stream string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	st, err := js.Stream(ctx, stream)
 	if err != nil {
-		c.t.Fatalf("natstest: stream %s: %v", stream, err)
+		t.Fatalf("natstest: stream %s: %v", stream, err)
 	}
 	info, err := st.Info(ctx)
 	if err != nil || info.Cluster == nil {
-		c.t.Fatalf("natstest: stream %s: %v", stream, err)
+		t.Fatalf("natstest: stream %s: %v", stream, err)
 	}
-	for _, s := range c.Servers {
-		if s.opts.ServerName == info.Cluster.Leader {
-			return s
-		}
-	}
-	c.t.Fatalf("natstest: stream %s is led by %q, not a server of the cluster", stream, info.Cluster.Leader)
-	return nil
+	return info.Cluster.Leader
 }

@@ -65,21 +65,12 @@ func (c *ProcessCluster) URLs() string { return strings.Join(c.urls, ",") }
 // StreamLeader is the server that leads a stream now, asked through js.
 func (c *ProcessCluster) StreamLeader(js jetstream.JetStream, stream string) *testenv.Proc {
 	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	st, err := js.Stream(ctx, stream)
-	if err != nil {
-		c.t.Fatalf("natstest: stream %s: %v", stream, err)
-	}
-	info, err := st.Info(ctx)
-	if err != nil || info.Cluster == nil {
-		c.t.Fatalf("natstest: stream %s: %v", stream, err)
-	}
+	leader := streamLeader(c.t, js, stream)
 	for _, s := range c.Servers {
-		if s.Name == info.Cluster.Leader {
+		if s.Name == leader {
 			return s
 		}
 	}
-	c.t.Fatalf("natstest: stream %s is led by %q, not a server of the cluster", stream, info.Cluster.Leader)
+	c.t.Fatalf("natstest: stream %s is led by %q, not a server of the cluster", stream, leader)
 	return nil
 }
