@@ -53,6 +53,7 @@ func (s *Source) Status(ctx context.Context) (bus.Status, error) {
 	for p, owner := range r.overview.Owners {
 		if owner == "" {
 			st.Unowned = append(st.Unowned, p)
+			continue
 		}
 		held[owner] = append(held[owner], p)
 	}
@@ -60,7 +61,6 @@ func (s *Source) Status(ctx context.Context) (bus.Status, error) {
 		st.Planners = append(st.Planners, bus.PlannerStatus{ID: pl.ID, Until: pl.Until, Partitions: append([]int{}, held[pl.ID]...)})
 		delete(held, pl.ID)
 	}
-	delete(held, "")
 	for _, id := range slices.Sorted(maps.Keys(held)) {
 		st.Leaving = append(st.Leaving, bus.LeaseHolder{ID: id, Partitions: held[id]})
 	}
