@@ -85,7 +85,9 @@ func (c *Cluster) CPU(t testing.TB) time.Duration {
 }
 
 // WaitHealthy waits until every running node says the cluster is ok and every slot has a
-// master.
+// master, and every running replica has finished its sync with its master. The cluster says ok
+// before a replica's first sync ends (on a busy machine, seconds later): a test that kills a
+// master must not find its replica still empty.
 func (c *Cluster) WaitHealthy() {
 	c.t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
@@ -97,6 +99,9 @@ func (c *Cluster) WaitHealthy() {
 			}
 			info, err := n.do("CLUSTER", "INFO")
 			if err != nil || !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_slots_assigned:16384") {
+				ok = false
+			}
+			if !n.synced() {
 				ok = false
 			}
 		}
@@ -204,6 +209,12 @@ func inRange(r, slot string) bool {
 		return s == lo
 	}
 	return false
+}
+
+// synced says whether the node is a master or a replica whose sync with its master has ended.
+func (s *Server) synced() bool {
+	info, err := s.do("INFO", "replication")
+	return err == nil && (!strings.Contains(info, "role:slave") || strings.Contains(info, "master_link_status:up"))
 }
 
 // do runs one command on the node and returns its reply as text.

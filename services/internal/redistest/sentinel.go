@@ -20,7 +20,7 @@ type Sentinel struct {
 }
 
 // StartSentinel starts the set and waits until every sentinel knows the master, its replica and
-// the other sentinels.
+// the other sentinels, and the replica has ended its first sync.
 func StartSentinel(t testing.TB) *Sentinel {
 	t.Helper()
 	s := &Sentinel{t: t}
@@ -83,7 +83,7 @@ func (s *Sentinel) waitKnown() {
 	s.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		ok := true
+		ok := s.Replica.synced()
 		for _, sen := range s.Sentinels {
 			info, err := sen.do("SENTINEL", "master", MasterName)
 			if err != nil || !strings.Contains(info, "num-other-sentinels 2") || !strings.Contains(info, "num-slaves 1") {
@@ -94,7 +94,7 @@ func (s *Sentinel) waitKnown() {
 			return
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatal("redistest: the sentinels do not know each other and the replica after 30 s")
+			s.t.Fatal("redistest: the sentinels do not know each other and the synced replica after 30 s")
 		}
 		time.Sleep(100 * time.Millisecond) // polling child processes
 	}
