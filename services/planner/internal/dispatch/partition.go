@@ -184,11 +184,17 @@ const ackStall = 2 * time.Second
 
 var errNoAck = fmt.Errorf("no acknowledgement for %v", ackStall)
 
-// ackWatch is a try's wait for acknowledgements: stalled once none came for ackStall.
+// ackWatch is a wait for acknowledgements: stalled once none came for ackStall. A round's
+// batches share one for the messages it sent at first, which all went out before the first
+// batch was confirmed: once it has stalled, the later batches take what has not come as failed
+// at once. A watch per batch waited ackStall again for each, and a round of 32 batches sent to
+// a hung stream leader took a minute. A try that sends again gets a watch of its own.
 type ackWatch struct {
 	t       *time.Timer
 	stalled bool
 }
+
+func newAckWatch() *ackWatch { return &ackWatch{t: time.NewTimer(ackStall)} }
 
 // chunk is one batch of a round: jobs advanced together, and their messages.
 type chunk struct {
@@ -220,8 +226,10 @@ func (pd *partitionDispatcher) batch(ctx context.Context, dueAfter time.Time) (f
 	// does not hold back the round's thousands; in an outage their sends have failed too, and
 	// a retry each would spend two more seconds a batch.
 	retries, ferr := pd.cfg.PublishRetries, error(nil)
+	w := newAckWatch()
+	defer w.t.Stop()
 	for _, c := range chunks {
-		left, err := pd.finish(ctx, c, retries)
+		left, err := pd.finish(ctx, c, retries, w)
 		if !left.IsZero() {
 			earliest = left
 		}
@@ -269,12 +277,12 @@ func (pd *partitionDispatcher) prepareAll(ctx context.Context, members []string,
 	return chunks, cut, err
 }
 
-// finish waits for a batch's acknowledgements, sending again what failed up to retries times,
-// and advances the jobs whose messages were all stored. A job whose occurrence the stream
-// refuses for good is parked Faulted instead. It returns the earliest time left in the due set
-// (zero when not advanced).
-func (pd *partitionDispatcher) finish(ctx context.Context, c *chunk, retries int) (time.Time, error) {
-	published, err := pd.confirm(ctx, c.msgs, retries)
+// finish waits for a batch's acknowledgements (first through w, the round's watch), sending
+// again what failed up to retries times, and advances the jobs whose messages were all stored.
+// A job whose occurrence the stream refuses for good is parked Faulted instead. It returns the
+// earliest time left in the due set (zero when not advanced).
+func (pd *partitionDispatcher) finish(ctx context.Context, c *chunk, retries int, w *ackWatch) (time.Time, error) {
+	published, err := pd.confirm(ctx, c.msgs, retries, w)
 	pd.cfg.Metrics.Published(published)
 	moves := make([]store.Advance, 0, len(c.jobs))
 	for _, pj := range c.jobs {
@@ -432,18 +440,23 @@ func (pd *partitionDispatcher) send(ctx context.Context, msgs []*outgoing, all b
 // confirm waits for the acknowledgements of messages sent. Those that fail are sent again up
 // to retries times, over about two seconds in all (a stream leader election), under the same
 // message id, so a copy that did get stored is dropped; those the stream refuses for good are
-// marked so and not sent again. It returns how many were acknowledged.
-func (pd *partitionDispatcher) confirm(ctx context.Context, msgs []*outgoing, retries int) (int, error) {
+// marked so and not sent again. The first try waits through w; it returns how many were
+// acknowledged.
+func (pd *partitionDispatcher) confirm(ctx context.Context, msgs []*outgoing, retries int, w *ackWatch) (int, error) {
 	acked := 0
 	for try := 0; ; try++ {
 		var failed int
 		var last error
-		w := &ackWatch{t: time.NewTimer(ackStall)}
+		tw := w
+		if try > 0 {
+			tw = newAckWatch()
+		}
+		wasStalled := tw.stalled
 		for _, m := range msgs {
 			if m.ok || m.refused != nil {
 				continue
 			}
-			if err := m.wait(ctx, w); err != nil {
+			if err := m.wait(ctx, tw); err != nil {
 				if bus.TooLarge(err) {
 					m.refused = err
 					continue
@@ -455,7 +468,15 @@ func (pd *partitionDispatcher) confirm(ctx context.Context, msgs []*outgoing, re
 			m.ok, acked = true, acked+1
 			pd.cfg.Metrics.FireLag(pd.cfg.Clock().Sub(m.at))
 		}
-		w.t.Stop()
+		if tw != w {
+			tw.t.Stop()
+		}
+		if tw.stalled && !wasStalled {
+			// Silent otherwise: a hung stream leader answers nothing and returns no error.
+			pd.cfg.Metrics.Error("ack_stall")
+			pd.cfg.Logger.Warn("the due stream acknowledged nothing for a while; what it did not acknowledge is sent again",
+				"partition", pd.p, "waited", ackStall, "failed", failed)
+		}
 		switch {
 		case failed == 0:
 			return acked, nil

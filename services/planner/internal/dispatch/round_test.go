@@ -278,3 +278,89 @@ func TestOccurrenceRefusedForGoodParksItsJob(t *testing.T) {
 		t.Fatalf("after the put: published %d (%v), want the job put again", n, err)
 	}
 }
+
+// unansweredJS loses the first send of each message to some subjects without an error, as a
+// stream leader that hangs does: the publish goes out and no acknowledgement ever comes. Later
+// sends go through.
+type unansweredJS struct {
+	jetstream.JetStream
+	lose map[string]bool
+
+	mu   sync.Mutex
+	sent map[string]int
+}
+
+func (u *unansweredJS) PublishMsgAsync(m *nats.Msg, opts ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
+	u.mu.Lock()
+	u.sent[m.Subject]++
+	first := u.sent[m.Subject] == 1
+	u.mu.Unlock()
+	if first && u.lose[m.Subject] {
+		return neverAck{msg: m}, nil
+	}
+	return u.JetStream.PublishMsgAsync(m, opts...)
+}
+
+func (u *unansweredJS) sends(subject string) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.sent[subject]
+}
+
+// neverAck is the future of a publish nobody answers.
+type neverAck struct{ msg *nats.Msg }
+
+func (neverAck) Ok() <-chan *jetstream.PubAck { return nil }
+func (neverAck) Err() <-chan error            { return nil }
+func (a neverAck) Msg() *nats.Msg             { return a.msg }
+
+// Publishes that are never acknowledged are taken as failed once the round has heard no
+// acknowledgement for a while, and sent again under their ids; the round then ends with every
+// job advanced. They had no deadline but the batch's: with the due stream's leader paused, no
+// job fired for 30 s (TestNATSClusterStreamLeaderHangs, services/chaos). The messages that
+// were acknowledged are not sent again, and the round waits once, not once a batch (a round of
+// 32 batches sent to a hung leader took a minute).
+func TestRoundSendsAgainWhatIsNeverAcknowledged(t *testing.T) {
+	e := setup(t)
+	const jobs = 30
+	for i := range jobs {
+		e.put(fmt.Sprintf("j%02d", i), `{"startTime":"2026-03-01T12:00:00Z",`+action+`,"recurrence":{"frequency":"Hour"}}`)
+	}
+	lost := []string{"j02", "j15", "j29"} // in the first, second and third batch
+	js := &unansweredJS{JetStream: e.js, lose: map[string]bool{}, sent: map[string]int{}}
+	for _, name := range lost {
+		js.lose[e.subj.Due("c", name)] = true
+	}
+	m := &stageCounter{}
+	d := dispatch.New(dispatch.Config{Store: e.store, JS: js, Leases: e.leases, Subjects: e.subj, Clock: e.clock.now,
+		Metrics: m, Batch: 10, MaxIdle: 5 * time.Millisecond})
+	if n, err := d.DispatchOnce(context.Background()); err != nil || n != jobs {
+		t.Fatalf("round: published %d (%v), want all %d and no error", n, err, jobs)
+	}
+	if r := m.errors()["publish_retry"]; r != len(lost) {
+		t.Fatalf("%d publishes taken as failed, want the %d never acknowledged", r, len(lost))
+	}
+	// One wait for the round: its later batches were sent with the first and had their time.
+	if s := m.errors()["ack_stall"]; s != 1 {
+		t.Fatalf("the round waited out %d stalls, want 1", s)
+	}
+	seen := map[string]int{}
+	for _, due := range e.drain() {
+		seen[due.Job]++
+	}
+	for i := range jobs {
+		name, want := fmt.Sprintf("j%02d", i), 1
+		if slices.Contains(lost, name) {
+			want = 2
+		}
+		if c := seen[name]; c != 1 {
+			t.Fatalf("%s on the due stream %d times, want once", name, c)
+		}
+		if s := js.sends(e.subj.Due("c", name)); s != want {
+			t.Fatalf("%s sent %d times, want %d", name, s, want)
+		}
+		if rec, err := e.store.GetJob(context.Background(), "c", name); err != nil || !rec.Next.Equal(t0.Add(time.Hour)) {
+			t.Fatalf("%s not advanced: next %v (%v)", name, rec.Next, err)
+		}
+	}
+}

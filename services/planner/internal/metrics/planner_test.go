@@ -48,6 +48,7 @@ resched_planner_published_total 4
 resched_planner_skipped_total 1
 # HELP resched_planner_errors_total Errors by the stage they happened in.
 # TYPE resched_planner_errors_total counter
+resched_planner_errors_total{stage="ack_stall"} 0
 resched_planner_errors_total{stage="backlog"} 0
 resched_planner_errors_total{stage="dispatch"} 0
 resched_planner_errors_total{stage="event"} 0
