@@ -364,3 +364,67 @@ func TestRoundSendsAgainWhatIsNeverAcknowledged(t *testing.T) {
 		}
 	}
 }
+
+// deadlineHook records, for each Redis command, the longest time any call of it had left
+// before its deadline (an hour when it had none).
+type deadlineHook struct {
+	mu      sync.Mutex
+	longest map[string]time.Duration
+}
+
+func (*deadlineHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *deadlineHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.note(ctx, cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (h *deadlineHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			h.note(ctx, c)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+func (h *deadlineHook) note(ctx context.Context, cmd redis.Cmder) {
+	left := time.Hour
+	if dl, ok := ctx.Deadline(); ok {
+		left = time.Until(dl)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.longest[cmd.Name()] = max(h.longest[cmd.Name()], left)
+}
+
+// Every Redis call of a round (the claim, the reads, the advance) has a second at most, as the
+// lease renewal has: under the batch's deadline alone, a claim sent to a Redis master that hung
+// held its partition about 10 s after a replica had taken over (TestRedisClusterMasterHangs,
+// services/chaos). A call that fails is made again by the next round.
+func TestRoundGivesEachRedisCallASecond(t *testing.T) {
+	e := setup(t)
+	for i := range 30 {
+		e.put(fmt.Sprint("j", i), `{"startTime":"2026-03-01T12:00:00Z",`+action+`,"recurrence":{"frequency":"Hour"}}`)
+	}
+	h := &deadlineHook{longest: map[string]time.Duration{}}
+	e.redisClient.AddHook(h)
+	d := dispatch.New(dispatch.Config{Store: e.store, JS: e.js, Leases: e.leases, Subjects: e.subj, Clock: e.clock.now,
+		Batch: 10, MaxIdle: 5 * time.Millisecond})
+	if n, err := d.DispatchOnce(context.Background()); err != nil || n != 30 {
+		t.Fatalf("round: published %d (%v), want 30", n, err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.longest) == 0 {
+		t.Fatal("no Redis call seen")
+	}
+	for name, left := range h.longest {
+		if left > time.Second {
+			t.Errorf("%s had %v before its deadline, want a second at most", name, left.Round(time.Millisecond))
+		}
+	}
+	t.Logf("calls: %v", h.longest)
+}
