@@ -39,9 +39,9 @@ type Metrics interface {
 
 // Leases says which partitions this planner may dispatch; *lease.Leases is the real one.
 type Leases interface {
-	// Use starts a round on partition p; false when this planner does not hold it. Only the
-	// occurrences due after dueAfter (zero: all) may be dispatched yet.
-	Use(p int) (done func(), dueAfter time.Time, ok bool)
+	// Use starts a round on partition p; false when this planner does not hold it. The
+	// occurrences due by hold.DueBy may not be dispatched before hold.Until (zero: none held).
+	Use(p int) (done func(), hold store.Hold, ok bool)
 	// Lost records that a script found the lease held by another planner.
 	Lost(p int)
 	// Token is the lease holder's value, which the scripts check.
@@ -224,12 +224,12 @@ func (d *Dispatcher) DispatchOnce(ctx context.Context) (int, error) {
 	d.cfg.Metrics = count
 	defer func() { d.cfg.Metrics = saved }()
 	for p := range d.wake {
-		done, after, ok := d.cfg.Leases.Use(p)
+		done, hold, ok := d.cfg.Leases.Use(p)
 		if !ok {
 			continue
 		}
 		pd := &partitionDispatcher{Dispatcher: d, p: p, cache: newScheduleCache(1000)}
-		_, err := pd.round(ctx, after)
+		_, err := pd.round(ctx, hold.DueBy)
 		done()
 		if err != nil {
 			return count.n, err

@@ -420,3 +420,31 @@ func TestJetStreamOptionsAllowEveryPublishInFlight(t *testing.T) {
 		}
 	}
 }
+
+// What fell due while no planner ran goes once the outage settles, not up to MaxIdle later:
+// the partition had nothing else due, so its loop slept MaxIdle after the round that held the
+// job back.
+func TestLoopOutageJobsGoOnceTheOutageSettles(t *testing.T) {
+	ctx := context.Background()
+	e := setup(t)
+	e.useRealClock()
+	ds := e.watchDue()
+	now := time.Now()
+	// The last heartbeat of a planner gone 10 s ago: the next planner records an outage.
+	if _, err := e.store.Heartbeat(ctx, "gone", now.Add(-10*time.Second), now.Add(-9*time.Second), now.Add(-time.Hour),
+		time.Time{}, loopLease/3, 10); err != nil {
+		t.Fatal(err)
+	}
+	e.put("missed", `{"startTime":"`+now.Add(-5*time.Second).UTC().Format(time.RFC3339)+`",`+action+`}`)
+	pp := e.startPlanner("b", nil, func(c *dispatch.Config) { c.MaxIdle = time.Minute })
+	testenv.Eventually(t, 10*time.Second, "the missed job published", func() bool { return len(ds.all()) == 1 })
+	outages := pp.leases.Outages()
+	if len(outages) != 1 {
+		t.Fatalf("outages on record %v, want the one the planner recorded", outages)
+	}
+	settled := outages[0].Recorded.Add(3 * pp.leases.Period())
+	if got := ds.all()[0]; got.due.Job != "missed" || got.stored.Before(settled) {
+		t.Fatalf("published %s at %s, want missed once the outage settled (%s)", got.due.Job,
+			got.stored.Format(time.StampMilli), settled.Format(time.StampMilli))
+	}
+}

@@ -37,17 +37,17 @@ type partitionDispatcher struct {
 }
 
 // run loops until ctx ends: a round when the partition is held, then a sleep until its earliest
-// due job (less the lookahead), a wake-up, or MaxIdle.
+// due job (less the lookahead), the end of a hold, a wake-up, or MaxIdle.
 func (pd *partitionDispatcher) run(ctx context.Context) {
 	backoff := time.Duration(0)
 	for ctx.Err() == nil {
-		done, after, ok := pd.cfg.Leases.Use(pd.p)
+		done, hold, ok := pd.cfg.Leases.Use(pd.p)
 		if !ok {
 			pd.sleep(ctx, time.Time{})
 			continue
 		}
 		pd.slots <- struct{}{}
-		earliest, err := pd.round(ctx, after)
+		earliest, err := pd.round(ctx, hold.DueBy)
 		<-pd.slots
 		done()
 		switch {
@@ -60,6 +60,10 @@ func (pd *partitionDispatcher) run(ctx context.Context) {
 			pd.pause(ctx, backoff)
 		default:
 			backoff = 0
+			if !hold.Until.IsZero() && (earliest.IsZero() || hold.Until.Before(earliest)) {
+				// What the hold keeps goes once it lifts, not up to MaxIdle later.
+				earliest = hold.Until.Add(pd.cfg.Lookahead)
+			}
 			pd.sleep(ctx, earliest)
 		}
 	}
@@ -113,7 +117,7 @@ func (pd *partitionDispatcher) pause(ctx context.Context, d time.Duration) {
 // round works the partition in batches until it has nothing more due now (after dueAfter, when
 // not zero), and returns the earliest time left in its due set. While jobs due by dueAfter wait
 // (an outage settling), that may be one of theirs: the next round then comes at once and finds
-// the earliest after dueAfter, or MaxIdle later when there is none.
+// the earliest after dueAfter, or none (the loop then looks again when the hold ends).
 func (pd *partitionDispatcher) round(ctx context.Context, dueAfter time.Time) (time.Time, error) {
 	for {
 		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), batchTimeout)

@@ -136,19 +136,19 @@ func (l *Leases) Period() time.Duration { return l.period }
 
 // Use starts a dispatch round on partition p: ok is false when this planner does not hold it;
 // otherwise done must be called when the round ends. A lease is never given up during a round.
-// Only the occurrences due after dueAfter (zero: all) may be dispatched yet: those due by the
-// end of an outage still settling wait until it settles, when the catch-up policy can tell
-// what they are. The later ones are no outage's, so a job put just after every planner was
-// restarted fires on time.
-func (l *Leases) Use(p int) (done func(), dueAfter time.Time, ok bool) {
+// The occurrences hold keeps (zero: none) may not be dispatched yet: those due by the end of
+// an outage still settling wait until it settles, when the catch-up policy can tell what they
+// are. The later ones are no outage's, so a job put just after every planner was restarted
+// fires on time.
+func (l *Leases) Use(p int) (done func(), hold store.Hold, ok bool) {
 	pt := &l.parts[p]
 	if !pt.held.Load() || l.skewed.Load() {
-		return nil, time.Time{}, false
+		return nil, store.Hold{}, false
 	}
 	pt.mu.Lock()
 	if !pt.held.Load() {
 		pt.mu.Unlock()
-		return nil, time.Time{}, false
+		return nil, store.Hold{}, false
 	}
 	return pt.mu.Unlock, l.settling(), true
 }
@@ -185,8 +185,11 @@ func (l *Leases) Outages() []store.Outage {
 }
 
 func (l *Leases) unsettled(o store.Outage) bool {
-	return !o.Recorded.IsZero() && l.cfg.Clock().Sub(o.Recorded) < settlePeriods*l.period
+	return !o.Recorded.IsZero() && l.cfg.Clock().Before(l.settles(o))
 }
+
+// settles is when outage o, on record since o.Recorded, counts.
+func (l *Leases) settles(o store.Outage) time.Time { return o.Recorded.Add(settlePeriods * l.period) }
 
 // note logs each outage once, while it settles (outages is newest first): an operator sees
 // when no planner ran, and when what fell due meanwhile goes to the catch-up policy.
@@ -198,21 +201,27 @@ func (l *Leases) note(outages []store.Outage) {
 		}
 		l.noted = o.Recorded
 		l.cfg.Logger.Info("outage on record: no planner ran; what fell due in it waits, then follows the catch-up policy",
-			"from", o.From.UTC(), "to", o.To.UTC(), "waits_until", o.Recorded.Add(settlePeriods*l.period).UTC())
+			"from", o.From.UTC(), "to", o.To.UTC(), "waits_until", l.settles(o).UTC())
 	}
 }
 
-// settling returns the latest end of the outages recorded too recently to tell yet whether a
-// planner lived through them (zero: none). Nothing due by then is dispatched meanwhile, so that
-// nothing fires or is skipped on an outage that is about to be withdrawn.
-func (l *Leases) settling() time.Time {
-	var end time.Time
+// settling returns the hold of the outages recorded too recently to tell yet whether a planner
+// lived through them: what fell due by the latest end of one is not dispatched until the first
+// of them settles, so that nothing fires or is skipped on an outage about to be withdrawn.
+func (l *Leases) settling() store.Hold {
+	var h store.Hold
 	for _, o := range *l.outages.Load() {
-		if l.unsettled(o) && o.To.After(end) {
-			end = o.To
+		if !l.unsettled(o) {
+			continue
+		}
+		if o.To.After(h.DueBy) {
+			h.DueBy = o.To
+		}
+		if h.Until.IsZero() || l.settles(o).Before(h.Until) {
+			h.Until = l.settles(o)
 		}
 	}
-	return end
+	return h
 }
 
 // Ready reports whether the first heartbeat has been recorded.

@@ -189,9 +189,9 @@ func TestAFreshOutageHoldsBackItsOccurrencesUntilItSettles(t *testing.T) {
 	fresh := store.Outage{From: c.now.Add(-time.Minute), To: c.now.Add(-time.Second), Recorded: c.now}
 	f.outages = []store.Outage{fresh, older}
 	l.tick(ctx)
-	done, after, ok := l.Use(0)
-	if !ok || !after.Equal(fresh.To) || len(l.Outages()) != 1 {
-		t.Fatalf("while an outage settles: usable %v, due after %v (want %v), outages %v (want the settled one)", ok, after, fresh.To, l.Outages())
+	done, hold, ok := l.Use(0)
+	if want := (store.Hold{DueBy: fresh.To, Until: fresh.Recorded.Add(3 * l.Period())}); !ok || hold != want || len(l.Outages()) != 1 {
+		t.Fatalf("while an outage settles: usable %v, hold %+v (want %+v), outages %v (want the settled one)", ok, hold, want, l.Outages())
 	}
 	done()
 	l.tick(ctx)
@@ -200,9 +200,9 @@ func TestAFreshOutageHoldsBackItsOccurrencesUntilItSettles(t *testing.T) {
 	}
 	c.advance(3 * time.Second)
 	l.tick(ctx)
-	done, after, ok = l.Use(0)
-	if !ok || !after.IsZero() || len(l.Outages()) != 2 {
-		t.Fatalf("after the settling time: usable %v, due after %v, outages %v", ok, after, l.Outages())
+	done, hold, ok = l.Use(0)
+	if !ok || hold != (store.Hold{}) || len(l.Outages()) != 2 {
+		t.Fatalf("after the settling time: usable %v, hold %+v, outages %v", ok, hold, l.Outages())
 	}
 	done()
 	// Withdrawn before it settled: nothing holds, nothing counts.
@@ -211,8 +211,31 @@ func TestAFreshOutageHoldsBackItsOccurrencesUntilItSettles(t *testing.T) {
 	f.outages = nil
 	c.advance(time.Second)
 	l.tick(ctx)
-	if _, after, ok := l.Use(0); !ok || !after.IsZero() || len(l.Outages()) != 0 {
+	if _, hold, ok := l.Use(0); !ok || hold != (store.Hold{}) || len(l.Outages()) != 0 {
 		t.Fatal("a withdrawn outage still holds dispatch back")
+	}
+}
+
+// Two outages settling hold back what fell due by the later one's end, until the first of
+// them settles: the hold is looked at again then, and narrows to the other.
+func TestTwoOutagesSettlingHoldUntilTheFirstSettles(t *testing.T) {
+	ctx := context.Background()
+	f, c := newFake(2), &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	l := newLeases(f, c)
+	first := store.Outage{From: c.now.Add(-time.Hour), To: c.now.Add(-30 * time.Minute), Recorded: c.now.Add(-time.Second)}
+	second := store.Outage{From: c.now.Add(-time.Minute), To: c.now.Add(-time.Second), Recorded: c.now}
+	f.outages = []store.Outage{second, first}
+	l.tick(ctx)
+	done, hold, ok := l.Use(0)
+	if want := (store.Hold{DueBy: second.To, Until: first.Recorded.Add(3 * l.Period())}); !ok || hold != want {
+		t.Fatalf("two outages settling: usable %v, hold %+v, want %+v", ok, hold, want)
+	}
+	done()
+	c.advance(3*l.Period() - time.Second)
+	done, hold, _ = l.Use(0)
+	done()
+	if want := (store.Hold{DueBy: second.To, Until: second.Recorded.Add(3 * l.Period())}); hold != want {
+		t.Fatalf("once the first settled: hold %+v, want %+v", hold, want)
 	}
 }
 

@@ -18,9 +18,9 @@ const Token = "leasetest"
 
 // All holds every partition of a store. It implements dispatch.Leases.
 type All struct {
-	mu       sync.Mutex
-	outages  []store.Outage
-	dueAfter time.Time
+	mu      sync.Mutex
+	outages []store.Outage
+	hold    store.Hold
 }
 
 // HoldAll takes the lease of every partition of s for the rest of the test.
@@ -53,10 +53,10 @@ func (a *All) SetOutages(o ...store.Outage) {
 	a.outages = o
 }
 
-func (a *All) Use(int) (func(), time.Time, bool) {
+func (a *All) Use(int) (func(), store.Hold, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return func() {}, a.dueAfter, true
+	return func() {}, a.hold, true
 }
 
 // HoldBack keeps the occurrences due by t from being dispatched (zero: none), as an outage
@@ -64,7 +64,7 @@ func (a *All) Use(int) (func(), time.Time, bool) {
 func (a *All) HoldBack(t time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.dueAfter = t
+	a.hold = store.Hold{DueBy: t}
 }
 
 func (a *All) Lost(int)      {}

@@ -13,6 +13,11 @@ import (
 // older than that field).
 type Outage struct{ From, To, Recorded time.Time }
 
+// Hold is what outages still settling hold back: the occurrences due by DueBy wait until at
+// least Until, when the hold is looked at again (it lifts, or narrows to an outage recorded
+// later). Zero: nothing is held.
+type Hold struct{ DueBy, Until time.Time }
+
 // Beat is what a heartbeat learns: how many planners are alive, the outages on record (newest
 // first), and Redis's clock as the heartbeat ran.
 type Beat struct {
