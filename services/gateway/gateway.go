@@ -46,9 +46,9 @@ func newGateway(ctx context.Context, cfg Config, logger *slog.Logger) (*gateway,
 		return nil, err
 	}
 	subjects := bus.NewSubjects(cfg.SubjectPrefix)
-	rest := arm.New(arm.Config{NATS: g.conn.Conn, Subjects: subjects, Auth: auth, Logger: logger,
+	rest := arm.New(arm.Config{NATS: g.conn, Subjects: subjects, Auth: auth, Logger: logger,
 		PublicURL: cfg.PublicURL, Timeout: cfg.RequestTimeout, Metrics: reg})
-	board, err := dashboard.New(dashboard.Config{NATS: g.conn.Conn, Subjects: subjects, Auth: auth, Logger: logger, Timeout: cfg.RequestTimeout})
+	board, err := dashboard.New(dashboard.Config{NATS: g.conn.Conn, Requests: g.conn, Subjects: subjects, Auth: auth, Logger: logger, Timeout: cfg.RequestTimeout})
 	if err != nil {
 		g.conn.Close()
 		return nil, fmt.Errorf("dashboard: %w", err)

@@ -201,6 +201,7 @@ type Conn struct {
 
 	mu      sync.Mutex
 	lastErr error
+	lost    chan struct{} // closed at the next disconnection (request.go)
 }
 
 // A connection whose server stops answering (it hangs, or the network drops packets without a
@@ -217,7 +218,7 @@ const (
 // Connect connects without waiting for a server: a service may start before NATS (a compose
 // file, a Kubernetes rollout) and keeps reconnecting for as long as it runs.
 func Connect(o Options, name string, logger *slog.Logger) (*Conn, error) {
-	c := &Conn{closed: make(chan struct{}), identity: o.Identity(), grace: o.AuthGrace}
+	c := &Conn{closed: make(chan struct{}), lost: make(chan struct{}), identity: o.Identity(), grace: o.AuthGrace}
 	if c.grace <= 0 {
 		c.grace = DefaultAuthGrace
 	}
@@ -236,6 +237,7 @@ func Connect(o Options, name string, logger *slog.Logger) (*Conn, error) {
 			logger.Info("nats connected", "server", config.RedactURLs(nc.ConnectedUrl()), "as", c.identity)
 		}),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			c.disconnected()
 			if err != nil {
 				c.note(logger, err)
 			}

@@ -2,6 +2,7 @@ package natsconn_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -85,4 +86,47 @@ func TestAServerThatHangsIsGivenUpWithinSeconds(t *testing.T) {
 	}
 	link.Thaw()
 	testenv.Eventually(t, 10*time.Second, "reconnected once it answers", func() bool { return c.IsConnected() })
+}
+
+// A request in flight when its connection is given up ends then, not at its deadline: the
+// answer would come to the connection that is gone. Once the link answers again, requests are
+// answered.
+func TestARequestInFlightEndsWhenItsConnectionIsLost(t *testing.T) {
+	srv := natstest.Start(t)
+	responder := srv.Connect(t)
+	answer := make(chan struct{})
+	if _, err := responder.Subscribe("svc", func(m *nats.Msg) {
+		select {
+		case <-answer:
+			_ = m.Respond([]byte("ok"))
+		default: // the first request is never answered
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := responder.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	link := testenv.StartProxy(t, srv.Addr().String())
+	c, _ := connect(t, natsconn.Options{URL: "nats://" + link.Addr()})
+	testenv.Eventually(t, 5*time.Second, "connected", func() bool { return c.Status() == nats.CONNECTED })
+	got := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, err := c.RequestMsgWithContext(ctx, nats.NewMsg("svc"))
+		got <- err
+	}()
+	link.Freeze()
+	if err := <-got; !errors.Is(err, natsconn.ErrConnectionLost) {
+		t.Fatalf("the request in flight ended with %v, want %v", err, natsconn.ErrConnectionLost)
+	}
+	close(answer)
+	link.Thaw()
+	testenv.Eventually(t, 10*time.Second, "reconnected", func() bool { return c.IsConnected() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if reply, err := c.RequestMsgWithContext(ctx, nats.NewMsg("svc")); err != nil || string(reply.Data) != "ok" {
+		t.Fatalf("a request after the reconnection: %v", err)
+	}
 }

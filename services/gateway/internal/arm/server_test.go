@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/resched/resched/services/gateway/internal/access"
 	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/internal/natsconn"
 )
 
 // planner is a Requester that answers every request with err (no planner, a time-out).
@@ -38,7 +39,10 @@ func TestAnswersWithoutPlanners(t *testing.T) {
 	}{
 		{"no planner", "GET", job, nats.ErrNoResponders, 503, "ServerBusy"},
 		{"no answer in time", "GET", job, context.DeadlineExceeded, 504, "OperationTimedOut"},
-		{"connection lost", "GET", job, nats.ErrConnectionClosed, 503, "ServerBusy"},
+		{"connection closed", "GET", job, nats.ErrConnectionClosed, 503, "ServerBusy"},
+		// The gateway's connection lost while the request waited (natsconn.Conn): at once, not
+		// after the request's deadline.
+		{"connection lost in flight", "GET", job, natsconn.ErrConnectionLost, 503, "ServerBusy"},
 		{"unknown path", "GET", "/subscriptions/s/providers/Microsoft.Web/sites?api-version=2016-03-01", nil, 404, "InvalidResourceType"},
 		{"wrong method", "POST", job, nil, 405, "InvalidHttpVerb"},
 	} {

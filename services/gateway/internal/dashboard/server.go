@@ -33,7 +33,10 @@ type Authenticator interface {
 
 // Config is what the dashboard needs.
 type Config struct {
-	NATS     *nats.Conn
+	NATS *nats.Conn
+	// Requests carries the requests to the planners; nil: NATS. The gateway's connection ends a
+	// request in flight when it is lost (natsconn.Conn).
+	Requests schedapi.Requester
 	Subjects bus.Subjects
 	Auth     Authenticator
 	Logger   *slog.Logger
@@ -58,7 +61,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 30 * time.Second
 	}
-	s := &Server{cfg: cfg, api: schedapi.Client{NC: cfg.NATS, Subjects: cfg.Subjects}}
+	if cfg.Requests == nil {
+		cfg.Requests = cfg.NATS
+	}
+	s := &Server{cfg: cfg, api: schedapi.Client{NC: cfg.Requests, Subjects: cfg.Subjects}}
 	s.scopes = &scopes{api: s.api}
 	s.hub = newHub(s.scopes)
 	if err := s.hub.start(cfg.NATS, cfg.Subjects); err != nil {

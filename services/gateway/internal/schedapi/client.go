@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/internal/natsconn"
 	"github.com/resched/resched/shared/job"
 )
 
@@ -62,6 +63,9 @@ func (c Client) Send(ctx context.Context, msg *nats.Msg, out any) (*nats.Msg, er
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		return nil, &Error{Status: http.StatusServiceUnavailable, Code: "ServerBusy", Message: "no scheduler planner is running; try again later"}
+	case errors.Is(err, natsconn.ErrConnectionLost):
+		return nil, &Error{Status: http.StatusServiceUnavailable, Code: "ServerBusy",
+			Message: "the connection to the scheduler was lost before it answered, so whether it was done is not known; try again (a GET, PUT or DELETE may be sent again as it was)"}
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
 		return nil, &Error{Status: http.StatusGatewayTimeout, Code: "OperationTimedOut", Message: "the scheduler did not answer in time; try again"}
 	case err != nil:

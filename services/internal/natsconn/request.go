@@ -1,0 +1,49 @@
+package natsconn
+
+import (
+	"context"
+	"errors"
+
+	"github.com/nats-io/nats.go"
+)
+
+// ErrConnectionLost ends a request whose connection was lost while it waited for the answer.
+var ErrConnectionLost = errors.New("the connection to NATS was lost before the answer came")
+
+// RequestMsgWithContext is nats.Conn's, except that a request in flight when the connection is
+// lost ends then, with ErrConnectionLost: its answer, if one was sent, went to the connection
+// that is gone. nats.go let it wait out ctx, so a gateway request that met a NATS link that
+// hangs waited its 30 s although the link was given up after about 3 s. Whether the request
+// reached the responder cannot be told. A request made while the connection is being made
+// again is held by nats.go and sent once it is back, as before.
+func (c *Conn) RequestMsgWithContext(ctx context.Context, msg *nats.Msg) (*nats.Msg, error) {
+	lost := c.lostSignal()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-lost:
+			cancel(ErrConnectionLost)
+		case <-ctx.Done():
+		}
+	}()
+	reply, err := c.Conn.RequestMsgWithContext(ctx, msg)
+	if err != nil && errors.Is(context.Cause(ctx), ErrConnectionLost) {
+		return nil, ErrConnectionLost
+	}
+	return reply, err
+}
+
+func (c *Conn) lostSignal() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lost
+}
+
+// disconnected ends the requests waiting on the connection that is gone.
+func (c *Conn) disconnected() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	close(c.lost)
+	c.lost = make(chan struct{})
+}
