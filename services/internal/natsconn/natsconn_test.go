@@ -3,6 +3,7 @@ package natsconn_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/resched/resched/services/internal/natsconn"
 	"github.com/resched/resched/services/internal/natstest"
 	"github.com/resched/resched/services/internal/testenv"
@@ -129,4 +131,38 @@ func TestARequestInFlightEndsWhenItsConnectionIsLost(t *testing.T) {
 	if reply, err := c.RequestMsgWithContext(ctx, nats.NewMsg("svc")); err != nil || string(reply.Data) != "ok" {
 		t.Fatalf("a request after the reconnection: %v", err)
 	}
+}
+
+// A connection to a server cut off from the rest of its cluster stays up (the server answers
+// pings) while JetStream cannot be reached through it; the watch moves it to another server.
+func TestAServerCutOffFromJetStreamIsLeft(t *testing.T) {
+	cl := natstest.StartPartitionableCluster(t, 3)
+	c, logs := connect(t, natsconn.Options{URL: cl.URLs()})
+	testenv.Eventually(t, 5*time.Second, "connected", func() bool { return c.IsConnected() })
+	js, err := jetstream.New(c.Conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Replicas: 3}); err != nil {
+		t.Fatal(err)
+	}
+	go c.WatchJetStream(ctx, natsconn.StreamLed(js, "S"), slog.New(slog.NewTextHandler(logs, nil)))
+	cut := c.ConnectedServerName()
+	cl.Isolate(cl.Index(cut))
+	testenv.Eventually(t, 30*time.Second, "the connection moved off the server cut off", func() bool {
+		return c.IsConnected() && c.ConnectedServerName() != cut
+	}, func() string { return logs.String() })
+	if !strings.Contains(logs.String(), "JetStream cannot be reached through this NATS server") {
+		t.Errorf("log:\n%s", logs.String())
+	}
+	// When the server cut off led the stream, the others elect a leader meanwhile.
+	var err2 error
+	testenv.Eventually(t, 20*time.Second, "a publish to the stream through the new server", func() bool {
+		pctx, pcancel := context.WithTimeout(context.Background(), time.Second)
+		defer pcancel()
+		_, err2 = js.Publish(pctx, "s.a", nil)
+		return err2 == nil
+	}, func() string { return fmt.Sprint(err2) })
 }

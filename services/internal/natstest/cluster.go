@@ -19,21 +19,46 @@ import (
 type Cluster struct {
 	Servers []*Server
 	t       testing.TB
+	// routes[i][j] carries the routes server i opens to server j, in a cluster whose routes
+	// can be cut (StartPartitionableCluster); nil otherwise.
+	routes [][]*testenv.Proxy
 }
 
 // StartCluster starts n servers named n0…, forming the cluster "resched", and waits until
 // JetStream has a meta leader.
-func StartCluster(t testing.TB, n int) *Cluster {
+func StartCluster(t testing.TB, n int) *Cluster { return startCluster(t, n, false) }
+
+// StartPartitionableCluster is StartCluster with every route through a proxy, so that a test
+// can cut a server off from the others (Isolate) while its clients stay connected to it, as a
+// network partition between the servers' machines does.
+func StartPartitionableCluster(t testing.TB, n int) *Cluster { return startCluster(t, n, true) }
+
+func startCluster(t testing.TB, n int, proxied bool) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t}
 	clusterPorts := make([]int, n)
 	for i := range n {
 		clusterPorts[i] = testenv.FreePort(t)
 	}
+	if proxied {
+		c.routes = make([][]*testenv.Proxy, n)
+		for i := range n {
+			c.routes[i] = make([]*testenv.Proxy, n)
+			for j, p := range clusterPorts {
+				if j != i {
+					c.routes[i][j] = testenv.StartProxy(t, fmt.Sprintf("127.0.0.1:%d", p))
+				}
+			}
+		}
+	}
 	for i := range n {
 		var routes []string
 		for j, p := range clusterPorts {
-			if j != i {
+			switch {
+			case j == i:
+			case proxied:
+				routes = append(routes, "nats://"+c.routes[i][j].Addr())
+			default:
 				routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", p))
 			}
 		}
@@ -41,7 +66,12 @@ func StartCluster(t testing.TB, n int) *Cluster {
 			ServerName: fmt.Sprintf("n%d", i), Host: "127.0.0.1", Port: testenv.FreePort(t),
 			JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
 			Cluster: server.ClusterOpts{Name: "resched", Host: "127.0.0.1", Port: clusterPorts[i]},
-			Routes:  server.RoutesFromStr(strings.Join(routes, ",")),
+			Routes: server.RoutesFromStr(strings.Join(routes, ",")),
+		}
+		if proxied {
+			// Through the proxies only: told of each other's own addresses (gossip), the
+			// servers would route to each other directly as well. Port 1 refuses.
+			opts.Cluster.Advertise = "127.0.0.1:1"
 		}
 		s := &Server{opts: opts, t: t}
 		s.start()
@@ -94,6 +124,61 @@ func (c *Cluster) metaLeader() bool {
 	}
 	return false
 }
+
+// Isolate cuts server i's routes to and from every other server until Rejoin; its clients
+// stay connected to it.
+func (c *Cluster) Isolate(i int) { c.eachRoute(i, (*testenv.Proxy).Cut) }
+
+// Rejoin lets server i route to the others again.
+func (c *Cluster) Rejoin(i int) { c.eachRoute(i, (*testenv.Proxy).Mend) }
+
+func (c *Cluster) eachRoute(i int, f func(*testenv.Proxy)) {
+	if c.routes == nil {
+		c.t.Fatal("natstest: the routes of a cluster not started by StartPartitionableCluster cannot be cut")
+	}
+	for j := range c.routes {
+		if j != i {
+			f(c.routes[i][j])
+			f(c.routes[j][i])
+		}
+	}
+}
+
+// Index is the position in Servers of the server named name; it fails the test when none is.
+func (c *Cluster) Index(name string) int {
+	for i, s := range c.Servers {
+		if s.opts.ServerName == name {
+			return i
+		}
+	}
+	c.t.Fatalf("natstest: no server %q in the cluster", name)
+	return -1
+}
+
+// Hosting is the position in Servers of the server a client connection whose name holds part
+// is connected to; it fails the test when none is.
+func (c *Cluster) Hosting(part string) int {
+	c.t.Helper()
+	for i, s := range c.Servers {
+		if !s.Running() {
+			continue
+		}
+		conns, err := s.Connz(&server.ConnzOptions{Limit: 1024})
+		if err != nil {
+			c.t.Fatalf("natstest: connections of %s: %v", s.opts.ServerName, err)
+		}
+		for _, ci := range conns.Conns {
+			if strings.Contains(ci.Name, part) {
+				return i
+			}
+		}
+	}
+	c.t.Fatalf("natstest: no server has a connection named with %q", part)
+	return -1
+}
+
+// URL is server i's own client URL.
+func (c *Cluster) URL(i int) string { return fmt.Sprintf("nats://127.0.0.1:%d", c.Servers[i].opts.Port) }
 
 // Running reports whether the server runs.
 func (s *Server) Running() bool { return s.Server != nil && s.Server.Running() }

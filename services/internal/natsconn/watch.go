@@ -1,0 +1,108 @@
+package natsconn
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/resched/resched/services/internal/config"
+)
+
+// A NATS server cut off from the rest of its cluster (a network partition between the
+// servers' machines) still answers its clients' pings, so their connections stay up, but
+// nothing they publish to a stream is stored and no consumer answers them: the stream's quorum
+// is on the other side. A planner on such a server kept its leases and published nothing, and
+// the workers on it delivered nothing, until the partition healed
+// (TestNATSClusterServerCutOff, services/chaos). WatchJetStream asks JetStream a question
+// through the connection every watchEvery; after watchFailures unanswered in a row, it moves
+// the connection to another server of the cluster. The account's information and the names of
+// its streams are answered by the server cut off as if nothing were wrong; the information of
+// a stream waits for its leader, then (after about 5 s) says it has none (StreamLed).
+const (
+	watchEvery    = time.Second
+	watchFailures = 3
+	// watchRest is the least time between two moves: while JetStream is away on every
+	// server (its meta leader being elected), a move a second would only add reconnections.
+	watchRest = 10 * time.Second
+)
+
+// WatchJetStream runs until ctx ends. probe asks JetStream something cheap (StreamLed) and
+// returns its error. With a single server known there is nowhere to go, and
+// it only probes.
+func (c *Conn) WatchJetStream(ctx context.Context, probe func(context.Context) error, logger *slog.Logger) {
+	t := time.NewTicker(watchEvery)
+	defer t.Stop()
+	failed := 0
+	var moved time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !c.IsConnected() {
+			failed = 0
+			continue
+		}
+		pctx, cancel := context.WithTimeout(ctx, watchEvery)
+		err := probe(pctx)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			failed = 0
+			continue
+		}
+		failed++
+		if failed < watchFailures || len(c.Servers()) < 2 || time.Since(moved) < watchRest {
+			continue
+		}
+		logger.Warn("JetStream cannot be reached through this NATS server; moving to another",
+			"server", config.RedactURLs(c.ConnectedUrl()), "unanswered", failed, "error", err)
+		failed, moved = 0, time.Now()
+		if err := c.ForceReconnect(); err != nil {
+			logger.Warn("nats reconnect", "error", err)
+		}
+	}
+}
+
+var (
+	errNoLeader = errors.New("the stream has no leader")
+	errNoQuorum = errors.New("the stream's leader has not heard from enough of its replicas")
+)
+
+// replicaSilence is how long a stream's leader may go without hearing from a replica before
+// that replica no longer counts towards a quorum; they answer its heartbeats every second.
+const replicaSilence = 3 * time.Second
+
+// StreamLed is a probe for WatchJetStream: the stream's information, with a leader when the
+// stream is replicated in a cluster, which has heard from a quorum of the replicas lately. A
+// leader cut off with its clients goes on calling itself leader for about 20 s (measured with
+// nats-server 2.15), its replicas silent; a server cut off that does not lead the stream
+// waits for the leader, then says there is none. While a new leader is elected every server
+// sees none, and a move is one reconnection at most every watchRest.
+func StreamLed(js jetstream.JetStream, stream string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		st, err := js.Stream(ctx, stream)
+		if err != nil {
+			return err
+		}
+		c := st.CachedInfo().Cluster
+		switch {
+		case c == nil:
+			return nil // not in a cluster
+		case c.Leader == "":
+			return errNoLeader
+		}
+		heard := 0
+		for _, r := range c.Replicas {
+			if !r.Offline && r.Active < replicaSilence {
+				heard++
+			}
+		}
+		if 2*(heard+1) <= len(c.Replicas)+1 {
+			return errNoQuorum
+		}
+		return nil
+	}
+}
