@@ -272,6 +272,38 @@ func TestNATSClusterStreamLeaderHangs(t *testing.T) {
 		backends{redisURL: r.URL(), natsURL: nc.URLs(), replicas: 3, connect: func(tb testing.TB) *nats.Conn { return connectAll(tb, nc.URLs()) }})
 }
 
+// A NATS server cut off from the other servers of its cluster (a network partition between
+// their machines) while its clients stay connected to it and it answers their pings: the one
+// planner-1 is connected to. Nothing can be stored through it (the due stream's quorum is on
+// the other side), and no consumer answers through it. Before the services watched JetStream
+// through their connections, planner-1 kept its leases and published nothing, and the workers
+// on that server delivered nothing, until the cut healed: occurrences up to 27 s late.
+func TestNATSClusterServerCutOff(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a fault run of 45 s")
+	}
+	nc := natstest.StartPartitionableCluster(t, 3)
+	r := redistest.Start(t, redistest.WithPersistence())
+	cut := -1
+	runProfile(t, profile{name: "nats server cut off", planners: 2, workers: 2, groups: topologyGroups, span: topologySpan,
+		faults: func(c *cluster, s *schedule) {
+			s.at(8*time.Second, "cut planner-1's NATS server off from the others", func() {
+				// The planner's connection is named with its id, which holds its process id.
+				cut = nc.Hosting(fmt.Sprintf("-%d-", c.planners[1].PID()))
+				c.timeline.add(time.Now(), linkCut, "planner-1")
+				c.timeline.add(time.Now(), natsLoss, fmt.Sprint("n", cut, " cut off"))
+				nc.Isolate(cut)
+			})
+			s.at(22*time.Second, "let the server route to the others again", func() {
+				// It has called elections of its own meanwhile, so its return makes the cluster
+				// elect its leaders again: an acknowledgement not yet replicated is lost.
+				c.timeline.add(time.Now(), natsLoss, fmt.Sprint("n", cut, " rejoins"))
+				nc.Rejoin(cut)
+			})
+		}},
+		backends{redisURL: r.URL(), natsURL: nc.URLs(), replicas: 3, connect: func(tb testing.TB) *nats.Conn { return connectAll(tb, nc.URLs()) }})
+}
+
 // jetStream is the test's JetStream context.
 func (c *cluster) jetStream() jetstream.JetStream {
 	js, err := jetstream.New(c.nc)

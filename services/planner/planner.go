@@ -86,7 +86,9 @@ func newPlanner(cfg Config, logger *slog.Logger) (*planner, error) {
 		}
 		cfg.NATS.URL = p.embedded.ClientURL()
 	}
-	if p.conn, err = natsconn.Connect(cfg.NATS, "resched-planner", logger); err != nil {
+	// Named with the planner's id, as `schedctl cluster status` lists it: a NATS server's
+	// connection report then says which planner is where.
+	if p.conn, err = natsconn.Connect(cfg.NATS, "resched-planner "+p.id, logger); err != nil {
 		p.close()
 		return nil, err
 	}
@@ -274,6 +276,9 @@ func (p *planner) start(ctx context.Context, parts *sync.WaitGroup, fail context
 		})
 	}
 	parts.Go(func() { p.metrics.SampleDueBacklog(ctx, backlogInterval, p.store.DueBacklog, p.log) })
+	// A server cut off from the rest of its cluster is left for another: the planner keeps its
+	// leases meanwhile, and would publish nothing until the cut healed.
+	parts.Go(func() { p.conn.WatchJetStream(ctx, natsconn.StreamLed(p.js, p.subjects.DueStream()), p.log) })
 	return apiSrv, nil
 }
 

@@ -28,6 +28,7 @@ type worker struct {
 	cfg      Config
 	log      *slog.Logger
 	conn     *natsconn.Conn
+	js       jetstream.JetStream
 	consumer *consumer.Consumer
 	closeDel func(context.Context) // releases the deliverers' connections
 	http     *health.Server
@@ -55,13 +56,12 @@ func newWorker(cfg Config, logger *slog.Logger) (*worker, error) {
 		w.closeDel(context.Background())
 		return nil, err
 	}
-	js, err := jetstream.New(w.conn.Conn)
-	if err != nil {
+	if w.js, err = jetstream.New(w.conn.Conn); err != nil {
 		w.close()
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
 	w.consumer = consumer.New(consumer.Config{
-		JS: js, Subjects: bus.NewSubjects(cfg.SubjectPrefix), Logger: logger, Metrics: m,
+		JS: w.js, Subjects: bus.NewSubjects(cfg.SubjectPrefix), Logger: logger, Metrics: m,
 		Executor: executor.New(executor.Config{
 			Deliverer: registry, Secrets: cfg.keys, MinRetryInterval: cfg.MinRetryInterval, Timeout: cfg.AttemptTimeout, Region: cfg.Region,
 		}),
@@ -106,6 +106,8 @@ func (w *worker) run(ctx context.Context) error {
 		}
 	}()
 	w.log.Info("http listening", "addr", w.http.Addr().String())
+	// A server cut off from the rest of its cluster is left for another.
+	go w.conn.WatchJetStream(runCtx, natsconn.StreamLed(w.js, bus.NewSubjects(w.cfg.SubjectPrefix).DueStream()), w.log)
 
 	go func() {
 		select {

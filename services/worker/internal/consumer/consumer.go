@@ -45,8 +45,11 @@ const phaseError = "error"
 // the end of the last pull, and costs an idle worker one request per pullWait.
 const pullWait = time.Second
 
-// maxSetupDelay bounds the growing wait between two attempts to set the consumer up.
-const maxSetupDelay = 10 * time.Second
+// maxSetupDelay bounds the growing wait between two attempts to set the consumer up. An
+// attempt is two small requests; a wait of up to 10 s let a worker idle that long after
+// JetStream was back (TestNATSClusterServerCutOff: its leaders elected again when the server
+// cut off rejoined, occurrences 9 s late).
+const maxSetupDelay = 2 * time.Second
 
 // errAbandoned is the cause given to deliveries still running when the stop timeout ends.
 var errAbandoned = errors.New("worker stopping: delivery abandoned")
