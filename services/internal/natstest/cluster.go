@@ -66,7 +66,7 @@ func startCluster(t testing.TB, n int, proxied bool) *Cluster {
 			ServerName: fmt.Sprintf("n%d", i), Host: "127.0.0.1", Port: testenv.FreePort(t),
 			JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
 			Cluster: server.ClusterOpts{Name: "resched", Host: "127.0.0.1", Port: clusterPorts[i]},
-			Routes: server.RoutesFromStr(strings.Join(routes, ",")),
+			Routes:  server.RoutesFromStr(strings.Join(routes, ",")),
 		}
 		if proxied {
 			// Through the proxies only: told of each other's own addresses (gossip), the
@@ -178,7 +178,9 @@ func (c *Cluster) Hosting(part string) int {
 }
 
 // URL is server i's own client URL.
-func (c *Cluster) URL(i int) string { return fmt.Sprintf("nats://127.0.0.1:%d", c.Servers[i].opts.Port) }
+func (c *Cluster) URL(i int) string {
+	return fmt.Sprintf("nats://127.0.0.1:%d", c.Servers[i].opts.Port)
+}
 
 // Running reports whether the server runs.
 func (s *Server) Running() bool { return s.Server != nil && s.Server.Running() }
