@@ -479,7 +479,7 @@ func (pd *partitionDispatcher) confirm(ctx context.Context, msgs []*outgoing, re
 			// Silent otherwise: a hung stream leader answers nothing and returns no error.
 			pd.cfg.Metrics.Error("ack_stall")
 			pd.cfg.Logger.Warn("the due stream acknowledged nothing for a while; what it did not acknowledge is sent again",
-				"partition", pd.p, "waited", ackStall, "failed", failed)
+				"partition", pd.p, "waited", ackStall.String(), "failed", failed)
 		}
 		switch {
 		case failed == 0:
