@@ -71,7 +71,7 @@ type Config struct {
 func defaultConfig() Config {
 	return Config{
 		LogLevel:         slog.LevelInfo,
-		NATS:             natsconn.Options{URL: "nats://127.0.0.1:4222"},
+		NATS:             natsconn.Options{URL: "nats://127.0.0.1:4222", PingInterval: natsconn.DefaultPingInterval},
 		Redis:            redisconn.Options{URL: "redis://127.0.0.1:6379/0"},
 		SubjectPrefix:    "scheduler",
 		HTTPAddr:         ":8081",

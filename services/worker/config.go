@@ -58,7 +58,7 @@ type Config struct {
 func defaultConfig() Config {
 	return Config{
 		LogLevel:             slog.LevelInfo,
-		NATS:                 natsconn.Options{URL: "nats://127.0.0.1:4222"},
+		NATS:                 natsconn.Options{URL: "nats://127.0.0.1:4222", PingInterval: natsconn.DefaultPingInterval},
 		SubjectPrefix:        "scheduler",
 		HTTPAddr:             ":8082",
 		Region:               "local",

@@ -7,6 +7,7 @@
 package natsconn
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -38,6 +39,9 @@ type Options struct {
 	// AuthGrace is how long a service that was connected keeps trying credentials the server
 	// refuses before its liveness fails; 0: DefaultAuthGrace.
 	AuthGrace time.Duration
+	// PingInterval is how often the connection pings its server; a server that leaves two
+	// pings unanswered is given up and another tried. 0: DefaultPingInterval.
+	PingInterval time.Duration
 }
 
 // Settings are the options as settings of a service: the flags -nats-url, -nats-user,
@@ -58,6 +62,7 @@ func (o *Options) Settings() []config.Setting {
 		config.Define("NATS client certificate", "nats-cert", "NATS_CERT", "PEM file of a client certificate (mutual TLS), with -nats-key", config.OptionalText(&o.Cert, readable)),
 		config.Define("NATS client key", "nats-key", "NATS_KEY", "PEM file of the client certificate's key", config.OptionalText(&o.Key, readable)),
 		config.Define("NATS inbox prefix", "nats-inbox-prefix", "NATS_INBOX_PREFIX", "subject prefix of this service's reply inboxes (default _INBOX), for a user allowed only its own", config.OptionalText(&o.InboxPrefix, config.SubjectPrefix)),
+		config.Define("NATS ping interval", "nats-ping-interval", "NATS_PING_INTERVAL", "how often the connection pings its server; a server that leaves two unanswered is given up for another (raise it for a link whose round trip nears a second)", config.Duration(&o.PingInterval, 100*time.Millisecond)),
 	}
 }
 
@@ -135,7 +140,8 @@ func credsUser(path string) (*jwt.UserClaims, error) {
 // LogValue is what may be logged of the options: the URLs without their secrets, and the
 // files and names, never a password, token or seed.
 func (o Options) LogValue() slog.Value {
-	attrs := []slog.Attr{slog.String("url", config.RedactURLs(o.URL)), slog.String("identity", o.Identity())}
+	attrs := []slog.Attr{slog.String("url", config.RedactURLs(o.URL)), slog.String("identity", o.Identity()),
+		slog.String("ping_interval", cmp.Or(o.PingInterval, DefaultPingInterval).String())}
 	for k, v := range map[string]string{"ca": o.CA, "cert": o.Cert, "inbox_prefix": o.InboxPrefix} {
 		if v != "" {
 			attrs = append(attrs, slog.String(k, v))
@@ -205,14 +211,14 @@ type Conn struct {
 }
 
 // A connection whose server stops answering (it hangs, or the network drops packets without a
-// reset) is given up after maxPingsOut pings unanswered, pingInterval apart, and the client
-// reconnects, to another server of a cluster. With nats.go's defaults (2 min, 2) a planner
-// kept such a connection for minutes, its leases too, and published nothing: its jobs waited
-// until the link came back (docs/operations.md). A ping a second costs nothing; no connection
-// went stale in bursts of 100,000 fires on two loaded cores.
+// reset) is given up after maxPingsOut pings unanswered, DefaultPingInterval apart, and the
+// client reconnects, to another server of a cluster. With nats.go's defaults (2 min, 2) a
+// planner kept such a connection for minutes, its leases too, and published nothing: its jobs
+// waited until the link came back (docs/operations.md). A ping a second costs nothing; no
+// connection went stale in bursts of 100,000 fires on two loaded cores.
 const (
-	pingInterval = time.Second
-	maxPingsOut  = 2
+	DefaultPingInterval = time.Second
+	maxPingsOut         = 2
 )
 
 // Connect connects without waiting for a server: a service may start before NATS (a compose
@@ -231,7 +237,7 @@ func Connect(o Options, name string, logger *slog.Logger) (*Conn, error) {
 		nats.RetryOnFailedConnect(true),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(time.Second),
-		nats.PingInterval(pingInterval), nats.MaxPingsOutstanding(maxPingsOut),
+		nats.PingInterval(cmp.Or(o.PingInterval, DefaultPingInterval)), nats.MaxPingsOutstanding(maxPingsOut),
 		nats.ConnectHandler(func(nc *nats.Conn) {
 			c.letIn()
 			logger.Info("nats connected", "server", config.RedactURLs(nc.ConnectedUrl()), "as", c.identity)

@@ -166,3 +166,30 @@ func TestAServerCutOffFromJetStreamIsLeft(t *testing.T) {
 		return err2 == nil
 	}, func() string { return fmt.Sprint(err2) })
 }
+
+// NATS_PING_INTERVAL reaches the connection, for a link whose round trip nears the default's
+// second; unset, the default.
+func TestPingIntervalIsASetting(t *testing.T) {
+	srv := natstest.Start(t)
+	for _, c := range []struct {
+		set, want time.Duration
+	}{{0, natsconn.DefaultPingInterval}, {5 * time.Second, 5 * time.Second}} {
+		conn, _ := connect(t, natsconn.Options{URL: srv.ClientURL(), PingInterval: c.set})
+		if got := conn.Opts.PingInterval; got != c.want {
+			t.Errorf("ping interval set to %v: the connection pings every %v, want %v", c.set, got, c.want)
+		}
+		if got := conn.Opts.MaxPingsOut; got != 2 {
+			t.Errorf("%d pings may go unanswered, want 2", got)
+		}
+	}
+	o := natsconn.Options{}
+	for _, s := range o.Settings() {
+		if s.Env == "NATS_PING_INTERVAL" {
+			if err := s.Value.Set("50ms"); err == nil {
+				t.Error("a ping interval of 50ms is taken; the least is 100ms")
+			}
+			return
+		}
+	}
+	t.Error("no NATS_PING_INTERVAL setting")
+}
