@@ -47,7 +47,8 @@ type backends struct {
 	workerNATS func(i int) string
 	// targetDelay is how long the target takes to answer: long, workers hold deliveries.
 	targetDelay time.Duration
-	replicas    int // of the streams
+	plannerEnv  []string // settings every planner gets besides the run's own
+	replicas    int      // of the streams
 	connect     func(t testing.TB) *nats.Conn
 	redis       *redistest.Server // the single server, for restarts; nil with a cluster
 	nats        *natstest.Server  // the single server, for restarts; nil with a cluster
@@ -70,9 +71,9 @@ func newCluster(t *testing.T, planners, workers int, back backends) *cluster {
 		if back.plannerURLs != nil {
 			natsURL, redisURL = back.plannerURLs(i)
 		}
-		c.planners = append(c.planners, testenv.Start(t, c.dir, fmt.Sprint("planner-", i), c.bin+"/planner", []string{
+		c.planners = append(c.planners, testenv.Start(t, c.dir, fmt.Sprint("planner-", i), c.bin+"/planner", append([]string{
 			"NATS_URL=" + natsURL, "REDIS_URL=" + redisURL, "RESCHED_PLANNER_HTTP_ADDR=127.0.0.1:0",
-			"RESCHED_PLANNER_SHUTDOWN_TIMEOUT=5s", fmt.Sprint("RESCHED_PLANNER_STREAM_REPLICAS=", back.replicas)}))
+			"RESCHED_PLANNER_SHUTDOWN_TIMEOUT=5s", fmt.Sprint("RESCHED_PLANNER_STREAM_REPLICAS=", back.replicas)}, back.plannerEnv...)))
 		c.timeline.add(time.Now(), up, fmt.Sprint("planner-", i))
 	}
 	for i := range workers {
