@@ -3,7 +3,8 @@
 // holds every way a production NATS asks a client to prove who it is: user and password or a
 // token (in the URL or apart), a .creds file (operator mode), an nkey seed, TLS with a private
 // CA, a client certificate; and a custom inbox prefix for a user whose permissions allow only
-// its own replies.
+// its own replies. A service's connection also ends a request in flight when it is lost
+// (request.go) and leaves a server through which JetStream cannot be reached (watch.go).
 package natsconn
 
 import (
