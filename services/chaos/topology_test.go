@@ -3,6 +3,7 @@ package chaos
 import (
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -186,47 +187,64 @@ func TestWorkerLinkToNATSHangs(t *testing.T) {
 		back)
 }
 
-// cutPlannerOff runs two planners on one Redis and one NATS server, planner-1's link to one of
-// them through a proxy, cut from 8 s to 22 s.
+// cutPlannerOff runs two planners on one Redis and one NATS server, planner-1's links to those
+// named in from ("nats", "redis", or "nats and redis") through proxies, cut from 8 s to 22 s.
 func cutPlannerOff(t *testing.T, from string) { linkFault(t, from, false) }
 
-// linkFault is cutPlannerOff, with the link frozen rather than cut when freeze is set.
+// linkFault is cutPlannerOff, with the links frozen rather than cut when freeze is set.
 func linkFault(t *testing.T, from string, freeze bool) {
 	if testing.Short() {
 		t.Skip("a fault run of 45 s")
 	}
 	back := single(t)
-	target := back.redis.Addr
-	if from == "nats" {
-		target = back.nats.Addr().String()
+	var links []*testenv.Proxy
+	natsURL, redisURL := back.natsURL, back.redisURL
+	if strings.Contains(from, "nats") {
+		l := testenv.StartProxy(t, back.nats.Addr().String())
+		links, natsURL = append(links, l), "nats://"+l.Addr()
 	}
-	link := testenv.StartProxy(t, target)
+	if strings.Contains(from, "redis") {
+		l := testenv.StartProxy(t, back.redis.Addr)
+		links, redisURL = append(links, l), "redis://"+l.Addr()+"/0"
+	}
 	back.plannerURLs = func(i int) (string, string) {
-		switch {
-		case i != 1:
+		if i != 1 {
 			return back.natsURL, back.redisURL
-		case from == "nats":
-			return "nats://" + link.Addr(), back.redisURL
 		}
-		return back.natsURL, "redis://" + link.Addr() + "/0"
+		return natsURL, redisURL
+	}
+	each := func(f func(*testenv.Proxy)) func() {
+		return func() {
+			for _, l := range links {
+				f(l)
+			}
+		}
 	}
 	runProfile(t, profile{name: "planner cut off from " + from, planners: 2, workers: 2, groups: topologyGroups, span: topologySpan,
 		faults: func(c *cluster, s *schedule) {
 			if freeze {
 				s.at(8*time.Second, "freeze planner-1's link to "+from, func() {
 					c.timeline.add(time.Now(), linkCut, "planner-1")
-					link.Freeze()
+					each((*testenv.Proxy).Freeze)()
 				})
-				s.at(22*time.Second, "thaw planner-1's link to "+from, link.Thaw)
+				s.at(22*time.Second, "thaw planner-1's link to "+from, each((*testenv.Proxy).Thaw))
 				return
 			}
 			s.at(8*time.Second, "cut planner-1 off from "+from, func() {
 				c.timeline.add(time.Now(), linkCut, "planner-1")
-				link.Cut()
+				each((*testenv.Proxy).Cut)()
 			})
-			s.at(22*time.Second, "mend planner-1's link to "+from, link.Mend)
+			s.at(22*time.Second, "mend planner-1's link to "+from, each((*testenv.Proxy).Mend))
 		}},
 		back)
+}
+
+// A planner cut off from NATS and Redis at once (its own network lost): it can neither renew
+// its leases nor publish; the other planner takes its partitions once the leases run out, and
+// it takes its share again once back. In `make chaos` only.
+func TestPlannerCutOffFromNATSAndRedis(t *testing.T) {
+	fullRunOnly(t)
+	cutPlannerOff(t, "nats and redis")
 }
 
 // In `make chaos` only: TestNATSClusterStreamLeaderHangs, in `make test`, loses the leader too.
