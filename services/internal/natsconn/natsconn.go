@@ -206,6 +206,9 @@ type Conn struct {
 	authSince atomic.Int64 // when the server began refusing the credentials (unix ns); 0: it does not
 	authLogs  atomic.Int64 // when a refusal was last logged (unix ns), to log a refusal loop sparsely
 
+	log        *slog.Logger
+	unanswered atomic.Int32 // requests in a row that no responder took (request.go)
+
 	mu      sync.Mutex
 	lastErr error
 	lost    chan struct{} // closed at the next disconnection (request.go)
@@ -225,7 +228,7 @@ const (
 // Connect connects without waiting for a server: a service may start before NATS (a compose
 // file, a Kubernetes rollout) and keeps reconnecting for as long as it runs.
 func Connect(o Options, name string, logger *slog.Logger) (*Conn, error) {
-	c := &Conn{closed: make(chan struct{}), lost: make(chan struct{}), identity: o.Identity(), grace: o.AuthGrace}
+	c := &Conn{closed: make(chan struct{}), lost: make(chan struct{}), identity: o.Identity(), grace: o.AuthGrace, log: logger}
 	if c.grace <= 0 {
 		c.grace = DefaultAuthGrace
 	}

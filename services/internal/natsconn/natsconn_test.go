@@ -193,3 +193,40 @@ func TestPingIntervalIsASetting(t *testing.T) {
 	}
 	t.Error("no NATS_PING_INTERVAL setting")
 }
+
+// Requests through a server cut off from the rest of its cluster find no responder (the
+// planners are on the other side) while the connection stays up; after three in a row the
+// connection moves to another server, and requests are answered again.
+func TestRequestsNobodyTakesMoveTheConnection(t *testing.T) {
+	cl := natstest.StartPartitionableCluster(t, 3)
+	c, logs := connect(t, natsconn.Options{URL: cl.URLs()})
+	testenv.Eventually(t, 5*time.Second, "connected", func() bool { return c.IsConnected() })
+	cut := cl.Index(c.ConnectedServerName())
+	responder, err := nats.Connect(cl.URL((cut + 1) % 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(responder.Close)
+	if _, err := responder.Subscribe("svc", func(m *nats.Msg) { _ = m.Respond([]byte("ok")) }); err != nil {
+		t.Fatal(err)
+	}
+	ask := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := c.RequestMsgWithContext(ctx, nats.NewMsg("svc"))
+		return err
+	}
+	testenv.Eventually(t, 10*time.Second, "the responder reached", func() bool { return ask() == nil })
+	cl.Isolate(cut)
+	testenv.Eventually(t, 5*time.Second, "no responder through the server cut off", func() bool {
+		return errors.Is(ask(), nats.ErrNoResponders)
+	})
+	var last error
+	testenv.Eventually(t, 20*time.Second, "answered again", func() bool {
+		last = ask()
+		return last == nil
+	}, func() string { return fmt.Sprint(last, "\n", logs.String()) })
+	if c.ConnectedServerName() == cl.Servers[cut].Name() || !strings.Contains(logs.String(), "no responder through this NATS server") {
+		t.Errorf("connected to %s (cut off: n%d); log:\n%s", c.ConnectedServerName(), cut, logs.String())
+	}
+}

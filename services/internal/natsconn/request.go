@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/nats-io/nats.go"
+	"github.com/resched/resched/services/internal/config"
 )
 
 // ErrConnectionLost ends a request whose connection was lost while it waited for the answer.
@@ -28,10 +29,33 @@ func (c *Conn) RequestMsgWithContext(ctx context.Context, msg *nats.Msg) (*nats.
 		}
 	}()
 	reply, err := c.Conn.RequestMsgWithContext(ctx, msg)
-	if err != nil && errors.Is(context.Cause(ctx), ErrConnectionLost) {
+	switch {
+	case err == nil:
+		c.unanswered.Store(0)
+	case errors.Is(context.Cause(ctx), ErrConnectionLost):
 		return nil, ErrConnectionLost
+	case errors.Is(err, nats.ErrNoResponders):
+		c.noResponder()
 	}
 	return reply, err
+}
+
+// noResponder counts a request no responder took. After watchFailures in a row it moves the
+// connection to another server, when one is known: a server cut off from the rest of its
+// cluster knows no responder on the other side, and its clients stay connected to it (it
+// answers their pings). The gateway, whose NATS user may only send requests to the planners,
+// cannot watch JetStream as the planners and workers do (watch.go). With every responder gone
+// (no planner running), the moves are harmless, a reconnection every watchFailures requests.
+func (c *Conn) noResponder() {
+	if c.unanswered.Add(1) < watchFailures || len(c.Servers()) < 2 || !c.IsConnected() {
+		return
+	}
+	c.unanswered.Store(0)
+	c.log.Warn("no responder through this NATS server for requests in a row; moving to another",
+		"server", config.RedactURLs(c.ConnectedUrl()), "requests", watchFailures)
+	if err := c.ForceReconnect(); err != nil {
+		c.log.Warn("nats reconnect", "error", err)
+	}
 }
 
 func (c *Conn) lostSignal() <-chan struct{} {
