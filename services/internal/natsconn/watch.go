@@ -20,18 +20,18 @@ import (
 // the connection to another server of the cluster. The account's information and the names of
 // its streams are answered by the server cut off as if nothing were wrong; the information of
 // a stream waits for its leader, then (after about 5 s) says it has none (StreamLed).
-// After a move the count starts again, so moves are at least watchFailures probes apart:
-// while a stream's new leader is elected every server lacks one, and a client on the healthy
-// side may move too (measured: to the server cut off, whose clients were about to leave it).
-// A rest of 10 s between moves held such a client there, its jobs 13.6 s late.
+//
+// After a move the count starts again, so moves are at least watchFailures probes apart.
+// While a stream's new leader is elected every server lacks one, and a client on the healthy
+// side may move too (it was seen moving to the server cut off, whose clients were about to
+// leave it); a rest of 10 s between moves held such a client there, its jobs 13.6 s late.
 const (
 	watchEvery    = time.Second
 	watchFailures = 3
 )
 
 // WatchJetStream runs until ctx ends. probe asks JetStream something cheap (StreamLed) and
-// returns its error. With a single server known there is nowhere to go, and
-// it only probes.
+// returns its error. With a single server known there is nowhere to go, and it only probes.
 func (c *Conn) WatchJetStream(ctx context.Context, probe func(context.Context) error, logger *slog.Logger) {
 	t := time.NewTicker(watchEvery)
 	defer t.Stop()
