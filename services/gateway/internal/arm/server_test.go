@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -36,15 +37,16 @@ func TestAnswersWithoutPlanners(t *testing.T) {
 		err                error
 		status             int
 		code               string
+		says               string // in the message, when set
 	}{
-		{"no planner", "GET", job, nats.ErrNoResponders, 503, "ServerBusy"},
-		{"no answer in time", "GET", job, context.DeadlineExceeded, 504, "OperationTimedOut"},
-		{"connection closed", "GET", job, nats.ErrConnectionClosed, 503, "ServerBusy"},
+		{"no planner", "GET", job, nats.ErrNoResponders, 503, "ServerBusy", "no scheduler planner is running"},
+		{"no answer in time", "GET", job, context.DeadlineExceeded, 504, "OperationTimedOut", "did not answer in time"},
+		{"connection closed", "GET", job, nats.ErrConnectionClosed, 503, "ServerBusy", "cannot be reached"},
 		// The gateway's connection lost while the request waited (natsconn.Conn): at once, not
 		// after the request's deadline.
-		{"connection lost in flight", "GET", job, natsconn.ErrConnectionLost, 503, "ServerBusy"},
-		{"unknown path", "GET", "/subscriptions/s/providers/Microsoft.Web/sites?api-version=2016-03-01", nil, 404, "InvalidResourceType"},
-		{"wrong method", "POST", job, nil, 405, "InvalidHttpVerb"},
+		{"connection lost in flight", "GET", job, natsconn.ErrConnectionLost, 503, "ServerBusy", "whether it was done is not known"},
+		{"unknown path", "GET", "/subscriptions/s/providers/Microsoft.Web/sites?api-version=2016-03-01", nil, 404, "InvalidResourceType", ""},
+		{"wrong method", "POST", job, nil, 405, "InvalidHttpVerb", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			srv := New(Config{NATS: planner{err: c.err}, Subjects: bus.NewSubjects(""), Auth: anyone{}})
@@ -53,8 +55,9 @@ func TestAnswersWithoutPlanners(t *testing.T) {
 			var body struct {
 				Error struct{ Code, Message string } `json:"error"`
 			}
-			if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || rec.Code != c.status || body.Error.Code != c.code || body.Error.Message == "" {
-				t.Errorf("%d %s, want %d with code %s", rec.Code, rec.Body, c.status, c.code)
+			if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || rec.Code != c.status || body.Error.Code != c.code || body.Error.Message == "" ||
+				!strings.Contains(body.Error.Message, c.says) {
+				t.Errorf("%d %s, want %d with code %s saying %q", rec.Code, rec.Body, c.status, c.code, c.says)
 			}
 		})
 	}
