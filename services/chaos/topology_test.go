@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -315,11 +316,51 @@ func TestNATSClusterServerCutOff(t *testing.T) {
 		})
 		s.at(22*time.Second, "let the server route to the others again", func() {
 			// It has called elections of its own meanwhile, so its return makes the cluster
-			// elect its leaders again: an acknowledgement not yet replicated is lost.
+			// elect its leaders again: an acknowledgement not yet replicated is lost, and a
+			// result not stored meanwhile has its attempt run again. That lasts seconds, so
+			// its end is marked too.
 			c.timeline.add(time.Now(), natsLoss, fmt.Sprint("n", cut, " rejoins"))
 			nc.Rejoin(cut)
+			go func() {
+				if waitStreamsCurrent(c.jetStream(), "SCHEDULER_DUE", "SCHEDULER_RESULTS", "SCHEDULER_JOBS") {
+					c.timeline.add(time.Now(), natsLoss, fmt.Sprint("n", cut, " current again"))
+					t.Logf("%s the streams' replicas are current again", time.Now().Format("15:04:05.000"))
+				}
+			}()
 		})
 	})
+}
+
+// waitStreamsCurrent waits, 30 s at most, until each stream has a leader and every replica is
+// current, looking once a second from a second on.
+func waitStreamsCurrent(js jetstream.JetStream, streams ...string) bool {
+	current := func() bool {
+		for _, name := range streams {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			st, err := js.Stream(ctx, name)
+			cancel()
+			if err != nil {
+				return false
+			}
+			cl := st.CachedInfo().Cluster
+			if cl == nil || cl.Leader == "" {
+				return false
+			}
+			for _, r := range cl.Replicas {
+				if !r.Current || r.Offline {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	for range 30 {
+		time.Sleep(time.Second) // polling the servers' state
+		if current() {
+			return true
+		}
+	}
+	return false
 }
 
 // jetStream is the test's JetStream context.
