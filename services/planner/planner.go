@@ -246,6 +246,7 @@ func (p *planner) start(ctx context.Context, parts *sync.WaitGroup, fail context
 		Store: p.store, JS: p.js, Events: p.nc, Leases: leases, Subjects: p.subjects, Logger: p.log, Metrics: p.metrics,
 		Batch: p.cfg.Batch, CatchUp: p.cfg.CatchUpWindow, CatchUpPolicy: p.cfg.CatchUpPolicy, CatchUpRate: p.cfg.CatchUpRate,
 		MaxIdle: p.cfg.MaxIdle, WakeLinger: p.cfg.WakeLinger, Concurrency: p.cfg.Concurrency, Lookahead: p.cfg.Lookahead,
+		CallTimeout: leases.Period(),
 	})
 	wakes, err := p.nc.Subscribe(p.subjects.Wake("*"), func(m *nats.Msg) {
 		if part, err := strconv.Atoi(m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]); err == nil {

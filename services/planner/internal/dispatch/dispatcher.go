@@ -78,6 +78,14 @@ type Config struct {
 	Lookahead   time.Duration
 	Concurrency int // partitions dispatched at once; default 16
 	CacheSize   int // compiled schedules kept in all; default 200,000
+	// CallTimeout bounds each Redis call of a batch (a claim, a read, an advance), as the lease
+	// renewal's deadline does; the planner gives it the same, a third of the lease. A call
+	// that fails is repeated by the next round (JetStream drops the copies an advance not made
+	// has published again). Without it, a call waiting on a Redis master that hangs, rather
+	// than dies, held its partition for the client's read time-out and its retries, about
+	// 10 s, after a replica had taken over (docs/scaling.md). A batch's calls take
+	// milliseconds: none timed out in a burst of 100,000 jobs due at one second. Default 1 s.
+	CallTimeout time.Duration
 	// PublishRetries is how often a publish that failed is tried again within a batch, over
 	// about two seconds (a stream leader election); default 4.
 	PublishRetries int
@@ -92,6 +100,7 @@ func (c *Config) defaults() {
 	c.Concurrency = cmpOr(c.Concurrency, 16)
 	c.CacheSize = cmpOr(c.CacheSize, 200_000)
 	c.PublishRetries = cmpOr(c.PublishRetries, 4)
+	c.CallTimeout = cmpOr(c.CallTimeout, time.Second)
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}

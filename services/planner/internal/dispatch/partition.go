@@ -18,14 +18,6 @@ import (
 // shutdown begins so that a stop never leaves a published occurrence un-advanced.
 const batchTimeout = 30 * time.Second
 
-// callTimeout bounds each Redis call of a batch, as the lease renewal's deadline does: a
-// claim, a read or an advance that fails is repeated by the next round (JetStream drops the
-// copies an advance not made has published again). Without it, a call waiting on a Redis
-// master that hangs, rather than dies, held its partition for the client's read time-out and
-// its retries, about 10 s, after a replica had taken over (docs/scaling.md). A batch's calls
-// take milliseconds: none timed out in a burst of 100,000 jobs due at one second.
-const callTimeout = time.Second
-
 // maxBackoff bounds the wait after a failed round (Redis or NATS away).
 const maxBackoff = 2 * time.Second
 
@@ -214,7 +206,7 @@ type chunk struct {
 func (pd *partitionDispatcher) batch(ctx context.Context, dueAfter time.Time) (full bool, earliest time.Time, err error) {
 	now := pd.cfg.Clock()
 	limit := pd.cfg.Batch * roundBatches
-	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	cctx, cancel := context.WithTimeout(ctx, pd.cfg.CallTimeout)
 	members, earliest, err := pd.cfg.Store.Claim(cctx, pd.p, pd.cfg.Leases.Token(), dueAfter, now.Add(pd.cfg.Lookahead), limit)
 	cancel()
 	if err != nil || len(members) == 0 {
@@ -305,7 +297,7 @@ func (pd *partitionDispatcher) finish(ctx context.Context, c *chunk, retries int
 	if len(moves) == 0 {
 		return time.Time{}, err
 	}
-	actx, cancel := context.WithTimeout(ctx, callTimeout)
+	actx, cancel := context.WithTimeout(ctx, pd.cfg.CallTimeout)
 	ended, left, aerr := pd.cfg.Store.Advance(actx, pd.p, pd.cfg.Leases.Token(), moves)
 	cancel()
 	if aerr != nil {
@@ -341,7 +333,7 @@ func (pd *partitionDispatcher) park(pj pending, m *outgoing) store.Advance {
 // another from the cache before the batch is done with it. A job whose version moved since it
 // was compiled (put again) is read again whole.
 func (pd *partitionDispatcher) load(ctx context.Context, members []string) ([]*store.Job, []*compiled, error) {
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	ctx, cancel := context.WithTimeout(ctx, pd.cfg.CallTimeout)
 	defer cancel()
 	recs, err := pd.cfg.Store.LoadClaimed(ctx, members, func(i int) bool { return pd.cache.holds(members[i]) })
 	if err != nil {

@@ -400,31 +400,48 @@ func (h *deadlineHook) note(ctx context.Context, cmd redis.Cmder) {
 	h.longest[cmd.Name()] = max(h.longest[cmd.Name()], left)
 }
 
-// Every Redis call of a round (the claim, the reads, the advance) has a second at most, as the
-// lease renewal has: under the batch's deadline alone, a claim sent to a Redis master that hung
+// Every Redis call of a round (the claim, the reads, the advance) has CallTimeout at most (a
+// second by default; the planner gives it a third of its lease, as the lease renewal has): under the batch's deadline alone, a claim sent to a Redis master that hung
 // held its partition about 10 s after a replica had taken over (TestRedisClusterMasterHangs,
 // services/chaos). A call that fails is made again by the next round.
 func TestRoundGivesEachRedisCallASecond(t *testing.T) {
-	e := setup(t)
-	for i := range 30 {
-		e.put(fmt.Sprint("j", i), `{"startTime":"2026-03-01T12:00:00Z",`+action+`,"recurrence":{"frequency":"Hour"}}`)
+	for _, tc := range []struct {
+		name    string
+		timeout time.Duration // dispatch.Config.CallTimeout
+		want    time.Duration
+	}{
+		{"default", 0, time.Second},
+		{"a third of a 9s lease", 3 * time.Second, 3 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := setup(t)
+			for i := range 30 {
+				e.put(fmt.Sprint("j", i), `{"startTime":"2026-03-01T12:00:00Z",`+action+`,"recurrence":{"frequency":"Hour"}}`)
+			}
+			h := &deadlineHook{longest: map[string]time.Duration{}}
+			e.redisClient.AddHook(h)
+			d := dispatch.New(dispatch.Config{Store: e.store, JS: e.js, Leases: e.leases, Subjects: e.subj, Clock: e.clock.now,
+				Batch: 10, MaxIdle: 5 * time.Millisecond, CallTimeout: tc.timeout})
+			if n, err := d.DispatchOnce(context.Background()); err != nil || n != 30 {
+				t.Fatalf("round: published %d (%v), want 30", n, err)
+			}
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			if len(h.longest) == 0 {
+				t.Fatal("no Redis call seen")
+			}
+			var most time.Duration
+			for name, left := range h.longest {
+				if left > tc.want {
+					t.Errorf("%s had %v before its deadline, want %v at most", name, left.Round(time.Millisecond), tc.want)
+				}
+				most = max(most, left)
+			}
+			// The calls take milliseconds: a deadline far below the setting is not the setting.
+			if most < tc.want-tc.want/4 {
+				t.Errorf("the longest deadline was %v, want about %v", most.Round(time.Millisecond), tc.want)
+			}
+			t.Logf("calls: %v", h.longest)
+		})
 	}
-	h := &deadlineHook{longest: map[string]time.Duration{}}
-	e.redisClient.AddHook(h)
-	d := dispatch.New(dispatch.Config{Store: e.store, JS: e.js, Leases: e.leases, Subjects: e.subj, Clock: e.clock.now,
-		Batch: 10, MaxIdle: 5 * time.Millisecond})
-	if n, err := d.DispatchOnce(context.Background()); err != nil || n != 30 {
-		t.Fatalf("round: published %d (%v), want 30", n, err)
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if len(h.longest) == 0 {
-		t.Fatal("no Redis call seen")
-	}
-	for name, left := range h.longest {
-		if left > time.Second {
-			t.Errorf("%s had %v before its deadline, want a second at most", name, left.Round(time.Millisecond))
-		}
-	}
-	t.Logf("calls: %v", h.longest)
 }
