@@ -63,7 +63,7 @@ func startStack(t testing.TB) *stack {
 		"REDIS_URL=" + rdb.URL(), "RESCHED_PLANNER_HTTP_ADDR=" + plannerHTTP, "RESCHED_PLANNER_LOG_LEVEL=warn"})
 	worker := testenv.Start(t, dir, "worker", filepath.Join(bin, "worker"), []string{"NATS_URL=" + ns.ClientURL(),
 		"RESCHED_WORKER_HTTP_ADDR=" + testenv.FreeAddr(t), "RESCHED_WORKER_LOG_LEVEL=warn"})
-	testenv.Eventually(t, 30*time.Second, "the planner ready", func() bool { return status("http://"+plannerHTTP+"/readyz") == 200 }, planner.Tail)
+	testenv.Eventually(t, 30*time.Second, "the planner ready", func() bool { return testenv.Status("http://"+plannerHTTP+"/readyz") == 200 }, planner.Tail)
 
 	ca := tlstest.NewCA(t, "gateway")
 	pair := ca.Server(t, "gateway")
@@ -100,15 +100,6 @@ func startStack(t testing.TB) *stack {
 		}
 	})
 	return s
-}
-
-func status(url string) int {
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(url)
-	if err != nil {
-		return 0
-	}
-	resp.Body.Close()
-	return resp.StatusCode
 }
 
 func writeJSON(t testing.TB, path string, v any) {

@@ -7,6 +7,7 @@ package testenv
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,4 +130,15 @@ func Parallel(t testing.TB, workers int, work func(worker int) error) {
 	if t.Failed() {
 		t.FailNow()
 	}
+}
+
+// Status is the status code of a GET of url, 0 when it could not be sent (a process not yet
+// listening, one that hangs past 5 s).
+func Status(url string) int {
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(url)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }

@@ -39,7 +39,7 @@ func TestAnswersWithoutPlanners(t *testing.T) {
 		code               string
 		says               string // in the message, when set
 	}{
-		{"no planner", "GET", job, nats.ErrNoResponders, 503, "ServerBusy", "no scheduler planner is running"},
+		{"no planner", "GET", job, nats.ErrNoResponders, 503, "ServerBusy", "no scheduler planner answered"},
 		{"no answer in time", "GET", job, context.DeadlineExceeded, 504, "OperationTimedOut", "did not answer in time"},
 		{"connection closed", "GET", job, nats.ErrConnectionClosed, 503, "ServerBusy", "cannot be reached"},
 		// The gateway's connection lost while the request waited (natsconn.Conn): at once, not

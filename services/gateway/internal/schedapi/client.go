@@ -62,7 +62,7 @@ func (c Client) Send(ctx context.Context, msg *nats.Msg, out any) (*nats.Msg, er
 	reply, err := c.NC.RequestMsgWithContext(ctx, msg)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
-		return nil, &Error{Status: http.StatusServiceUnavailable, Code: "ServerBusy", Message: "no scheduler planner is running; try again later"}
+		return nil, &Error{Status: http.StatusServiceUnavailable, Code: "ServerBusy", Message: "no scheduler planner answered (none is running, or none can be reached through this gateway's NATS server); try again later"}
 	case errors.Is(err, natsconn.ErrConnectionLost):
 		return nil, &Error{Status: http.StatusServiceUnavailable, Code: "ServerBusy",
 			Message: "the connection to the scheduler was lost before it answered, so whether it was done is not known; try again (a GET, PUT or DELETE may be sent again as it was)"}
