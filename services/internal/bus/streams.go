@@ -142,11 +142,17 @@ func IntakeConsumerConfig() jetstream.ConsumerConfig {
 	}
 }
 
+// ResultsAckWait is how long a result handed to a planner may go unsettled before the server
+// hands it to another: the lag of history after a planner that hung with results in hand (a
+// frozen host, a link that drops packets). It was 30 s; a planner settles a result within its
+// handling time-out, which stays below it (package results).
+const ResultsAckWait = 10 * time.Second
+
 // ResultsConsumerConfig is the planners' shared consumer of results.
 func ResultsConsumerConfig() jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
 		Durable: ResultsConsumer, AckPolicy: jetstream.AckExplicitPolicy,
-		MaxAckPending: 4096, AckWait: 30 * time.Second,
+		MaxAckPending: 4096, AckWait: ResultsAckWait,
 	}
 }
 

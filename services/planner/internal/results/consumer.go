@@ -62,8 +62,9 @@ type Config struct {
 	// delivered again, and how long Run waits before resuming after losing its consumer.
 	// Default 1 s.
 	RetryDelay time.Duration
-	// Timeout bounds the handling of one result; it stays below the consumer's AckWait so a
-	// result is settled before the server hands it to another planner. Default 20 s.
+	// Timeout bounds the handling of one batch of results; it stays below the consumer's
+	// AckWait (bus.ResultsAckWait) so a result is settled before the server hands it to
+	// another planner. Default 8 s: a Redis failover, a WAIT for replicas (2 s at most) fit.
 	Timeout time.Duration
 	// Prefetch is how many results the server may push ahead of those in hand. Default 1,024.
 	Prefetch int
@@ -94,7 +95,7 @@ func New(cfg Config) *Consumer {
 		cfg.RetryDelay = time.Second
 	}
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = 20 * time.Second
+		cfg.Timeout = 8 * time.Second
 	}
 	if cfg.Prefetch <= 0 {
 		cfg.Prefetch = 1024

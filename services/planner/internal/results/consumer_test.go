@@ -45,16 +45,23 @@ type env struct {
 // setup starts NATS and Redis, a collection "c", and a running results consumer.
 func setup(t *testing.T) *env {
 	t.Helper()
+	e := newEnv(t)
+	e.start(e.consumer())
+	return e
+}
+
+// newEnv is setup without the results consumer.
+func newEnv(t *testing.T) *env {
+	t.Helper()
 	ctx := context.Background()
 	nc, js, subj := natstest.Start(t).JetStream(t)
 	v, err := jobschema.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock := func() time.Time { return t0 }
 	e := &env{t: t, nc: nc, js: js, subj: subj, store: store.New(redistest.Start(t).Client(t), ""),
 		events: make(chan *nats.Msg, 16), m: &recorder{}, logs: &testenv.LogBuffer{}}
-	e.svc = jobs.New(jobs.Config{Store: e.store, Validator: v, Subjects: subj, Clock: clock})
+	e.svc = jobs.New(jobs.Config{Store: e.store, Validator: v, Subjects: subj, Clock: func() time.Time { return t0 }})
 	if _, _, err := e.svc.PutCollection(ctx, "c", []byte(`{"properties":{}}`), false); err != nil {
 		t.Fatal(err)
 	}
@@ -63,9 +70,14 @@ func setup(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
-	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	e.start(results.New(results.Config{JS: js, Store: e.store, Events: nc, Subjects: subj, Clock: clock, Metrics: e.m, Logger: log}))
 	return e
+}
+
+// consumer is a results consumer as the planner runs it, logging at debug level to e.logs.
+func (e *env) consumer() *results.Consumer {
+	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return results.New(results.Config{JS: e.js, Store: e.store, Events: e.nc, Subjects: e.subj,
+		Clock: func() time.Time { return t0 }, Metrics: e.m, Logger: log})
 }
 
 // start runs a consumer until the end of the test, and checks that it stops cleanly.
@@ -210,6 +222,38 @@ func TestLastOccurrenceSucceedsJobCompletes(t *testing.T) {
 		if logs := e.logs.String(); !strings.Contains(logs, line) {
 			t.Errorf("no debug line %s in the log at debug level:\n%s", line, logs)
 		}
+	}
+}
+
+// A planner that hung with a result in hand (a frozen host, a link that drops packets) holds
+// that result's history back until the consumer's AckWait hands it to another planner: here
+// the hung planner is a client of the same consumer that takes the result and never settles
+// it. The wait was 30 s.
+func TestAResultHeldByAPlannerThatHangsIsAppliedByAnother(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.fire("once", `{"startTime":"2026-03-01T12:00:00Z",`+action+`}}`)
+	hung, err := e.js.CreateOrUpdateConsumer(ctx, e.subj.ResultsStream(), bus.ResultsConsumerConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := attempt("once", job.ActionNameMain, 0, job.ExecutionCompleted, true, false)
+	e.publish(r)
+	batch, err := hung.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := <-batch.Messages(); !ok {
+		t.Fatalf("the hung planner took no result: %v", batch.Error())
+	}
+	taken := time.Now()
+	e.start(e.consumer())
+	testenv.Eventually(t, bus.ResultsAckWait+5*time.Second, "the result applied by the other planner", func() bool {
+		return len(e.history("once")) == 1
+	})
+	t.Logf("applied %v after the hung planner took it", time.Since(taken).Round(time.Millisecond))
+	if d := e.get("once"); d.Properties.State != job.StateCompleted {
+		t.Errorf("state %s, want Completed", d.Properties.State)
 	}
 }
 
