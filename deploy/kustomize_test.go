@@ -24,10 +24,11 @@ import (
 )
 
 // customKinds are the objects of custom resource definitions the manifests may hold. Their Go
-// types live in the projects that own them (KEDA), too heavy to import for a test, so they are
+// types live in the projects that own them (KEDA, the Prometheus Operator), too heavy to import for a test, so they are
 // checked as unstructured objects.
 var customKinds = map[schema.GroupVersionKind]bool{
-	{Group: "keda.sh", Version: "v1alpha1", Kind: "ScaledObject"}: true,
+	{Group: "keda.sh", Version: "v1alpha1", Kind: "ScaledObject"}:           true,
+	{Group: "monitoring.coreos.com", Version: "v1", Kind: "PrometheusRule"}: true,
 }
 
 // object is one object of a kustomize build: typed when Kubernetes defines the kind, and as

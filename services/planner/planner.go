@@ -233,6 +233,7 @@ func (p *planner) start(ctx context.Context, parts *sync.WaitGroup, fail context
 	if err := retry(ctx, "check the data layout", p.log, p.store.CheckLayout); err != nil {
 		return nil, err
 	}
+	p.metrics.Partitions(p.store.Partitions())
 	validator, err := jobschema.New(jobschema.WithMinRetryInterval(p.cfg.MinRetryInterval))
 	if err != nil {
 		return nil, err

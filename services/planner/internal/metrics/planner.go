@@ -34,6 +34,7 @@ type Planner struct {
 	errors    *prometheus.CounterVec
 	results   *prometheus.CounterVec
 	held      prometheus.Gauge
+	parts     prometheus.Gauge
 	planners  prometheus.Gauge
 	clock     prometheus.Gauge
 }
@@ -67,6 +68,10 @@ func New(reg prometheus.Registerer) (*Planner, error) {
 		held: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "partitions_held", Help: "Partitions whose lease this planner holds: the share of the due set it dispatches.",
 		}),
+		parts: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "partitions",
+			Help: "Partitions the due set is spread over, as recorded in Redis: the sum of partitions_held over the planners, when every partition has one.",
+		}),
 		planners: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "planners_live", Help: "Planners alive by their heartbeats, as this planner last saw them.",
 		}),
@@ -75,7 +80,7 @@ func New(reg prometheus.Registerer) (*Planner, error) {
 			Help: "How far Redis's clock, the one every planner shares, was ahead of this planner's at its last heartbeat (negative: behind; 0 within the round trip).",
 		}),
 	}
-	for _, c := range []prometheus.Collector{p.fireLag, p.backlog, p.claimed, p.published, p.skipped, p.errors, p.results, p.held, p.planners, p.clock} {
+	for _, c := range []prometheus.Collector{p.fireLag, p.backlog, p.claimed, p.published, p.skipped, p.errors, p.results, p.held, p.parts, p.planners, p.clock} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register planner metrics: %w", err)
 		}
@@ -113,6 +118,9 @@ func (p *Planner) Leases(held, planners int) {
 	p.held.Set(float64(held))
 	p.planners.Set(float64(planners))
 }
+
+// Partitions sets the number of partitions, once the data layout is checked.
+func (p *Planner) Partitions(n int) { p.parts.Set(float64(n)) }
 
 // ClockOffset sets how far Redis's clock was ahead of this planner's.
 func (p *Planner) ClockOffset(d time.Duration) { p.clock.Set(d.Seconds()) }

@@ -36,6 +36,7 @@ func TestCounters(t *testing.T) {
 	p.Result("Failed")
 	p.SetDueBacklog(42)
 	p.Leases(5, 3)
+	p.Partitions(16)
 	want := `
 # HELP resched_planner_claimed_total Due jobs claimed from Redis.
 # TYPE resched_planner_claimed_total counter
@@ -72,13 +73,16 @@ resched_planner_due_backlog 42
 # HELP resched_planner_partitions_held Partitions whose lease this planner holds: the share of the due set it dispatches.
 # TYPE resched_planner_partitions_held gauge
 resched_planner_partitions_held 5
+# HELP resched_planner_partitions Partitions the due set is spread over, as recorded in Redis: the sum of partitions_held over the planners, when every partition has one.
+# TYPE resched_planner_partitions gauge
+resched_planner_partitions 16
 # HELP resched_planner_planners_live Planners alive by their heartbeats, as this planner last saw them.
 # TYPE resched_planner_planners_live gauge
 resched_planner_planners_live 3
 `
 	names := []string{"resched_planner_claimed_total", "resched_planner_published_total", "resched_planner_skipped_total",
 		"resched_planner_errors_total", "resched_planner_results_total", "resched_planner_due_backlog",
-		"resched_planner_partitions_held", "resched_planner_planners_live"}
+		"resched_planner_partitions_held", "resched_planner_partitions", "resched_planner_planners_live"}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
 		t.Error(err)
 	}
