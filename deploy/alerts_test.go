@@ -140,6 +140,8 @@ var alertCases = []alertCase{
 		"resched_planner_partitions{pod=\"a\"} 16x10\nresched_planner_partitions{pod=\"b\"} 16x10", true},
 	{"ReschedPartitionsUnheld", "resched_planner_partitions_held{pod=\"a\"} 8x10\nresched_planner_partitions_held{pod=\"b\"} 8x10\n" +
 		"resched_planner_partitions{pod=\"a\"} 16x10\nresched_planner_partitions{pod=\"b\"} 16x10", false},
+	{"ReschedPartitionsUnheld", "resched_planner_partitions_held{namespace=\"a\"} 16x10\nresched_planner_partitions{namespace=\"a\"} 16x10\n" +
+		"resched_planner_partitions_held{namespace=\"b\"} 8x10\nresched_planner_partitions{namespace=\"b\"} 16x10", true},
 	{"ReschedFiresLate", "resched_planner_fire_lag_seconds_bucket{le=\"0.01\"} 0x10\nresched_planner_fire_lag_seconds_bucket{le=\"10\"} 0x10\n" +
 		"resched_planner_fire_lag_seconds_bucket{le=\"30\"} 0+600x10\nresched_planner_fire_lag_seconds_bucket{le=\"+Inf\"} 0+600x10", true},
 	{"ReschedFiresLate", "resched_planner_fire_lag_seconds_bucket{le=\"0.01\"} 0+600x10\nresched_planner_fire_lag_seconds_bucket{le=\"10\"} 0+600x10\n" +
