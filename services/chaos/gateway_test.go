@@ -118,7 +118,8 @@ func TestGatewayOnAServerCutOffFromThePlanners(t *testing.T) {
 	rdb := redistest.Start(t)
 	dir, bin := t.TempDir(), testenv.Build(t, "planner", "gateway")
 	g := startGateway(t, dir, bin, nc.URLs(), 10*time.Second)
-	testenv.Eventually(t, 30*time.Second, "the gateway up", func() bool { return testenv.Status(g.health+"/healthz") == http.StatusOK }, g.proc.Tail)
+	// Ready: connected to NATS.
+	testenv.Eventually(t, 30*time.Second, "the gateway ready", func() bool { return testenv.Status(g.health+"/readyz") == http.StatusOK }, g.proc.Tail)
 	on := nc.Hosting("resched-gateway")
 	var others []string
 	for i := range nc.Servers {
@@ -175,7 +176,7 @@ func TestGatewayRequestInFlightWhenItsLinkHangs(t *testing.T) {
 		"REDIS_URL=" + rdb.URL(), "RESCHED_PLANNER_HTTP_ADDR=127.0.0.1:0"})
 	link := testenv.StartProxy(t, ns.Addr().String())
 	g := startGateway(t, dir, bin, "nats://"+link.Addr(), 20*time.Second)
-	testenv.Eventually(t, 30*time.Second, "the gateway up", func() bool { return testenv.Status(g.health+"/healthz") == http.StatusOK }, g.proc.Tail)
+	testenv.Eventually(t, 30*time.Second, "the gateway ready", func() bool { return testenv.Status(g.health+"/readyz") == http.StatusOK }, g.proc.Tail)
 	g.put("orders")
 
 	link.Freeze()

@@ -51,6 +51,13 @@ const pullWait = time.Second
 // cut off rejoined, occurrences 9 s late).
 const maxSetupDelay = 2 * time.Second
 
+// firstSetupTry bounds the first attempt to set the consumer up; each failed one doubles the
+// next one's, up to PublishTimeout. A request JetStream received while it elected a leader is
+// never answered, and an attempt waited PublishTimeout (10 s) for it: in a run of
+// TestNATSClusterServerCutOff the workers delivered nothing for 13 s after they had moved to a
+// healthy server. A JetStream slow to answer still gets the full time after three attempts.
+const firstSetupTry = 2 * time.Second
+
 // errAbandoned is the cause given to deliveries still running when the stop timeout ends.
 var errAbandoned = errors.New("worker stopping: delivery abandoned")
 
@@ -254,9 +261,9 @@ func (c *Consumer) pullLoop(ctx context.Context, slots chan struct{}, msgs chan<
 // ends (then it returns nil, nil). Streams are created only when missing, so workers never
 // overwrite the stream settings of the planners.
 func (c *Consumer) setup(ctx context.Context) (jetstream.Consumer, error) {
-	delay := c.cfg.RetryDelay
+	delay, try := c.cfg.RetryDelay, min(firstSetupTry, c.cfg.PublishTimeout)
 	for {
-		cons, err := c.trySetup(ctx)
+		cons, err := c.trySetup(ctx, try)
 		if err == nil {
 			return cons, nil
 		}
@@ -273,11 +280,12 @@ func (c *Consumer) setup(ctx context.Context) (jetstream.Consumer, error) {
 		}
 		// NATS may be down for a while: grow the wait, up to maxSetupDelay.
 		delay = min(2*delay, max(c.cfg.RetryDelay, maxSetupDelay))
+		try = min(2*try, c.cfg.PublishTimeout)
 	}
 }
 
-func (c *Consumer) trySetup(ctx context.Context) (jetstream.Consumer, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.PublishTimeout)
+func (c *Consumer) trySetup(ctx context.Context, timeout time.Duration) (jetstream.Consumer, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	stream := c.cfg.Subjects.DueStream()
 	_, err := c.cfg.JS.Stream(ctx, stream)

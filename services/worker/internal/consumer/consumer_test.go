@@ -529,3 +529,53 @@ func (e *env) refuseMore(t *testing.T, stream string) jetstream.Stream {
 	}
 	return st
 }
+
+// An attempt to set the consumer up that JetStream never answers (a request it received while
+// it elected a leader) is given up after 2 s, then 4 s, 8 s, and at most PublishTimeout: a
+// worker that had moved to a healthy server waited 10 s for each before.
+func TestConsumerSetUpTriesShortThenLonger(t *testing.T) {
+	e := newEnv(t)
+	calls := make(chan time.Duration, 16)
+	e.worker(t, func(c *consumer.Config) {
+		c.JS = &unansweredSetup{JetStream: c.JS, calls: calls, unanswered: 4}
+	})
+	var deadlines []time.Duration
+	for len(deadlines) < 5 {
+		select {
+		case d := <-calls:
+			deadlines = append(deadlines, d)
+		case <-time.After(deadline):
+			t.Fatalf("%d attempts to set the consumer up, want 5", len(deadlines))
+		}
+	}
+	for i, want := range []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second} {
+		if got := deadlines[i]; got > want || got < want-time.Second {
+			t.Errorf("attempt %d had %v, want %v", i+1, got.Round(time.Millisecond), want)
+		}
+	}
+	tag := e.publishDue(t, "c", "j", scheduled, job.Action{ActionSpec: httpAct(newTarget(t).URL, nil)})
+	if got := e.results(t).take(t, 1); got[0].ExecutionTag != tag {
+		t.Errorf("result %+v, want one of %s once set up", got[0], tag)
+	}
+}
+
+// unansweredSetup is JetStream whose first stream look-ups fail as unanswered, and which reports
+// how long each look-up was given.
+type unansweredSetup struct {
+	jetstream.JetStream
+	calls      chan<- time.Duration
+	unanswered int
+}
+
+func (u *unansweredSetup) Stream(ctx context.Context, name string) (jetstream.Stream, error) {
+	dl, _ := ctx.Deadline()
+	select {
+	case u.calls <- time.Until(dl):
+	default: // the test has what it needs
+	}
+	if u.unanswered > 0 {
+		u.unanswered--
+		return nil, context.DeadlineExceeded
+	}
+	return u.JetStream.Stream(ctx, name)
+}
