@@ -51,12 +51,17 @@ const pullWait = time.Second
 // cut off rejoined, occurrences 9 s late).
 const maxSetupDelay = 2 * time.Second
 
-// firstSetupTry bounds the first attempt to set the consumer up; each failed one doubles the
-// next one's, up to PublishTimeout. A request JetStream received while it elected a leader is
-// never answered, and an attempt waited PublishTimeout (10 s) for it: in a run of
-// TestNATSClusterServerCutOff the workers delivered nothing for 13 s after they had moved to a
-// healthy server. A JetStream slow to answer still gets the full time after three attempts.
-const firstSetupTry = 2 * time.Second
+// setupTry bounds an attempt to set the consumer up, for the first shortTries attempts; each
+// later one has twice the one before, up to PublishTimeout. A request JetStream receives while
+// it elects the consumer's leader is never answered, and an attempt waited PublishTimeout
+// (10 s) for it: in runs of TestNATSClusterServerCutOff the workers delivered nothing for
+// 11 s after they had moved to a healthy server. An attempt that waited its whole time is
+// made again at once (the wait is done); one refused at once waits the retry delay. A
+// JetStream slow to answer still gets the full time after a few attempts.
+const (
+	setupTry   = 2 * time.Second
+	shortTries = 3
+)
 
 // errAbandoned is the cause given to deliveries still running when the stop timeout ends.
 var errAbandoned = errors.New("worker stopping: delivery abandoned")
@@ -261,8 +266,9 @@ func (c *Consumer) pullLoop(ctx context.Context, slots chan struct{}, msgs chan<
 // ends (then it returns nil, nil). Streams are created only when missing, so workers never
 // overwrite the stream settings of the planners.
 func (c *Consumer) setup(ctx context.Context) (jetstream.Consumer, error) {
-	delay, try := c.cfg.RetryDelay, min(firstSetupTry, c.cfg.PublishTimeout)
-	for {
+	delay, try := c.cfg.RetryDelay, min(setupTry, c.cfg.PublishTimeout)
+	for n := 1; ; n++ {
+		began := time.Now()
 		cons, err := c.trySetup(ctx, try)
 		if err == nil {
 			return cons, nil
@@ -274,13 +280,21 @@ func (c *Consumer) setup(ctx context.Context) (jetstream.Consumer, error) {
 			return nil, nil
 		}
 		c.cfg.Metrics.Error("setup")
-		c.log.Warn("due consumer set-up failed; retrying", "error", err, "retry_in", delay.String())
-		if !c.wait(ctx, delay) {
+		wait := delay
+		if time.Since(began) >= try {
+			wait = 0 // unanswered: the attempt has waited already
+		}
+		c.log.Warn("due consumer set-up failed; retrying", "error", err, "retry_in", wait.String())
+		if !c.wait(ctx, wait) {
 			return nil, nil
 		}
-		// NATS may be down for a while: grow the wait, up to maxSetupDelay.
-		delay = min(2*delay, max(c.cfg.RetryDelay, maxSetupDelay))
-		try = min(2*try, c.cfg.PublishTimeout)
+		if wait > 0 {
+			// NATS may be down for a while: grow the wait, up to maxSetupDelay.
+			delay = min(2*delay, max(c.cfg.RetryDelay, maxSetupDelay))
+		}
+		if n >= shortTries {
+			try = min(2*try, c.cfg.PublishTimeout)
+		}
 	}
 }
 

@@ -531,24 +531,25 @@ func (e *env) refuseMore(t *testing.T, stream string) jetstream.Stream {
 }
 
 // An attempt to set the consumer up that JetStream never answers (a request it received while
-// it elected a leader) is given up after 2 s, then 4 s, 8 s, and at most PublishTimeout: a
-// worker that had moved to a healthy server waited 10 s for each before.
+// it elected a leader) is given up after 2 s, three times, then after 4 s, 8 s, and at most
+// PublishTimeout: a worker that had moved to a healthy server waited 10 s for each before.
 func TestConsumerSetUpTriesShortThenLonger(t *testing.T) {
 	e := newEnv(t)
 	calls := make(chan time.Duration, 16)
 	e.worker(t, func(c *consumer.Config) {
-		c.JS = &unansweredSetup{JetStream: c.JS, calls: calls, unanswered: 4}
+		c.JS = &unansweredSetup{JetStream: c.JS, calls: calls, unanswered: 6}
 	})
+	want := []time.Duration{2 * time.Second, 2 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second}
 	var deadlines []time.Duration
-	for len(deadlines) < 5 {
+	for len(deadlines) < len(want) {
 		select {
 		case d := <-calls:
 			deadlines = append(deadlines, d)
 		case <-time.After(deadline):
-			t.Fatalf("%d attempts to set the consumer up, want 5", len(deadlines))
+			t.Fatalf("%d attempts to set the consumer up, want %d", len(deadlines), len(want))
 		}
 	}
-	for i, want := range []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second} {
+	for i, want := range want {
 		if got := deadlines[i]; got > want || got < want-time.Second {
 			t.Errorf("attempt %d had %v, want %v", i+1, got.Round(time.Millisecond), want)
 		}
@@ -559,12 +560,32 @@ func TestConsumerSetUpTriesShortThenLonger(t *testing.T) {
 	}
 }
 
-// unansweredSetup is JetStream whose first stream look-ups fail as unanswered, and which reports
-// how long each look-up was given.
+// An attempt that waited its whole time for an answer is made again at once; one refused at
+// once waits the retry delay, so that a JetStream refusing does not get a request a millisecond.
+func TestUnansweredSetUpIsMadeAgainAtOnce(t *testing.T) {
+	e := newEnv(t)
+	var logs testenv.LogBuffer
+	e.worker(t, func(c *consumer.Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+		c.JS = &unansweredSetup{JetStream: c.JS, calls: make(chan time.Duration, 16), unanswered: 2, waitFirst: true}
+	})
+	var waits []string
+	testenv.Eventually(t, deadline, "two failed attempts", func() bool {
+		waits = retryWaits(logs.String(), "due consumer set-up failed")
+		return len(waits) >= 2
+	}, logs.String)
+	if want := []string{"0s", "50ms"}; !slices.Equal(waits[:2], want) {
+		t.Errorf("waits after an unanswered and a refused attempt %v, want %v", waits[:2], want)
+	}
+}
+
+// unansweredSetup is JetStream whose first stream look-ups fail (the very first waiting out its
+// deadline, with waitFirst), and which reports how long each look-up was given.
 type unansweredSetup struct {
 	jetstream.JetStream
 	calls      chan<- time.Duration
 	unanswered int
+	waitFirst  bool
 }
 
 func (u *unansweredSetup) Stream(ctx context.Context, name string) (jetstream.Stream, error) {
@@ -572,6 +593,12 @@ func (u *unansweredSetup) Stream(ctx context.Context, name string) (jetstream.St
 	select {
 	case u.calls <- time.Until(dl):
 	default: // the test has what it needs
+	}
+	if u.waitFirst {
+		u.waitFirst = false
+		u.unanswered--
+		<-ctx.Done()
+		return nil, ctx.Err()
 	}
 	if u.unanswered > 0 {
 		u.unanswered--
