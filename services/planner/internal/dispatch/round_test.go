@@ -400,9 +400,10 @@ func (h *deadlineHook) note(ctx context.Context, cmd redis.Cmder) {
 	h.longest[cmd.Name()] = max(h.longest[cmd.Name()], left)
 }
 
-// Every Redis call of a round (the claim, the reads, the advance) has CallTimeout at most (a
-// second by default; the planner gives it a third of its lease, as the lease renewal has): under the batch's deadline alone, a claim sent to a Redis master that hung
-// held its partition about 10 s after a replica had taken over (TestRedisClusterMasterHangs,
+// Every Redis call of a round (the claim, the reads, the advance) has CallTimeout at most: a
+// second by default; the planner gives it a third of its lease, as the lease renewal has.
+// Under the batch's deadline alone, a claim sent to a Redis master that hung held its
+// partition about 10 s after a replica had taken over (TestRedisClusterMasterHangs,
 // services/chaos). A call that fails is made again by the next round.
 func TestRoundGivesEachRedisCallASecond(t *testing.T) {
 	for _, tc := range []struct {
