@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"regexp"
@@ -14,6 +15,10 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/promql/promqltest"
 	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 )
 
@@ -122,6 +127,57 @@ func TestMonitoringComponent(t *testing.T) {
 	if n := len(ofType[*appsv1.Deployment](m)); n != 3 {
 		t.Errorf("the overlay holds %d Deployments, want the base's 3", n)
 	}
+	monitors := m.ofKind("PodMonitor")
+	if len(monitors) != 1 {
+		t.Fatalf("the overlay holds %d PodMonitors, want 1", len(monitors))
+	}
+	for _, problem := range checkPodMonitor(monitors[0], ofType[*appsv1.Deployment](m)) {
+		t.Error(problem)
+	}
+}
+
+// checkPodMonitor says what keeps a PodMonitor from scraping every Deployment's pods: each
+// must be selected, and its metrics port (the one prometheus.io/port names) must be the
+// endpoint's port name.
+func checkPodMonitor(pm *unstructured.Unstructured, deployments []*appsv1.Deployment) []string {
+	var spec struct {
+		Selector  metav1.LabelSelector `json:"selector"`
+		Endpoints []struct {
+			Port string `json:"port"`
+			Path string `json:"path"`
+		} `json:"podMetricsEndpoints"`
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(pm.Object["spec"].(map[string]any), &spec); err != nil {
+		return []string{"PodMonitor spec: " + err.Error()}
+	}
+	selector, err := metav1.LabelSelectorAsSelector(&spec.Selector)
+	if err != nil {
+		return []string{"PodMonitor selector: " + err.Error()}
+	}
+	if len(spec.Endpoints) != 1 || spec.Endpoints[0].Path != "/metrics" {
+		return []string{fmt.Sprintf("PodMonitor endpoints %+v, want one on /metrics", spec.Endpoints)}
+	}
+	var problems []string
+	for _, d := range deployments {
+		pod := d.Spec.Template
+		if !selector.Matches(labels.Set(pod.Labels)) {
+			problems = append(problems, "the PodMonitor does not select the pods of Deployment/"+d.Name)
+			continue
+		}
+		metricsPort := pod.Annotations["prometheus.io/port"]
+		found := false
+		for _, c := range pod.Spec.Containers {
+			for _, p := range c.Ports {
+				if p.Name == spec.Endpoints[0].Port && fmt.Sprint(p.ContainerPort) == metricsPort {
+					found = true
+				}
+			}
+		}
+		if !found {
+			problems = append(problems, fmt.Sprintf("Deployment/%s has no port %q on %s, its metrics port", d.Name, spec.Endpoints[0].Port, metricsPort))
+		}
+	}
+	return problems
 }
 
 // alertCase is a state of the metrics, held for ten minutes, and whether an alert's expression

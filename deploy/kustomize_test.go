@@ -29,6 +29,7 @@ import (
 var customKinds = map[schema.GroupVersionKind]bool{
 	{Group: "keda.sh", Version: "v1alpha1", Kind: "ScaledObject"}:           true,
 	{Group: "monitoring.coreos.com", Version: "v1", Kind: "PrometheusRule"}: true,
+	{Group: "monitoring.coreos.com", Version: "v1", Kind: "PodMonitor"}:     true,
 }
 
 // object is one object of a kustomize build: typed when Kubernetes defines the kind, and as
