@@ -121,16 +121,10 @@ func TestGatewayOnAServerCutOffFromThePlanners(t *testing.T) {
 	// Ready: connected to NATS.
 	testenv.Eventually(t, 30*time.Second, "the gateway ready", func() bool { return testenv.Status(g.health+"/readyz") == http.StatusOK }, g.proc.Tail)
 	on := nc.Hosting("resched-gateway")
-	var others []string
-	for i := range nc.Servers {
-		if i != on {
-			others = append(others, nc.URL(i))
-		}
-	}
 	// The planner knows only the servers the gateway is not on. The gateway's first request
 	// waits for it to be ready: requests no responder took would move the gateway.
 	plannerHTTP := testenv.FreeAddr(t)
-	planner := testenv.Start(t, dir, "planner", filepath.Join(bin, "planner"), []string{"NATS_URL=" + strings.Join(others, ","),
+	planner := testenv.Start(t, dir, "planner", filepath.Join(bin, "planner"), []string{"NATS_URL=" + nc.URLsBut(on),
 		"REDIS_URL=" + rdb.URL(), "RESCHED_PLANNER_HTTP_ADDR=" + plannerHTTP, "RESCHED_PLANNER_STREAM_REPLICAS=3"})
 	testenv.Eventually(t, time.Minute, "the planner ready", func() bool { return testenv.Status("http://"+plannerHTTP+"/readyz") == http.StatusOK }, planner.Tail)
 	g.put("orders")

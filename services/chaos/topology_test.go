@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/resched/resched/services/internal/natsconn"
 	"github.com/resched/resched/services/internal/natstest"
 	"github.com/resched/resched/services/internal/redistest"
 	"github.com/resched/resched/services/internal/testenv"
@@ -320,7 +321,7 @@ func TestNATSClusterServerCutOff(t *testing.T) {
 			// result not stored meanwhile has its attempt run again. That lasts seconds, so
 			// its end is marked too.
 			c.timeline.add(time.Now(), natsLoss, fmt.Sprint("n", cut, " rejoins"))
-			watchDueLeader(c, othersThan(nc, cut), 30*time.Second)
+			watchDueLeader(c, nc.URLsBut(cut), 30*time.Second)
 			nc.Rejoin(cut)
 			go func() {
 				if waitStreamsCurrent(c.jetStream(), "SCHEDULER_DUE", "SCHEDULER_RESULTS", "SCHEDULER_JOBS") {
@@ -332,31 +333,21 @@ func TestNATSClusterServerCutOff(t *testing.T) {
 	})
 }
 
-// othersThan lists the client URLs of the cluster's servers but server i.
-func othersThan(nc *natstest.Cluster, i int) string {
-	var urls []string
-	for j := range nc.Servers {
-		if j != i {
-			urls = append(urls, nc.URL(j))
-		}
-	}
-	return strings.Join(urls, ",")
-}
-
-// watchDueLeader records in the timeline when the due stream has no leader, as seen through
-// the servers of urls, every 200 ms for the next d. A cut-off server that rejoins has called
-// elections of its own meanwhile, so the cluster elects its leaders again, for seconds (8 s
-// in one run); that time is NATS's, not the services', and the run's bound does not count it.
+// watchDueLeader records in the timeline when the due stream has no leader that can store (the
+// services' own probe, natsconn.StreamLed), as seen through the servers of urls, every 200 ms
+// for the next d. A cut-off server that rejoins has called elections of its own meanwhile, so
+// the cluster elects its leaders again, for seconds (8 s in one run); that time is NATS's,
+// not the services', and the run's bound does not count it.
 func watchDueLeader(c *cluster, urls string, d time.Duration) {
 	js, err := jetstream.New(connectAll(c.t, urls))
 	if err != nil {
 		c.t.Fatal(err)
 	}
+	probe := natsconn.StreamLed(js, "SCHEDULER_DUE")
 	hasLeader := func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		defer cancel()
-		st, err := js.Stream(ctx, "SCHEDULER_DUE")
-		return err == nil && st.CachedInfo().Cluster != nil && st.CachedInfo().Cluster.Leader != ""
+		return probe(ctx) == nil
 	}
 	go func() {
 		seen := true

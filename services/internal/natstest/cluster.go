@@ -87,10 +87,15 @@ func startCluster(t testing.TB, n int, proxied bool) *Cluster {
 }
 
 // URLs is every server's client URL, comma-separated, as NATS_URL takes them.
-func (c *Cluster) URLs() string {
+func (c *Cluster) URLs() string { return c.URLsBut(-1) }
+
+// URLsBut is URLs without server i's: a client that can never reach it.
+func (c *Cluster) URLsBut(i int) string {
 	var urls []string
-	for _, s := range c.Servers {
-		urls = append(urls, fmt.Sprintf("nats://127.0.0.1:%d", s.opts.Port))
+	for j := range c.Servers {
+		if j != i {
+			urls = append(urls, c.URL(j))
+		}
 	}
 	return strings.Join(urls, ",")
 }
