@@ -94,8 +94,8 @@ func New(cfg Config) *Intake {
 }
 
 // Run applies definitions until ctx ends, then returns nil once the batches in hand are
-// settled. It returns an error when the consumer cannot be set up at start or the NATS
-// connection is closed; a consumer lost later (deleted, a server restart) is set up again.
+// settled. It returns an error only when the NATS connection is closed; the consumer is set up
+// until that works, at start and whenever it is lost (deleted, a server restart).
 func (in *Intake) Run(ctx context.Context) error {
 	return pull.RunBatches(ctx, pull.Config{
 		Name: "intake", JS: in.cfg.JS, Stream: in.cfg.Subjects.IntakeStream(), Consumer: bus.IntakeConsumerConfig(),

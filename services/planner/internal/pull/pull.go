@@ -12,7 +12,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/resched/resched/services/internal/setup"
 )
 
 // Config says which consumer to run and how.
@@ -32,9 +34,9 @@ type Config struct {
 }
 
 // Run hands messages one by one to handle until ctx ends, then returns nil once the message in
-// hand is handled (handle must settle it). It returns an error when the consumer cannot be set
-// up at start or the NATS connection is closed; a consumer lost later (deleted, a server
-// restart) is set up again every RetryDelay.
+// hand is handled (handle must settle it). It returns an error only when the NATS connection is
+// closed; the consumer is set up until that works, at start and whenever it is lost later
+// (deleted, a server restart), paced by package setup.
 func Run(ctx context.Context, cfg Config, handle func(context.Context, jetstream.Msg)) error {
 	cfg.Batch, cfg.Handlers = 1, 1
 	return RunBatches(ctx, cfg, func(ctx context.Context, msgs []jetstream.Msg) { handle(ctx, msgs[0]) })
@@ -44,38 +46,50 @@ func Run(ctx context.Context, cfg Config, handle func(context.Context, jetstream
 // Handlers goroutines at once. handle must settle every message of its batch.
 func RunBatches(ctx context.Context, cfg Config, handle func(context.Context, []jetstream.Msg)) error {
 	cfg.Batch, cfg.Handlers = max(cfg.Batch, 1), max(cfg.Handlers, 1)
-	cons, err := consumer(ctx, cfg)
-	if err != nil {
-		return err
-	}
 	for {
-		err := consume(ctx, cfg, cons, handle)
+		cons, err := consumer(ctx, cfg)
+		if err != nil || cons == nil {
+			return err
+		}
+		err = consume(ctx, cfg, cons, handle)
 		if ctx.Err() != nil {
 			return nil
 		}
-		if errors.Is(err, jetstream.ErrConnectionClosed) {
+		if closed(err) {
 			return fmt.Errorf("%s: %w", cfg.Name, err)
 		}
 		cfg.Logger.Warn(cfg.Name+": interrupted; resuming", "error", err)
-		for cons = nil; cons == nil; {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(cfg.RetryDelay):
-			}
-			if cons, err = consumer(ctx, cfg); err != nil {
-				cfg.Logger.Warn(cfg.Name+" consumer", "error", err)
-			}
+		if !setup.Wait(ctx, cfg.RetryDelay) {
+			return nil
 		}
 	}
 }
 
+// consumer sets the consumer up, trying until it works; nil, nil when ctx ended first.
 func consumer(ctx context.Context, cfg Config) (jetstream.Consumer, error) {
-	cons, err := cfg.JS.CreateOrUpdateConsumer(ctx, cfg.Stream, cfg.Consumer)
-	if err != nil {
-		return nil, fmt.Errorf("%s consumer on stream %s: %w", cfg.Name, cfg.Stream, err)
+	var cons jetstream.Consumer
+	pacing := setup.Pacing{Delay: cfg.RetryDelay, MaxDelay: max(cfg.RetryDelay, 2*time.Second)}
+	err := setup.Retry(ctx, pacing, func(ctx context.Context) error {
+		var err error
+		if cons, err = cfg.JS.CreateOrUpdateConsumer(ctx, cfg.Stream, cfg.Consumer); closed(err) {
+			return setup.Final(err)
+		}
+		return err
+	}, func(err error, wait time.Duration) {
+		cfg.Logger.Warn(cfg.Name+" consumer set-up failed; retrying", "stream", cfg.Stream, "error", err, "retry_in", wait.String())
+	})
+	switch {
+	case err == nil:
+		return cons, nil
+	case ctx.Err() != nil:
+		return nil, nil
 	}
-	return cons, nil
+	return nil, fmt.Errorf("%s consumer on stream %s: %w", cfg.Name, cfg.Stream, err)
+}
+
+// closed reports whether err says the NATS connection is closed for good.
+func closed(err error) bool {
+	return errors.Is(err, jetstream.ErrConnectionClosed) || errors.Is(err, nats.ErrConnectionClosed)
 }
 
 // consume hands batches to the handlers until ctx ends or the iterator fails; it returns once

@@ -110,8 +110,8 @@ func New(cfg Config) *Consumer {
 }
 
 // Run applies results until ctx ends, then returns nil once the results in hand are settled.
-// It returns an error when the consumer cannot be set up at start or the NATS connection is
-// closed; a consumer lost later (deleted, a server restart) is set up again.
+// It returns an error only when the NATS connection is closed; the consumer is set up until
+// that works, at start and whenever it is lost (deleted, a server restart).
 func (rc *Consumer) Run(ctx context.Context) error {
 	return pull.RunBatches(ctx, pull.Config{
 		Name: "results", JS: rc.cfg.JS, Stream: rc.cfg.Subjects.ResultsStream(), Consumer: bus.ResultsConsumerConfig(),

@@ -29,6 +29,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/internal/setup"
 	"github.com/resched/resched/services/worker/internal/executor"
 	"github.com/resched/resched/shared/job"
 )
@@ -45,23 +46,14 @@ const phaseError = "error"
 // the end of the last pull, and costs an idle worker one request per pullWait.
 const pullWait = time.Second
 
-// maxSetupDelay bounds the growing wait between two attempts to set the consumer up. An
-// attempt is two small requests; a wait of up to 10 s let a worker idle that long after
-// JetStream was back (TestNATSClusterServerCutOff: its leaders elected again when the server
-// cut off rejoined, occurrences 9 s late).
-const maxSetupDelay = 2 * time.Second
-
-// setupTry bounds an attempt to set the consumer up, for the first shortTries attempts; each
-// later one has twice the one before, up to PublishTimeout. A request JetStream receives while
-// it elects the consumer's leader is never answered, and an attempt waited PublishTimeout
-// (10 s) for it: in runs of TestNATSClusterServerCutOff the workers delivered nothing for
-// 11 s after they had moved to a healthy server. An attempt that waited its whole time is
-// made again at once (the wait is done); one refused at once waits the retry delay. A
-// JetStream slow to answer still gets the full time after a few attempts.
-const (
-	setupTry   = 2 * time.Second
-	shortTries = 3
-)
+// setupPacing paces the attempts to set the consumer up (package setup says why): 2 s each of
+// the first three, then 4 s, 8 s, up to PublishTimeout; a refusal waits RetryDelay, doubling up
+// to 2 s. A wait of up to 10 s let a worker idle that long after JetStream was back
+// (TestNATSClusterServerCutOff: its leaders elected again when the server cut off rejoined,
+// occurrences 9 s late).
+func (c *Consumer) setupPacing() setup.Pacing {
+	return setup.Pacing{MaxTry: c.cfg.PublishTimeout, Delay: c.cfg.RetryDelay, MaxDelay: max(c.cfg.RetryDelay, 2*time.Second)}
+}
 
 // errAbandoned is the cause given to deliveries still running when the stop timeout ends.
 var errAbandoned = errors.New("worker stopping: delivery abandoned")
@@ -256,7 +248,7 @@ func (c *Consumer) pullLoop(ctx context.Context, slots chan struct{}, msgs chan<
 			return fmt.Errorf("due consumer: %w", err)
 		}
 		c.log.Warn("due consumer interrupted; setting it up again", "error", err)
-		if !c.wait(ctx, c.cfg.RetryDelay) {
+		if !setup.Wait(ctx, c.cfg.RetryDelay) {
 			return nil
 		}
 	}
@@ -266,41 +258,28 @@ func (c *Consumer) pullLoop(ctx context.Context, slots chan struct{}, msgs chan<
 // ends (then it returns nil, nil). Streams are created only when missing, so workers never
 // overwrite the stream settings of the planners.
 func (c *Consumer) setup(ctx context.Context) (jetstream.Consumer, error) {
-	delay, try := c.cfg.RetryDelay, min(setupTry, c.cfg.PublishTimeout)
-	for n := 1; ; n++ {
-		began := time.Now()
-		cons, err := c.trySetup(ctx, try)
-		if err == nil {
-			return cons, nil
-		}
+	var cons jetstream.Consumer
+	err := setup.Retry(ctx, c.setupPacing(), func(ctx context.Context) error {
+		var err error
+		cons, err = c.trySetup(ctx)
 		if errors.Is(err, jetstream.ErrConnectionClosed) || errors.Is(err, nats.ErrConnectionClosed) {
-			return nil, fmt.Errorf("due consumer: %w", err)
+			return setup.Final(err)
 		}
-		if ctx.Err() != nil {
-			return nil, nil
-		}
+		return err
+	}, func(err error, wait time.Duration) {
 		c.cfg.Metrics.Error("setup")
-		wait := delay
-		if time.Since(began) >= try {
-			wait = 0 // unanswered: the attempt has waited already
-		}
 		c.log.Warn("due consumer set-up failed; retrying", "error", err, "retry_in", wait.String())
-		if !c.wait(ctx, wait) {
-			return nil, nil
-		}
-		if wait > 0 {
-			// NATS may be down for a while: grow the wait, up to maxSetupDelay.
-			delay = min(2*delay, max(c.cfg.RetryDelay, maxSetupDelay))
-		}
-		if n >= shortTries {
-			try = min(2*try, c.cfg.PublishTimeout)
-		}
+	})
+	switch {
+	case err == nil:
+		return cons, nil
+	case ctx.Err() != nil:
+		return nil, nil
 	}
+	return nil, fmt.Errorf("due consumer: %w", err)
 }
 
-func (c *Consumer) trySetup(ctx context.Context, timeout time.Duration) (jetstream.Consumer, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+func (c *Consumer) trySetup(ctx context.Context) (jetstream.Consumer, error) {
 	stream := c.cfg.Subjects.DueStream()
 	_, err := c.cfg.JS.Stream(ctx, stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -314,18 +293,6 @@ func (c *Consumer) trySetup(ctx context.Context, timeout time.Duration) (jetstre
 		return nil, fmt.Errorf("consumer %s on stream %s: %w", bus.WorkerConsumer, stream, err)
 	}
 	return cons, nil
-}
-
-// wait waits d; false when ctx ended first.
-func (c *Consumer) wait(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // pull fetches as many messages as there are free slots and hands each to the pool, until

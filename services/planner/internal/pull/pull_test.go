@@ -1,0 +1,93 @@
+package pull_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/resched/resched/services/internal/natstest"
+	"github.com/resched/resched/services/internal/testenv"
+	"github.com/resched/resched/services/planner/internal/pull"
+)
+
+// A consumer set-up JetStream refuses or never answers at start (the stream's leader being
+// elected as the planner starts) is made again; the planner stopped with an error before.
+func TestConsumerSetUpFailingAtStartIsMadeAgain(t *testing.T) {
+	nc, js, _ := natstest.Start(t).JetStream(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	flaky := &failingSetup{JetStream: js, failures: 2}
+	var logs testenv.LogBuffer
+	got := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- pull.Run(ctx, pull.Config{
+			Name: "test", JS: flaky, Stream: "S", RetryDelay: 10 * time.Millisecond,
+			Consumer: jetstream.ConsumerConfig{Durable: "c", AckPolicy: jetstream.AckExplicitPolicy},
+			Logger:   slog.New(slog.NewJSONHandler(&logs, nil)),
+		}, func(_ context.Context, m jetstream.Msg) {
+			_ = m.Ack()
+			got <- string(m.Data())
+		})
+	}()
+	if _, err := js.Publish(ctx, "s.x", []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case data := <-got:
+		if data != "hello" {
+			t.Errorf("handled %q, want hello", data)
+		}
+	case err := <-done:
+		t.Fatalf("Run ended before the consumer was set up: %v\n%s", err, logs.String())
+	case <-time.After(15 * time.Second):
+		t.Fatalf("nothing handled after %d set-up attempts\n%s", flaky.calls.Load(), logs.String())
+	}
+	if n := flaky.calls.Load(); n != 3 {
+		t.Errorf("%d set-up attempts, want 3 (two failed)", n)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run at its stop: %v", err)
+	}
+	nc.Close()
+}
+
+// A closed connection ends Run with an error at once: the planner exits, to be started again.
+func TestClosedConnectionEndsRun(t *testing.T) {
+	nc, js, _ := natstest.Start(t).JetStream(t)
+	nc.Close()
+	err := pull.Run(context.Background(), pull.Config{
+		Name: "test", JS: js, Stream: "S", RetryDelay: 10 * time.Millisecond,
+		Consumer: jetstream.ConsumerConfig{Durable: "c"}, Logger: slog.New(slog.DiscardHandler),
+	}, func(context.Context, jetstream.Msg) {})
+	if err == nil {
+		t.Fatal("Run on a closed connection returned nil")
+	}
+}
+
+// failingSetup is JetStream whose first consumer set-ups fail: the first waits out its
+// deadline (unanswered), the others are refused at once.
+type failingSetup struct {
+	jetstream.JetStream
+	failures int32
+	calls    atomic.Int32
+}
+
+func (f *failingSetup) CreateOrUpdateConsumer(ctx context.Context, stream string, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
+	switch n := f.calls.Add(1); {
+	case n == 1:
+		<-ctx.Done()
+		return nil, ctx.Err()
+	case n <= f.failures:
+		return nil, errors.New("refused")
+	}
+	return f.JetStream.CreateOrUpdateConsumer(ctx, stream, cfg)
+}
