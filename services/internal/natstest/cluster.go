@@ -130,9 +130,22 @@ func (c *Cluster) metaLeader() bool {
 	return false
 }
 
-// Isolate cuts server i's routes to and from every other server until Rejoin; its clients
-// stay connected to it.
-func (c *Cluster) Isolate(i int) { c.eachRoute(i, (*testenv.Proxy).Cut) }
+// Isolate cuts server i's routes to and from every other server until Rejoin, and returns
+// once server i has dropped them; its clients stay connected to it. The server notices a
+// route closed within milliseconds, but not within the cut: a request sent at once could
+// still go out on a route about to close and be lost (TestGatewayOnAServerCutOffFromThePlanners
+// had its first request time out so, once).
+func (c *Cluster) Isolate(i int) {
+	c.t.Helper()
+	c.eachRoute(i, (*testenv.Proxy).Cut)
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Servers[i].NumRoutes() > 0 {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("natstest: n%d still has %d routes 10 s after they were cut", i, c.Servers[i].NumRoutes())
+		}
+		time.Sleep(5 * time.Millisecond) // polling the server's state
+	}
+}
 
 // Rejoin lets server i route to the others again.
 func (c *Cluster) Rejoin(i int) { c.eachRoute(i, (*testenv.Proxy).Mend) }
