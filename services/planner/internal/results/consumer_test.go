@@ -257,6 +257,45 @@ func TestAResultHeldByAPlannerThatHangsIsAppliedByAnother(t *testing.T) {
 	}
 }
 
+// A batch's apply must end, and its results be settled, before the consumer's AckWait hands
+// them to another planner: the default handling time-out stays below it (it was 20 s against
+// an AckWait of 30 s, and is 8 s against 10 s).
+func TestAnApplyEndsBeforeTheAckWait(t *testing.T) {
+	e := newEnv(t)
+	e.fire("once", `{"startTime":"2026-03-01T12:00:00Z",`+action+`}}`)
+	ds := &deadlineStore{Store: e.store, given: make(chan time.Duration, 4)}
+	e.start(results.New(results.Config{JS: e.js, Store: ds, Events: e.nc, Subjects: e.subj,
+		Clock: func() time.Time { return t0 }}))
+	e.publish(attempt("once", job.ActionNameMain, 0, job.ExecutionCompleted, true, false))
+	select {
+	case given := <-ds.given:
+		if given <= 0 || given > bus.ResultsAckWait-time.Second {
+			t.Errorf("an apply was given %v, want under the AckWait (%v) less a second to settle", given.Round(time.Millisecond), bus.ResultsAckWait)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no apply")
+	}
+}
+
+// deadlineStore reports how long each apply has before its deadline.
+type deadlineStore struct {
+	results.Store
+	given chan time.Duration
+}
+
+func (d *deadlineStore) ApplyResults(ctx context.Context, rs []store.Result, now time.Time) []store.ResultApplied {
+	dl, ok := ctx.Deadline()
+	left := time.Duration(-1)
+	if ok {
+		left = time.Until(dl)
+	}
+	select {
+	case d.given <- left:
+	default:
+	}
+	return d.Store.ApplyResults(ctx, rs, now)
+}
+
 func TestLastOccurrenceFailsThroughRetriesJobFaults(t *testing.T) {
 	e := setup(t)
 	e.fire("once", `{"startTime":"2026-03-01T12:00:00Z",`+action+`,
