@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/resched/resched/services/internal/natstest"
 	"github.com/resched/resched/services/internal/redistest"
 	"github.com/resched/resched/services/internal/testenv"
@@ -245,5 +246,43 @@ func TestRunFailsWhenTheHTTPPortIsTaken(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "planner failed") || !strings.Contains(stdout.String(), addr) {
 		t.Errorf("no failure record naming %s:\n%s", addr, stdout.String())
+	}
+}
+
+// A planner whose NATS user may not create its intake consumer (a permission left out of the
+// server's configuration) keeps running and says so in /readyz, and is ready once the
+// permission is granted: it stopped with an error before, at its first refused set-up.
+func TestPlannerNotAllowedItsIntakeConsumerSaysSoUntilItIs(t *testing.T) {
+	const user, password = "planner", "planner-password"
+	deny := []string{"$JS.API.CONSUMER.CREATE.SCHEDULER_JOBS.>", "$JS.API.CONSUMER.DURABLE.CREATE.SCHEDULER_JOBS.>"}
+	users := func(deny []string) natstest.Option {
+		return func(o *server.Options) {
+			perms := &server.Permissions{Publish: &server.SubjectPermission{Allow: []string{">"}, Deny: deny}}
+			o.Users = []*server.User{{Username: user, Password: password, Permissions: perms}}
+		}
+	}
+	ns := natstest.Start(t, users(deny))
+	cfg := testConfig(ns.ClientURL(), redistest.Start(t).URL())
+	cfg.NATS.User, cfg.NATS.Password = user, password
+	base, logs, stop := started(t, cfg)
+	var body string
+	testenv.Eventually(t, 30*time.Second, "/readyz naming the intake consumer", func() bool {
+		var code int
+		code, body = httpGet(t, base+"/readyz")
+		var ready struct{ Reasons map[string]string }
+		_ = json.Unmarshal([]byte(body), &ready)
+		return code == http.StatusServiceUnavailable && strings.Contains(ready.Reasons["consumers"], "intake") &&
+			!strings.Contains(ready.Reasons["consumers"], "results")
+	}, func() string { return body + "\n" + logs.String() })
+	waitLog(t, logs, "intake consumer set-up failed; retrying")
+
+	ns.Reload(users(nil))
+	testenv.Eventually(t, 30*time.Second, "ready once allowed", func() bool {
+		var code int
+		code, body = httpGet(t, base+"/readyz")
+		return code == http.StatusOK
+	}, func() string { return body + "\n" + logs.String() })
+	if err := stop(); err != nil {
+		t.Errorf("serve: %v", err)
 	}
 }

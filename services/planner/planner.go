@@ -57,6 +57,8 @@ type planner struct {
 	embedded *server.Server               // the embedded NATS server, when configured
 	started  atomic.Bool                  // every part runs: readiness
 	leases   atomic.Pointer[lease.Leases] // set at start, read by the readiness check
+	intake   atomic.Bool                  // the intake consumer is set up: readiness
+	results  atomic.Bool                  // the results consumer is set up: readiness
 	id       string                       // this planner among the live ones
 	began    time.Time                    // when this process started (the leases' outage detection)
 }
@@ -103,6 +105,7 @@ func newPlanner(cfg Config, logger *slog.Logger) (*planner, error) {
 			{Name: "leases", Func: p.leasesCheck},
 			{Name: "nats", Func: p.conn.Ready},
 			{Name: "due stream", Func: p.dueStreamReady},
+			{Name: "consumers", Func: p.consumersCheck},
 			{Name: "redis", Func: p.store.Ping},
 		}}))
 	if err != nil {
@@ -110,6 +113,23 @@ func newPlanner(cfg Config, logger *slog.Logger) (*planner, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// consumersCheck says which of the planner's own consumers is not set up: its intake applies
+// no definition, or its results no result, until it is. A set-up JetStream refuses for good (a
+// NATS user without the permission) is retried, and shows here and in the log.
+func (p *planner) consumersCheck(context.Context) error {
+	var down []string
+	if !p.intake.Load() {
+		down = append(down, "intake")
+	}
+	if !p.results.Load() {
+		down = append(down, "results")
+	}
+	if len(down) > 0 {
+		return fmt.Errorf("the %s consumer is not set up (the log says why)", strings.Join(down, " and "))
+	}
+	return nil
 }
 
 func (p *planner) startedCheck(context.Context) error {
@@ -265,9 +285,10 @@ func (p *planner) start(ctx context.Context, parts *sync.WaitGroup, fail context
 		_ = wakes.Unsubscribe()
 		return nil, err
 	}
-	in := intake.New(intake.Config{JS: p.js, Jobs: svc, Subjects: p.subjects, Logger: p.log, Erase: p.cfg.keys != nil})
+	in := intake.New(intake.Config{JS: p.js, Jobs: svc, Subjects: p.subjects, Logger: p.log, Erase: p.cfg.keys != nil,
+		Consuming: &p.intake})
 	res := results.New(results.Config{JS: p.js, Store: p.store, Events: p.nc, Subjects: p.subjects,
-		Logger: p.log, Metrics: p.metrics})
+		Logger: p.log, Metrics: p.metrics, Consuming: &p.results})
 	for name, run := range map[string]func(context.Context) error{
 		"leases": leases.Run, "dispatch": disp.Run, "intake": in.Run, "results": res.Run,
 	} {

@@ -26,6 +26,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -59,6 +60,8 @@ type Config struct {
 	// Batch is the most definitions applied in one round trip to Redis (default 256), Handlers
 	// how many batches one planner applies at once (default 4).
 	Batch, Handlers int
+	// Consuming, when set, is true while the consumer is set up and pulled (pull.Config).
+	Consuming *atomic.Bool
 }
 
 // Intake consumes the intake stream.
@@ -99,7 +102,7 @@ func New(cfg Config) *Intake {
 func (in *Intake) Run(ctx context.Context) error {
 	return pull.RunBatches(ctx, pull.Config{
 		Name: "intake", JS: in.cfg.JS, Stream: in.cfg.Subjects.IntakeStream(), Consumer: bus.IntakeConsumerConfig(),
-		RetryDelay: in.cfg.RetryDelay, Logger: in.log, Batch: in.cfg.Batch, Handlers: in.cfg.Handlers,
+		RetryDelay: in.cfg.RetryDelay, Logger: in.log, Batch: in.cfg.Batch, Handlers: in.cfg.Handlers, Consuming: in.cfg.Consuming,
 	}, in.handle)
 }
 

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -31,6 +32,10 @@ type Config struct {
 	Batch int
 	// Handlers is how many batches are handled at once (default 1).
 	Handlers int
+	// Consuming, when set, is true while the consumer is set up and pulled: readiness. A
+	// set-up that never succeeds (a NATS user not allowed to create it) is then seen there
+	// and in the log, rather than stopping the planner.
+	Consuming *atomic.Bool
 }
 
 // Run hands messages one by one to handle until ctx ends, then returns nil once the message in
@@ -51,7 +56,9 @@ func RunBatches(ctx context.Context, cfg Config, handle func(context.Context, []
 		if err != nil || cons == nil {
 			return err
 		}
+		cfg.consuming(true)
 		err = consume(ctx, cfg, cons, handle)
+		cfg.consuming(false)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -62,6 +69,12 @@ func RunBatches(ctx context.Context, cfg Config, handle func(context.Context, []
 		if !setup.Wait(ctx, cfg.RetryDelay) {
 			return nil
 		}
+	}
+}
+
+func (c Config) consuming(up bool) {
+	if c.Consuming != nil {
+		c.Consuming.Store(up)
 	}
 }
 

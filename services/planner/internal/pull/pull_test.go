@@ -27,11 +27,12 @@ func TestConsumerSetUpFailingAtStartIsMadeAgain(t *testing.T) {
 	var logs testenv.LogBuffer
 	got := make(chan string, 1)
 	done := make(chan error, 1)
+	var up atomic.Bool
 	go func() {
 		done <- pull.Run(ctx, pull.Config{
 			Name: "test", JS: flaky, Stream: "S", RetryDelay: 10 * time.Millisecond,
 			Consumer: jetstream.ConsumerConfig{Durable: "c", AckPolicy: jetstream.AckExplicitPolicy},
-			Logger:   slog.New(slog.NewJSONHandler(&logs, nil)),
+			Logger:   slog.New(slog.NewJSONHandler(&logs, nil)), Consuming: &up,
 		}, func(_ context.Context, m jetstream.Msg) {
 			_ = m.Ack()
 			got <- string(m.Data())
@@ -39,6 +40,9 @@ func TestConsumerSetUpFailingAtStartIsMadeAgain(t *testing.T) {
 	}()
 	if _, err := js.Publish(ctx, "s.x", []byte("hello")); err != nil {
 		t.Fatal(err)
+	}
+	if up.Load() {
+		t.Error("consuming (ready) while the first set-up waits for its answer")
 	}
 	select {
 	case data := <-got:
@@ -50,12 +54,18 @@ func TestConsumerSetUpFailingAtStartIsMadeAgain(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatalf("nothing handled after %d set-up attempts\n%s", flaky.calls.Load(), logs.String())
 	}
+	if !up.Load() {
+		t.Error("not consuming (not ready) once a message was handled")
+	}
 	if n := flaky.calls.Load(); n != 3 {
 		t.Errorf("%d set-up attempts, want 3 (two failed)", n)
 	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Run at its stop: %v", err)
+	}
+	if up.Load() {
+		t.Error("consuming (ready) after Run ended")
 	}
 	nc.Close()
 }

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -71,6 +72,8 @@ type Config struct {
 	// Batch is the most results applied in one round trip to Redis (default 256); Handlers how
 	// many batches one planner applies at once (default 2).
 	Batch, Handlers int
+	// Consuming, when set, is true while the consumer is set up and pulled (pull.Config).
+	Consuming *atomic.Bool
 }
 
 // Consumer consumes the results stream.
@@ -115,7 +118,7 @@ func New(cfg Config) *Consumer {
 func (rc *Consumer) Run(ctx context.Context) error {
 	return pull.RunBatches(ctx, pull.Config{
 		Name: "results", JS: rc.cfg.JS, Stream: rc.cfg.Subjects.ResultsStream(), Consumer: bus.ResultsConsumerConfig(),
-		Prefetch: rc.cfg.Prefetch, RetryDelay: rc.cfg.RetryDelay, Logger: rc.log, Batch: rc.cfg.Batch, Handlers: rc.cfg.Handlers,
+		Prefetch: rc.cfg.Prefetch, RetryDelay: rc.cfg.RetryDelay, Logger: rc.log, Batch: rc.cfg.Batch, Handlers: rc.cfg.Handlers, Consuming: rc.cfg.Consuming,
 	}, rc.handle)
 }
 
