@@ -9,6 +9,9 @@
 //     acknowledged;
 //   - malformed: terminated, with a log line and no result, since sending it again cannot help.
 //
+// A result (or an error action) the stream does not take is published again, less and less
+// often, the due message kept in progress: the attempt does not run again (storeAgain).
+//
 // A worker pulls (Fetch) only as many messages as it has free delivery slots, rather than
 // letting Consume or Messages prefetch: a prefetched message waits with its AckWait running,
 // and a stop would have to hand it back, which raises its delivery count and so (the count
@@ -108,13 +111,13 @@ type Config struct {
 
 // Consumer consumes the due stream.
 type Consumer struct {
-	cfg        Config
-	log        *slog.Logger
-	ready      atomic.Bool
-	running    atomic.Int64   // attempts running
-	lastStart  atomic.Int64   // when the last attempt started, Unix ns
-	results    *reporter      // set by Run
-	escalating sync.WaitGroup // error actions being scheduled (finish)
+	cfg       Config
+	log       *slog.Logger
+	ready     atomic.Bool
+	running   atomic.Int64   // attempts running
+	lastStart atomic.Int64   // when the last attempt started, Unix ns
+	results   *reporter      // set by Run
+	later     sync.WaitGroup // error actions being scheduled, results published again (finish)
 }
 
 // New returns a Consumer.
@@ -202,7 +205,7 @@ func (c *Consumer) stop(inflight *sync.WaitGroup, abandon context.CancelCauseFun
 	go func() {
 		inflight.Wait()
 		c.results.close() // no delivery hands a result over any more
-		c.escalating.Wait()
+		c.later.Wait()
 		close(done)
 	}()
 	timer := time.NewTimer(c.cfg.StopTimeout)

@@ -291,18 +291,13 @@ func TestSlotIsFreeWhileTheResultAwaitsItsAcknowledgement(t *testing.T) {
 }
 
 // A result the results stream does not take (here: the stream is gone) is not lost: the due
-// message is not acknowledged, the attempt runs again, and once the stream is back its result
-// is stored and the occurrence settled.
-func TestResultNotPublishedRunsTheAttemptAgain(t *testing.T) {
+// message is not acknowledged, the result is published again, and once the stream is back it
+// is stored and the occurrence settled. The attempt does not run again: the target had its
+// call (it was called again for each refusal before).
+func TestResultNotPublishedIsPublishedAgain(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	if err := e.js.DeleteStream(ctx, e.subjects.ResultsStream()); err != nil {
-		t.Fatal(err)
-	}
-	tg := newTarget(t)
-	e.worker(t, nil)
-	e.publishDue(t, "c", "j", scheduled, job.Action{ActionSpec: httpAct(tg.URL, nil)})
-	testenv.Eventually(t, deadline, "the attempt run again", func() bool { return len(tg.callsSoFar()) >= 2 })
+	tg, tag, _ := e.resultRefused(t, 2, nil)
 	if n := e.dueMessages(t); n != 1 {
 		t.Fatalf("due stream holds %d messages while no result could be stored, want 1", n)
 	}
@@ -310,10 +305,11 @@ func TestResultNotPublishedRunsTheAttemptAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := e.results(t)
-	if r := res.take(t, 1)[0]; r.Job != "j" || r.Status != job.ExecutionCompleted {
-		t.Errorf("result %+v, want j completed", r)
-	}
+	checkResults(t, res.take(t, 1), tag, []summary{{job.ActionNameMain, 0, job.ExecutionCompleted, true, false}})
 	testenv.Eventually(t, deadline, "the due message acknowledged", func() bool { return e.dueMessages(t) == 0 })
+	if n := len(tg.callsSoFar()); n != 1 {
+		t.Errorf("target got %d calls, want 1", n)
+	}
 }
 
 func TestStopFinishesTheDeliveriesInFlight(t *testing.T) {
@@ -361,6 +357,27 @@ func TestStopTimeoutHandsTheDeliveryBack(t *testing.T) {
 	tg.mu.Unlock()
 	e.worker(t, nil)
 	checkResults(t, res.take(t, 1), tag, []summary{{job.ActionNameMain, 1, job.ExecutionCompleted, true, false}})
+}
+
+// A worker that stops while it holds a result the results stream has not taken hands the due
+// message back once its StopTimeout has passed, and another worker runs the attempt again (its
+// outcome was never stored): the message is not left to its AckWait.
+func TestStopHandsBackAMessageWhoseResultIsNotStored(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	tg, tag, stop := e.resultRefused(t, 1, func(c *consumer.Config) { c.StopTimeout = 200 * time.Millisecond })
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if _, err := bus.EnsureStreams(ctx, e.js, e.subjects, bus.StreamOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	res := e.results(t)
+	e.worker(t, nil)
+	checkResults(t, res.take(t, 1), tag, []summary{{job.ActionNameMain, 1, job.ExecutionCompleted, true, false}})
+	if n := len(tg.callsSoFar()); n != 2 {
+		t.Errorf("target got %d calls, want 2 (the second worker ran the attempt again)", n)
+	}
 }
 
 func TestLongDeliveryIsKeptInProgress(t *testing.T) {
@@ -431,10 +448,11 @@ func TestMessageAwaitingItsResultIsKeptInProgress(t *testing.T) {
 }
 
 // A results stream that refuses every result (JetStream's storage full; here a limit of one
-// message, reached) has the attempt run again, each time after twice the wait before, so the
-// target is not called every RetryDelay for as long as it lasts. Once the stream takes results,
-// the attempt's result is stored.
-func TestRefusedResultsRunTheAttemptAgainLessAndLessOften(t *testing.T) {
+// message, reached) has the result published again, each time after twice the wait before,
+// so the stream is not asked every RetryDelay for as long as it lasts. Once the stream takes
+// results, the attempt's result is stored, numbered as the first attempt: the target was
+// called once, and the refusals neither called it again nor used up its retries.
+func TestRefusedResultIsPublishedAgainLessAndLessOften(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	st := e.refuseMore(t, e.subjects.ResultsStream())
@@ -451,21 +469,22 @@ func TestRefusedResultsRunTheAttemptAgainLessAndLessOften(t *testing.T) {
 		return len(waits) >= 4
 	}, logs.String)
 	if want := []string{"50ms", "100ms", "200ms", "400ms"}; !slices.Equal(waits[:4], want) {
-		t.Errorf("waits before the attempt ran again %v, want %v", waits[:4], want)
+		t.Errorf("waits before the result was published again %v, want %v", waits[:4], want)
 	}
 	if err := st.Purge(ctx); err != nil { // the stream takes results again
 		t.Fatal(err)
 	}
-	// Its number counts the deliveries, refused ones too (executor.Attempt.Delivery).
-	if got := e.results(t).take(t, 1); got[0].ExecutionTag != tag || got[0].Status != job.ExecutionCompleted || !got[0].Final {
-		t.Errorf("result %+v, want the attempt of %s Completed", got[0], tag)
+	checkResults(t, e.results(t).take(t, 1), tag, []summary{{job.ActionNameMain, 0, job.ExecutionCompleted, true, false}})
+	testenv.Eventually(t, deadline, "the due message acknowledged", func() bool { return e.dueMessages(t) == 0 })
+	if n := len(tg.callsSoFar()); n != 1 {
+		t.Errorf("target got %d calls, want 1", n)
 	}
 }
 
-// An error action the due stream refuses (its storage full) is not lost: the failed attempt
-// runs again, less and less often, and once the stream takes messages again the error action
-// is scheduled and runs.
-func TestRefusedErrorActionRunsTheAttemptAgainLessAndLessOften(t *testing.T) {
+// An error action the due stream refuses (its storage full) is not lost: it is published
+// again, less and less often, and once the stream takes messages again it is scheduled and
+// runs. The failed attempt does not run again (it did for each refusal before).
+func TestRefusedErrorActionIsScheduledAgainLessAndLessOften(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	st := e.refuseMore(t, e.subjects.DueStream()) // the occurrence itself fills it
@@ -484,7 +503,7 @@ func TestRefusedErrorActionRunsTheAttemptAgainLessAndLessOften(t *testing.T) {
 		return len(waits) >= 3
 	}, logs.String)
 	if want := []string{"50ms", "100ms", "200ms"}; !slices.Equal(waits[:3], want) {
-		t.Errorf("waits before the attempt ran again %v, want %v", waits[:3], want)
+		t.Errorf("waits before the error action was published again %v, want %v", waits[:3], want)
 	}
 	if n := len(fallback.callsSoFar()); n != 0 {
 		t.Fatalf("the error action ran %d times while the stream refused it", n)
@@ -496,6 +515,31 @@ func TestRefusedErrorActionRunsTheAttemptAgainLessAndLessOften(t *testing.T) {
 	}
 	testenv.Eventually(t, deadline, "the error action to run", func() bool { return len(fallback.callsSoFar()) == 1 }, logs.String)
 	testenv.Eventually(t, deadline, "both due messages to be acknowledged", func() bool { return e.dueMessages(t) == 0 })
+	if n := len(main.callsSoFar()); n != 1 {
+		t.Errorf("the failed action was called %d times, want 1", n)
+	}
+}
+
+// resultRefused deletes the results stream, runs a worker (edited by edit) and an occurrence
+// whose target answers, and returns once the worker has had its result refused refusals times.
+func (e *env) resultRefused(t *testing.T, refusals int, edit func(*consumer.Config)) (tg *target, tag string, stop func() error) {
+	t.Helper()
+	if err := e.js.DeleteStream(context.Background(), e.subjects.ResultsStream()); err != nil {
+		t.Fatal(err)
+	}
+	var logs testenv.LogBuffer
+	tg = newTarget(t)
+	stop = e.worker(t, func(c *consumer.Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+		if edit != nil {
+			edit(c)
+		}
+	})
+	tag = e.publishDue(t, "c", "j", scheduled, job.Action{ActionSpec: httpAct(tg.URL, nil)})
+	testenv.Eventually(t, deadline, fmt.Sprint(refusals, " publishes of the result refused"), func() bool {
+		return len(retryWaits(logs.String(), "result not published")) >= refusals
+	}, logs.String)
+	return tg, tag, stop
 }
 
 // retryWaits lists the retry_in of the JSON log lines whose message starts with msg, in order.

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/internal/setup"
 	"github.com/resched/resched/services/worker/internal/executor"
 	"github.com/resched/resched/shared/job"
 )
@@ -47,18 +48,18 @@ func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
 	}
 	c.cfg.Metrics.Attempt(dec.ActionType, dec.Result.Status, dec.Result.EndTime.Sub(dec.Result.StartTime))
 	c.results.hand(dec.Result, func(published error) {
-		beat.stop()
-		c.finish(ctx, msg, &a, &dec, published)
+		c.finish(ctx, msg, &a, &dec, beat, published)
 	})
 }
 
-// finish settles a due message once its result's publish has an outcome: not stored, the
-// attempt runs again; stored, as the executor decided. It runs in the reporter's goroutine that
-// awaits the result's batch, so it never waits on the network itself.
-func (c *Consumer) finish(ctx context.Context, msg jetstream.Msg, a *executor.Attempt, dec *executor.Decision, published error) {
+// finish settles a due message once its result's publish has an outcome: stored, as the
+// executor decided; not stored, the result is published again later (storeAgain). It runs in
+// the reporter's goroutine that awaits the result's batch, so it never waits on the network
+// itself. The heartbeat runs until the message is settled.
+func (c *Consumer) finish(ctx context.Context, msg jetstream.Msg, a *executor.Attempt, dec *executor.Decision, b *beat, published error) {
 	log := &deliveryLog{base: c.log, a: a, dec: dec}
 	if published != nil {
-		c.runAgain(msg, a, log, "publish_result", "result not published", published)
+		c.later.Go(func() { c.storeAgain(ctx, msg, a, dec, b, log, published) })
 		return
 	}
 	level := slog.LevelDebug // successes are many and the results stream has them all
@@ -71,29 +72,72 @@ func (c *Consumer) finish(ctx context.Context, msg jetstream.Msg, a *executor.At
 	}
 	switch dec.Verdict {
 	case executor.Retry:
+		b.stop()
 		c.cfg.Metrics.Retry(dec.ActionType)
 		c.settle(log, "nak", msg.NakWithDelay(dec.Delay))
 	case executor.Escalate:
 		// Publishing the error action's message waits for the stream: in a goroutine of its
 		// own, so that the batch's other deliveries are not held (Run waits for it).
-		c.escalating.Go(func() { c.escalate(ctx, msg, a, log) })
+		c.later.Go(func() { c.escalate(ctx, msg, a, b, log) })
 	default:
+		b.stop()
 		c.settle(log, "ack", msg.Ack())
 	}
 }
 
-// escalate schedules the error action (a message of its own) and then acknowledges the main
-// one; when the error action cannot be scheduled, the attempt runs again.
-func (c *Consumer) escalate(ctx context.Context, msg jetstream.Msg, a *executor.Attempt, log *deliveryLog) {
-	if err := c.publish(ctx, errorPhaseMsg(msg, a.Due)); err != nil {
-		c.runAgain(msg, a, log, "publish_error_action", "error action not scheduled", err)
-		return
+// storeAgain publishes the result of an attempt that the results stream did not take (its
+// storage full, a leader lost for longer than PublishTimeout), alone, until it is stored, then
+// settles the due message as the attempt decided; the heartbeat keeps the message this
+// worker's meanwhile. The attempt is not run again: its target had its call, and running it
+// again called the target once more for each refusal, each call a delivery that numbered the
+// attempts (a results stream refusing for a while used up retries the target never failed),
+// with only the last in the history.
+func (c *Consumer) storeAgain(ctx context.Context, msg jetstream.Msg, a *executor.Attempt, dec *executor.Decision, b *beat, log *deliveryLog, err error) {
+	rm := c.results.message([]report{{r: dec.Result}}, 0)
+	if c.republish(ctx, msg, a, b, log, "publish_result", "result not published", err, func() error { return c.publish(ctx, rm) }) {
+		c.finish(ctx, msg, a, dec, b, nil)
 	}
-	c.settle(log, "ack", msg.Ack())
+}
+
+// escalate schedules the error action (a message of its own) and then acknowledges the main
+// one. An error action the due stream does not take is published again, as a result is.
+func (c *Consumer) escalate(ctx context.Context, msg jetstream.Msg, a *executor.Attempt, b *beat, log *deliveryLog) {
+	em := errorPhaseMsg(msg, a.Due)
+	publish := func() error { return c.publish(ctx, em) }
+	if err := publish(); err == nil || c.republish(ctx, msg, a, b, log, "publish_error_action", "error action not scheduled", err, publish) {
+		b.stop()
+		c.settle(log, "ack", msg.Ack())
+	}
+}
+
+// republish calls publish again after err (what, counted as an error of stage) until it
+// stores the message (true), waiting againAfter between calls, the due message kept in
+// progress by b. Otherwise it settles the message itself and returns false: refused for its
+// size even cut (reporter.alone), it can never be stored and the attempt runs again; at a stop
+// (ctx ended after StopTimeout) the message is handed back, and another worker runs it again.
+func (c *Consumer) republish(ctx context.Context, msg jetstream.Msg, a *executor.Attempt, b *beat, log *deliveryLog, stage, what string, err error, publish func() error) bool {
+	for n := 1; ; n++ {
+		if bus.TooLarge(err) {
+			b.stop()
+			c.runAgain(msg, a, log, stage, what, err)
+			return false
+		}
+		c.cfg.Metrics.Error(stage)
+		delay := c.againAfter(n)
+		log.get().Error(what+"; publishing it again", "retry_in", delay.String(), "error", err)
+		if !setup.Wait(ctx, delay) {
+			b.stop()
+			c.settle(log, "nak", msg.Nak())
+			return false
+		}
+		if err = publish(); err == nil {
+			return true
+		}
+	}
 }
 
 // runAgain has the attempt of msg run again after againAfter, since its outcome (what, counted
-// as an error of stage) could not be stored.
+// as an error of stage) can never be stored as it is.
 func (c *Consumer) runAgain(msg jetstream.Msg, a *executor.Attempt, log *deliveryLog, stage, what string, err error) {
 	c.cfg.Metrics.Error(stage)
 	delay := c.againAfter(a.Delivery)
@@ -101,16 +145,15 @@ func (c *Consumer) runAgain(msg jetstream.Msg, a *executor.Attempt, log *deliver
 	c.settle(log, "nak", msg.NakWithDelay(delay))
 }
 
-// maxAgain bounds the wait before an attempt whose outcome could not be stored runs again.
+// maxAgain bounds the wait before an outcome that could not be stored is published again.
 const maxAgain = time.Minute
 
-// againAfter is the wait before an attempt whose result (or error action) could not be
-// stored runs again, at its delivery'th delivery: RetryDelay, doubling with each delivery up to
-// maxAgain. A results stream that refuses for long (JetStream's storage full) would otherwise
-// have the targets in hand called again every RetryDelay for as long as it lasts.
-func (c *Consumer) againAfter(delivery int) time.Duration {
+// againAfter is the wait before the n'th publish again of an outcome (a result, an error
+// action) that could not be stored: RetryDelay, doubling each time up to maxAgain, so that a
+// stream refusing for long (JetStream's storage full) is not asked every RetryDelay.
+func (c *Consumer) againAfter(n int) time.Duration {
 	d := c.cfg.RetryDelay
-	for i := 1; i < delivery && d < maxAgain; i++ {
+	for i := 1; i < n && d < maxAgain; i++ {
 		d *= 2
 	}
 	return min(d, maxAgain)
