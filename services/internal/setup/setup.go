@@ -22,7 +22,7 @@ type Pacing struct {
 	Short    int           // attempts with Try before they double; default 3
 	MaxTry   time.Duration // the longest an attempt waits for its answer; default 10 s
 	Delay    time.Duration // the first wait after a refusal; default 100 ms
-	MaxDelay time.Duration // the wait doubles after each refusal up to this; default 2 s
+	MaxDelay time.Duration // the wait doubles after each refusal up to this; default 2 s, at least Delay
 }
 
 func (p Pacing) withDefaults() Pacing {

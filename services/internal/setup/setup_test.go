@@ -103,3 +103,23 @@ func TestRetryEndsWithItsContext(t *testing.T) {
 		t.Errorf("Retry = %v during an attempt, want %v", err, stop)
 	}
 }
+
+// A MaxDelay below Delay (the worker's RetryDelay set above 2 s) never shortens the wait.
+func TestDelayIsNeverCutBelowItsFirst(t *testing.T) {
+	var waits []time.Duration
+	calls := 0
+	p := setup.Pacing{Delay: 30 * time.Millisecond, MaxDelay: 10 * time.Millisecond}
+	err := setup.Retry(context.Background(), p, func(context.Context) error {
+		if calls++; calls <= 3 {
+			return errRefused
+		}
+		return nil
+	}, func(_ error, wait time.Duration) { waits = append(waits, wait) })
+	if err != nil {
+		t.Fatalf("Retry: %v", err)
+	}
+	ms := 30 * time.Millisecond
+	if want := []time.Duration{ms, ms, ms}; !slices.Equal(waits, want) {
+		t.Errorf("waits %v, want %v", waits, want)
+	}
+}

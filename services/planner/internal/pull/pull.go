@@ -81,7 +81,7 @@ func (c Config) consuming(up bool) {
 // consumer sets the consumer up, trying until it works; nil, nil when ctx ended first.
 func consumer(ctx context.Context, cfg Config) (jetstream.Consumer, error) {
 	var cons jetstream.Consumer
-	pacing := setup.Pacing{Delay: cfg.RetryDelay, MaxDelay: max(cfg.RetryDelay, 2*time.Second)}
+	pacing := setup.Pacing{Delay: cfg.RetryDelay} // doubling up to 2 s, or RetryDelay when longer
 	err := setup.Retry(ctx, pacing, func(ctx context.Context) error {
 		var err error
 		if cons, err = cfg.JS.CreateOrUpdateConsumer(ctx, cfg.Stream, cfg.Consumer); closed(err) {

@@ -55,7 +55,7 @@ const pullWait = time.Second
 // (TestNATSClusterServerCutOff: its leaders elected again when the server cut off rejoined,
 // occurrences 9 s late).
 func (c *Consumer) setupPacing() setup.Pacing {
-	return setup.Pacing{MaxTry: c.cfg.PublishTimeout, Delay: c.cfg.RetryDelay, MaxDelay: max(c.cfg.RetryDelay, 2*time.Second)}
+	return setup.Pacing{MaxTry: c.cfg.PublishTimeout, Delay: c.cfg.RetryDelay}
 }
 
 // errAbandoned is the cause given to deliveries still running when the stop timeout ends.
