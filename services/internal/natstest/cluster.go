@@ -138,13 +138,8 @@ func (c *Cluster) metaLeader() bool {
 func (c *Cluster) Isolate(i int) {
 	c.t.Helper()
 	c.eachRoute(i, (*testenv.Proxy).Cut)
-	deadline := time.Now().Add(10 * time.Second)
-	for c.Servers[i].NumRoutes() > 0 {
-		if time.Now().After(deadline) {
-			c.t.Fatalf("natstest: n%d still has %d routes 10 s after they were cut", i, c.Servers[i].NumRoutes())
-		}
-		time.Sleep(5 * time.Millisecond) // polling the server's state
-	}
+	testenv.Eventually(c.t, 10*time.Second, fmt.Sprintf("n%d to drop the routes cut", i),
+		func() bool { return c.Servers[i].NumRoutes() == 0 })
 }
 
 // Rejoin lets server i route to the others again.

@@ -74,12 +74,20 @@ func TestConsumerSetUpFailingAtStartIsMadeAgain(t *testing.T) {
 func TestClosedConnectionEndsRun(t *testing.T) {
 	nc, js, _ := natstest.Start(t).JetStream(t)
 	nc.Close()
-	err := pull.Run(context.Background(), pull.Config{
-		Name: "test", JS: js, Stream: "S", RetryDelay: 10 * time.Millisecond,
-		Consumer: jetstream.ConsumerConfig{Durable: "c"}, Logger: slog.New(slog.DiscardHandler),
-	}, func(context.Context, jetstream.Msg) {})
-	if err == nil {
-		t.Fatal("Run on a closed connection returned nil")
+	done := make(chan error, 1)
+	go func() {
+		done <- pull.Run(context.Background(), pull.Config{
+			Name: "test", JS: js, Stream: "S", RetryDelay: 10 * time.Millisecond,
+			Consumer: jetstream.ConsumerConfig{Durable: "c"}, Logger: slog.New(slog.DiscardHandler),
+		}, func(context.Context, jetstream.Msg) {})
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("Run on a closed connection returned nil")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run on a closed connection still trying after 10 s")
 	}
 }
 
