@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"github.com/resched/resched/services/internal/natstest"
 	"github.com/resched/resched/services/internal/redistest"
 	"github.com/resched/resched/services/internal/testenv"
+	"github.com/resched/resched/services/planner/internal/store"
 )
 
 // runAsPlanner makes the test binary act as the planner when a test starts it as a child, so
@@ -284,5 +286,25 @@ func TestPlannerNotAllowedItsIntakeConsumerSaysSoUntilItIs(t *testing.T) {
 	}, func() string { return body + "\n" + logs.String() })
 	if err := stop(); err != nil {
 		t.Errorf("serve: %v", err)
+	}
+}
+
+// A planner set to another partition count than the one its Redis data was laid out with
+// stops at once, saying so, rather than retrying its start for ever (setup.Final).
+func TestPlannerWithAnotherLayoutStopsAtOnce(t *testing.T) {
+	rs := redistest.Start(t)
+	cfg := testConfig(natstest.Start(t).ClientURL(), rs.URL())
+	if err := store.New(rs.Client(t), cfg.RedisKeyPrefix, store.WithPartitions(64)).CheckLayout(context.Background()); err != nil {
+		t.Fatal(err) // the data laid out with 64 partitions; the planner has the default 16
+	}
+	done := make(chan error, 1)
+	go func() { done <- serve(context.Background(), cfg, slog.New(slog.DiscardHandler)) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, store.ErrLayout) {
+			t.Errorf("serve = %v, want the layout error", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the planner still runs 30 s after meeting another layout")
 	}
 }
