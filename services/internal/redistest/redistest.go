@@ -5,6 +5,7 @@
 package redistest
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -27,7 +28,10 @@ import (
 
 // Server is a redis-server child process.
 type Server struct {
+	// Addr is where clients reach the server: where it listens, or a proxy in front of it.
 	Addr string
+	// listen is where the server listens when a proxy is in front of it.
+	listen string
 	// CA and ClientCert are the TLS files a client needs, with WithTLS.
 	CA         string
 	ClientCert tlstest.Pair
@@ -100,7 +104,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 	if s.tls {
 		ports = []string{"--port", "0", "--tls-port", s.port()}
 	}
-	s.args = append(append(ports, "--bind", "127.0.0.1", "--dir", s.dir, "--protected-mode", "no", "--loglevel", "warning"), s.args...)
+	s.args = append(append(ports, "--bind", s.host(), "--dir", s.dir, "--protected-mode", "no", "--loglevel", "warning"), s.args...)
 	if s.conf != "" {
 		s.args = append([]string{s.conf}, s.args...)
 	}
@@ -110,7 +114,14 @@ func Start(t testing.TB, opts ...Option) *Server {
 	return s
 }
 
-func (s *Server) port() string { _, p, _ := net.SplitHostPort(s.Addr); return p }
+func (s *Server) port() string { _, p, _ := net.SplitHostPort(cmp.Or(s.listen, s.Addr)); return p }
+
+func (s *Server) host() string { h, _, _ := net.SplitHostPort(cmp.Or(s.listen, s.Addr)); return h }
+
+// behind makes the server listen on listen, its clients reaching it at addr, a proxy.
+func behind(listen, addr string) Option {
+	return func(s *Server) { s.listen, s.Addr = listen, addr }
+}
 
 func (s *Server) start(bin string) {
 	s.t.Helper()

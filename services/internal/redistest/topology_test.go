@@ -2,9 +2,12 @@ package redistest_test
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/resched/resched/services/internal/redistest"
+	"github.com/resched/resched/services/internal/testenv"
 )
 
 func TestClusterAndSentinelStart(t *testing.T) {
@@ -27,4 +30,37 @@ func TestClusterAndSentinelStart(t *testing.T) {
 		t.Fatal("the sentinels name another master")
 	}
 	t.Log(s.URL())
+}
+
+// A master split off from the other nodes still answers its clients and takes their writes
+// until it notices it is alone (the node time-out); its replica takes over meanwhile, and once
+// the split heals the old master follows the new one: what it took alone is lost. The chaos
+// runs rely on this being what a split does.
+func TestClusterSplit(t *testing.T) {
+	c := redistest.StartCluster(t, 3, 1, redistest.Splittable())
+	ctx := context.Background()
+	const key = "{p01}:x"
+	rc := c.Client(t)
+	if err := rc.Set(ctx, key, "before", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	m := c.MasterOf(key)
+	alone := m.Client(t)
+	c.Split(m)
+	if err := alone.Set(ctx, key, "alone", 0).Err(); err != nil {
+		t.Fatalf("the master split off refused a write at once: %v", err)
+	}
+	testenv.Eventually(t, 30*time.Second, "a replica takes over", func() bool { return c.MasterOf(key) != m })
+	testenv.Eventually(t, 30*time.Second, "the master split off refuses writes", func() bool {
+		err := alone.Set(ctx, key, "later", 0).Err()
+		return err != nil && strings.Contains(err.Error(), "CLUSTERDOWN")
+	})
+	c.Heal()
+	c.WaitHealthy()
+	if got := c.MasterOf(key); got == m {
+		t.Fatal("the old master took its slots back")
+	}
+	if v, err := rc.Get(ctx, key).Result(); err != nil || v != "before" {
+		t.Fatalf("after the split: %q, %v; want the write made before it", v, err)
+	}
 }

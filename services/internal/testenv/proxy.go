@@ -8,14 +8,16 @@ import (
 
 // Proxy forwards TCP connections from a loopback port to a server, and can cut them, as a
 // network partition between one process and that server does while both keep running, or
-// freeze them, as a server that hangs or a network that drops packets does.
+// freeze them, as a server that hangs or a network that drops packets does; or freeze only
+// those from some addresses, as a network split between the server and some of its peers.
 type Proxy struct {
 	ln     net.Listener
 	target string
 
 	mu     sync.Mutex
 	cut    bool
-	frozen chan struct{} // closed by Thaw; nil while the link forwards
+	frozen chan struct{}            // closed by Thaw; nil while the link forwards
+	apart  map[string]chan struct{} // by source IP, those FreezeFrom froze; closed by Thaw
 	conns  map[net.Conn]struct{}
 }
 
@@ -26,7 +28,7 @@ func StartProxy(t testing.TB, target string) *Proxy {
 	if err != nil {
 		t.Fatalf("testenv: proxy: %v", err)
 	}
-	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{ln: ln, target: target, apart: map[string]chan struct{}{}, conns: map[net.Conn]struct{}{}}
 	go p.accept()
 	t.Cleanup(func() {
 		_ = ln.Close()
@@ -61,6 +63,18 @@ func (p *Proxy) Freeze() {
 	}
 }
 
+// FreezeFrom freezes, until Thaw, the connections that come from ip: those open and those
+// opened later. Processes that each open their connections from a loopback address of their
+// own (all of 127.0.0.0/8 is loopback on Linux) can so be split from the server while others
+// still reach it.
+func (p *Proxy) FreezeFrom(ip string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.apart[ip] == nil {
+		p.apart[ip] = make(chan struct{})
+	}
+}
+
 // Thaw forwards again, what waited first.
 func (p *Proxy) Thaw() {
 	p.mu.Lock()
@@ -73,14 +87,24 @@ func (p *Proxy) thaw() {
 		close(p.frozen)
 		p.frozen = nil
 	}
+	for ip, f := range p.apart {
+		close(f)
+		delete(p.apart, ip)
+	}
 }
 
-// gate returns once the link is not frozen.
-func (p *Proxy) gate() {
-	p.mu.Lock()
-	f := p.frozen
-	p.mu.Unlock()
-	if f != nil {
+// gate returns once the link is not frozen for connections from src.
+func (p *Proxy) gate(src string) {
+	for {
+		p.mu.Lock()
+		f := p.frozen
+		if f == nil {
+			f = p.apart[src]
+		}
+		p.mu.Unlock()
+		if f == nil {
+			return
+		}
 		<-f
 	}
 }
@@ -103,7 +127,8 @@ func (p *Proxy) accept() {
 }
 
 func (p *Proxy) forward(in net.Conn) {
-	p.gate()
+	from, _, _ := net.SplitHostPort(in.RemoteAddr().String())
+	p.gate(from)
 	out, err := net.Dial("tcp", p.target)
 	if err != nil {
 		_ = in.Close()
@@ -120,7 +145,7 @@ func (p *Proxy) forward(in net.Conn) {
 		for {
 			n, err := src.Read(buf)
 			if n > 0 {
-				p.gate()
+				p.gate(from)
 				if _, werr := dst.Write(buf[:n]); werr != nil {
 					break
 				}
