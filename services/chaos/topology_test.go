@@ -458,11 +458,9 @@ func TestRedisSentinelMasterHangs(t *testing.T) {
 // follows that replica and drops what it took alone. Every write of results waits for a
 // replica (two a master, as docs/scaling.md asks), so none of them is lost: at the default
 // (no wait, one replica) 36 history entries were, the results of the 2 s before the master
-// split off noticed.
+// split off noticed. In `make chaos` only (nine Redis nodes).
 func TestRedisClusterSplit(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a fault run of 45 s")
-	}
+	fullRunOnly(t)
 	rc := redistest.StartCluster(t, 3, 2, redistest.Splittable())
 	n := natstest.Start(t)
 	p := profile{name: "redis cluster split", planners: 2, workers: 2, groups: topologyGroups, span: topologySpan,
