@@ -184,6 +184,20 @@ func parseConfig(args []string, getenv func(string) string, output io.Writer) (C
 	return cfg, nil
 }
 
+// warnings are what the settings leave unsafe, said once at start.
+func (c Config) warnings() []string {
+	var w []string
+	if c.keys == nil {
+		w = append(w, c.keys.Describe()+" (set RESCHED_SECRET_KEYS_FILE on planners and workers to seal them)")
+	}
+	if c.Redis.FailsOver() && c.MinReplicas == 0 {
+		// Measured by TestRedisClusterSplit's run at this default: 36 history entries lost.
+		w = append(w, "writes do not wait for a Redis replica: a failover can lose results already recorded (history "+
+			"entries, executionCount) and jobs just put (set "+envPrefix+"MIN_REPLICAS=1, with two replicas a master; docs/scaling.md)")
+	}
+	return w
+}
+
 // LogValue is what the planner logs of its configuration: credentials in URLs are masked, and
 // durations read as they are written ("30s"; slog's JSON would print nanoseconds).
 func (c Config) LogValue() slog.Value {

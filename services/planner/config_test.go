@@ -274,3 +274,36 @@ func TestConfigLogValueHidesSecrets(t *testing.T) {
 		}
 	}
 }
+
+// A planner says at start what its settings leave unsafe: secrets in clear without keys, and
+// results a failover can lose on a Redis that fails over while no write waits for a replica.
+func TestWarnings(t *testing.T) {
+	const cluster, sentinel = "redis+cluster://r1:7000,r2:7000/", "redis+sentinel://s1:26379/mymaster/0"
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want []string // a word of each warning, in order
+	}{
+		{"defaults", nil, []string{"no secret keys"}},
+		{"keys", map[string]string{"RESCHED_SECRET_KEYS": "k=" + testKey}, nil},
+		{"cluster", map[string]string{"RESCHED_SECRET_KEYS": "k=" + testKey, "REDIS_URL": cluster}, []string{"RESCHED_PLANNER_MIN_REPLICAS=1"}},
+		{"sentinel", map[string]string{"REDIS_URL": sentinel}, []string{"no secret keys", "RESCHED_PLANNER_MIN_REPLICAS=1"}},
+		{"cluster waiting for a replica", map[string]string{"RESCHED_SECRET_KEYS": "k=" + testKey, "REDIS_URL": cluster, "RESCHED_PLANNER_MIN_REPLICAS": "1"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := parseConfig(nil, env(tc.env), io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := cfg.warnings()
+			if len(got) != len(tc.want) {
+				t.Fatalf("warnings %q, want %d", got, len(tc.want))
+			}
+			for i, w := range tc.want {
+				if !strings.Contains(got[i], w) {
+					t.Errorf("warning %d: %q, want it to name %q", i, got[i], w)
+				}
+			}
+		})
+	}
+}

@@ -45,10 +45,11 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if cfg.Reencrypt {
 		return reencrypt(ctx, cfg, logger)
 	}
-	if cfg.keys == nil {
-		logger.Warn(cfg.keys.Describe() + " (set RESCHED_SECRET_KEYS_FILE on planners and workers to seal them)")
-	} else {
+	if cfg.keys != nil {
 		logger.Info(cfg.keys.Describe())
+	}
+	for _, w := range cfg.warnings() {
+		logger.Warn(w)
 	}
 	p, err := newPlanner(cfg, logger)
 	if err != nil {

@@ -77,6 +77,14 @@ func (o Options) Check() []error {
 	return errs
 }
 
+// FailsOver says whether the URL names a topology whose masters fail over to replicas
+// (Cluster, Sentinel): Redis replicates asynchronously, so a failover can lose writes the old
+// master acknowledged.
+func (o Options) FailsOver() bool {
+	t, err := parse(o.URL)
+	return err == nil && t.kind != "server"
+}
+
 // LogValue is what may be logged: the URL without its password, the topology, the files.
 func (o Options) LogValue() slog.Value {
 	attrs := []slog.Attr{slog.String("url", Redact(o.URL))}

@@ -45,6 +45,9 @@ func TestURLForms(t *testing.T) {
 		}
 		c.check(t, cl)
 		_ = cl.Close()
+		if fails := (Options{URL: c.url}).FailsOver(); fails != (c.kind != "server") {
+			t.Errorf("%s: FailsOver %v", c.url, fails)
+		}
 	}
 	for url, want := range map[string]string{
 		"http://x:1":                          "scheme must be redis or rediss",
