@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -306,5 +307,20 @@ func TestPlannerWithAnotherLayoutStopsAtOnce(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the planner still runs 30 s after meeting another layout")
+	}
+}
+
+// A planner on a Redis that may evict keys says so at start, naming the policy, and runs.
+func TestPlannerOnARedisThatMayEvictWarns(t *testing.T) {
+	rs := redistest.Start(t, redistest.WithArgs("--maxmemory", "100mb", "--maxmemory-policy", "allkeys-lru"))
+	_, logs, stop := started(t, testConfig(natstest.Start(t).ClientURL(), rs.URL()))
+	r := waitLog(t, logs, "Redis may evict keys to make room, and an evicted key is a job, collection or history lost: "+
+		"set maxmemory-policy noeviction (docs/operations.md)")
+	if servers := fmt.Sprint(r["servers"]); !strings.Contains(servers, "allkeys-lru") {
+		t.Errorf("servers %s, want the policy named", servers)
+	}
+	waitLog(t, logs, "planner ready")
+	if err := stop(); err != nil {
+		t.Errorf("serve: %v", err)
 	}
 }

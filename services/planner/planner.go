@@ -234,6 +234,19 @@ func (p *planner) run(ctx context.Context) error {
 	return stopErr
 }
 
+// checkEviction warns when Redis may evict keys: the planner runs all the same, as it would
+// on a Redis that someone sets so later, but the operator learns it before a job is lost.
+func (p *planner) checkEviction(ctx context.Context) {
+	evicting, err := p.store.Evicting(ctx)
+	switch {
+	case err != nil:
+		p.log.Info("could not tell whether Redis may evict keys", "error", err)
+	case len(evicting) > 0:
+		p.log.Warn("Redis may evict keys to make room, and an evicted key is a job, collection or history lost: "+
+			"set maxmemory-policy noeviction (docs/operations.md)", "servers", evicting)
+	}
+}
+
 // start ensures the streams and the data layout, then starts the leases, the API, the
 // intake, the dispatcher, the results consumer and the backlog sampler. A part that fails
 // later calls fail.
@@ -253,6 +266,7 @@ func (p *planner) start(ctx context.Context, parts *sync.WaitGroup, fail context
 	if err := retry(ctx, "check the data layout", p.log, p.store.CheckLayout); err != nil {
 		return nil, err
 	}
+	p.checkEviction(ctx)
 	p.metrics.Partitions(p.store.Partitions())
 	validator, err := jobschema.New(jobschema.WithMinRetryInterval(p.cfg.MinRetryInterval))
 	if err != nil {

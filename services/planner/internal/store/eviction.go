@@ -1,0 +1,62 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Evicting names the Redis masters that may evict keys to make room: a maxmemory set and a
+// maxmemory-policy other than noeviction. The keys are the jobs, their collections and their
+// history, so an evicted key is one of them lost without a trace. Read from INFO memory, which
+// managed services that turn CONFIG off still answer. Each name is "address: policy".
+func (s *Store) Evicting(ctx context.Context) ([]string, error) {
+	c, ok := s.rdb.(*redis.ClusterClient)
+	if !ok {
+		policy, err := evictionPolicy(ctx, s.rdb)
+		if err != nil || policy == "" {
+			return nil, err
+		}
+		return []string{"redis: " + policy}, nil
+	}
+	var mu sync.Mutex
+	var out []string
+	err := c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		policy, err := evictionPolicy(ctx, m)
+		if err != nil {
+			return fmt.Errorf("master %s: %w", m.Options().Addr, err)
+		}
+		if policy != "" {
+			mu.Lock()
+			out = append(out, m.Options().Addr+": "+policy)
+			mu.Unlock()
+		}
+		return nil
+	})
+	return out, err
+}
+
+// evictionPolicy is the server's maxmemory-policy when it may evict keys, else "".
+func evictionPolicy(ctx context.Context, c redis.Cmdable) (string, error) {
+	info, err := c.Info(ctx, "memory").Result()
+	if err != nil {
+		return "", fmt.Errorf("read the eviction policy (INFO memory): %w", err)
+	}
+	var limit, policy string
+	for _, line := range strings.Split(info, "\n") {
+		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+		switch k {
+		case "maxmemory":
+			limit = v
+		case "maxmemory_policy":
+			policy = v
+		}
+	}
+	if limit == "0" || policy == "" || policy == "noeviction" {
+		return "", nil
+	}
+	return policy, nil
+}
