@@ -264,6 +264,39 @@ func TestLargeAnswerIsCalledOnceAndRecordedCut(t *testing.T) {
 	}
 }
 
+// A result the results stream refuses for its size even cut to its shortest (an operator's
+// limit under the result's own fields) can never be stored as it is, and publishing it again
+// would be refused forever: the attempt runs again after RetryDelay, doubling, until the stream
+// takes the result of one. Its due message is acknowledged only then.
+func TestResultTooLargeEvenCutRunsTheAttemptAgain(t *testing.T) {
+	e := newEnv(t)
+	natstest.SetMaxMsgSize(t, e.js, e.subjects.ResultsStream(), 128) // under any result
+	var logs testenv.LogBuffer
+	tg := newTarget(t)
+	e.worker(t, func(c *consumer.Config) { c.Logger = slog.New(slog.NewJSONHandler(&logs, nil)) })
+	tag := e.publishDue(t, "c", "j", scheduled, job.Action{ActionSpec: httpAct(tg.URL, nil)})
+	var waits []string
+	testenv.Eventually(t, deadline, "two attempts run again", func() bool {
+		waits = retryWaits(logs.String(), "result not published; the attempt will run again")
+		return len(waits) >= 2
+	}, logs.String)
+	if want := []string{"50ms", "100ms"}; !slices.Equal(waits[:2], want) {
+		t.Errorf("waits before the attempt ran again %v, want %v", waits[:2], want)
+	}
+	if n := e.dueMessages(t); n != 1 {
+		t.Fatalf("due stream holds %d messages while no result is stored, want 1", n)
+	}
+	natstest.SetMaxMsgSize(t, e.js, e.subjects.ResultsStream(), -1)
+	got := e.results(t).take(t, 1)[0]
+	if got.ExecutionTag != tag || got.Status != job.ExecutionCompleted || got.Attempt < 2 {
+		t.Fatalf("result %s %s of attempt %d, want a later attempt Completed", got.ExecutionTag, got.Status, got.Attempt)
+	}
+	testenv.Eventually(t, deadline, "the due message acknowledged", func() bool { return e.dueMessages(t) == 0 })
+	if calls := len(tg.callsSoFar()); calls != got.Attempt+1 {
+		t.Errorf("the target was called %d times for a result of attempt %d", calls, got.Attempt)
+	}
+}
+
 // A delivery's slot is free once its attempt has ended: the next due message is delivered while
 // the last one's result still waits for the stream's acknowledgement, and no due message is
 // acknowledged before its result's acknowledgement.
