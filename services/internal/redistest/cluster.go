@@ -3,9 +3,7 @@ package redistest
 import (
 	"context"
 	"fmt"
-	"net"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,23 +19,21 @@ import (
 type Cluster struct {
 	Nodes []*Server
 	t     testing.TB
-	// With Splittable, each node's loopback address and the proxies in front of it (its
-	// clients' port and its cluster bus).
-	ips    []string
-	fronts [][]*testenv.Proxy
+	racks racks // with Splittable
 }
 
-// ClusterOption changes how StartCluster lays a cluster out.
-type ClusterOption func(*clusterLayout)
+// SetOption changes how StartCluster and StartSentinel lay a set of nodes out.
+type SetOption func(*setLayout)
 
-type clusterLayout struct{ splittable bool }
+type setLayout struct{ splittable bool }
 
 // Splittable puts each node on a loopback address of its own (127.0.1.n), where it listens and
 // from which it opens its connections to the other nodes (the cluster bus, replication), and
 // behind proxies that the other nodes and the clients reach it through, which it announces.
 // Split can then cut nodes off from each other, as a network split between racks does, while
-// the clients still reach every node.
-func Splittable() ClusterOption { return func(l *clusterLayout) { l.splittable = true } }
+// the clients still reach every node. A Sentinel set's sentinels get an address of their own,
+// without a proxy: they stay on the side of the nodes they are not split from.
+func Splittable() SetOption { return func(l *setLayout) { l.splittable = true } }
 
 // NodeTimeout is the cluster-node-timeout of the test clusters: how long a master may be
 // unreachable before its replica is promoted.
@@ -45,24 +41,25 @@ const NodeTimeout = 1500 * time.Millisecond
 
 // StartCluster starts masters × (1 + replicas) nodes with append-only files and forms the
 // cluster, waiting until every slot is served.
-func StartCluster(t testing.TB, masters, replicas int, opts ...ClusterOption) *Cluster {
+func StartCluster(t testing.TB, masters, replicas int, opts ...SetOption) *Cluster {
 	t.Helper()
-	var layout clusterLayout
+	var layout setLayout
 	for _, o := range opts {
 		o(&layout)
 	}
-	c := &Cluster{t: t}
+	c := &Cluster{t: t, racks: racks{t: t}}
 	var addrs []string
-	for i := range masters * (1 + replicas) {
+	for range masters * (1 + replicas) {
 		// The bus port is chosen too: the default, port+10000, may fall in the ephemeral range.
 		bus := strconv.Itoa(testenv.FreePort(t))
 		nodeOpts := []Option{WithPersistence(), WithArgs("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
 			"--cluster-port", bus,
 			"--cluster-node-timeout", fmt.Sprint(NodeTimeout.Milliseconds()), "--cluster-replica-validity-factor", "0")}
 		if layout.splittable {
-			nodeOpts = append(nodeOpts, c.apart(i, bus))
+			nodeOpts = append(nodeOpts, c.racks.fronted(bus))
 		}
 		n := Start(t, nodeOpts...)
+		c.racks.add(n)
 		c.Nodes = append(c.Nodes, n)
 		addrs = append(addrs, n.Addr)
 	}
@@ -78,51 +75,14 @@ func StartCluster(t testing.TB, masters, replicas int, opts ...ClusterOption) *C
 	return c
 }
 
-// apart gives node i its own loopback address and the proxies in front of its port and its bus.
-func (c *Cluster) apart(i int, bus string) Option {
-	ip := fmt.Sprintf("127.0.1.%d", i+1)
-	listen := net.JoinHostPort(ip, strconv.Itoa(testenv.FreePort(c.t)))
-	front, busFront := testenv.StartProxy(c.t, listen), testenv.StartProxy(c.t, net.JoinHostPort(ip, bus))
-	c.ips, c.fronts = append(c.ips, ip), append(c.fronts, []*testenv.Proxy{front, busFront})
-	_, port, _ := net.SplitHostPort(front.Addr())
-	_, busPort, _ := net.SplitHostPort(busFront.Addr())
-	return func(s *Server) {
-		behind(listen, front.Addr())(s)
-		WithArgs("--bind-source-addr", ip, "--cluster-announce-ip", "127.0.0.1", "--cluster-announce-port", port,
-			"--cluster-announce-bus-port", busPort, "--replica-announce-ip", "127.0.0.1", "--replica-announce-port", port)(s)
-	}
-}
-
 // Split cuts the nodes named off from the others, until Heal: the links between the two sides
 // freeze (what is sent waits, a new connection is not answered), as when a network drops the
 // packets between two racks. Clients reach every node all along. The cluster must have been
 // started Splittable.
-func (c *Cluster) Split(off ...*Server) {
-	c.t.Helper()
-	if c.fronts == nil {
-		c.t.Fatal("redistest: Split needs a cluster started Splittable")
-	}
-	side := func(i int) bool { return slices.Contains(off, c.Nodes[i]) }
-	for i := range c.Nodes {
-		for j := range c.Nodes {
-			if side(i) == side(j) {
-				continue
-			}
-			for _, f := range c.fronts[i] {
-				f.FreezeFrom(c.ips[j])
-			}
-		}
-	}
-}
+func (c *Cluster) Split(off ...*Server) { c.t.Helper(); c.racks.split(off...) }
 
 // Heal ends a Split: the frozen links forward again, what waited first.
-func (c *Cluster) Heal() {
-	for _, fs := range c.fronts {
-		for _, f := range fs {
-			f.Thaw()
-		}
-	}
-}
+func (c *Cluster) Heal() { c.racks.heal() }
 
 // URL is the redis+cluster:// URL of every node.
 func (c *Cluster) URL() string {

@@ -17,16 +17,32 @@ type Sentinel struct {
 	Master, Replica *Server
 	Sentinels       []*Server
 	t               testing.TB
+	racks           racks // with Splittable
 }
 
 // StartSentinel starts the set and waits until every sentinel knows the master, its replica and
 // the other sentinels, and the replica has ended its first sync.
-func StartSentinel(t testing.TB) *Sentinel {
+func StartSentinel(t testing.TB, opts ...SetOption) *Sentinel {
 	t.Helper()
-	s := &Sentinel{t: t}
-	s.Master = Start(t, WithPersistence())
-	s.Replica = Start(t, WithPersistence(), WithArgs("--replicaof", "127.0.0.1", s.Master.port()))
+	var layout setLayout
+	for _, o := range opts {
+		o(&layout)
+	}
+	s := &Sentinel{t: t, racks: racks{t: t}}
+	place := func(sentinel bool) []Option {
+		switch {
+		case !layout.splittable:
+			return nil
+		case sentinel:
+			return []Option{s.racks.own()}
+		}
+		return []Option{s.racks.fronted("")}
+	}
+	s.Master = Start(t, append(place(false), WithPersistence())...)
+	s.racks.add(s.Master)
 	host, port, _ := strings.Cut(s.Master.Addr, ":")
+	s.Replica = Start(t, append(place(false), WithPersistence(), WithArgs("--replicaof", host, port))...)
+	s.racks.add(s.Replica)
 	for range 3 {
 		dir := t.TempDir()
 		conf := filepath.Join(dir, "sentinel.conf")
@@ -36,11 +52,20 @@ func StartSentinel(t testing.TB) *Sentinel {
 		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		s.Sentinels = append(s.Sentinels, Start(t, WithArgs("--sentinel"), withConfigFile(conf)))
+		sen := Start(t, append(place(true), WithArgs("--sentinel"), withConfigFile(conf))...)
+		s.racks.add(sen)
+		s.Sentinels = append(s.Sentinels, sen)
 	}
 	s.waitKnown()
 	return s
 }
+
+// Split cuts the nodes named off from the others, until Heal, as Cluster.Split does. The set
+// must have been started Splittable.
+func (s *Sentinel) Split(off ...*Server) { s.t.Helper(); s.racks.split(off...) }
+
+// Heal ends a Split.
+func (s *Sentinel) Heal() { s.racks.heal() }
 
 // withConfigFile puts a configuration file first, as redis-server wants it.
 func withConfigFile(path string) Option {

@@ -64,3 +64,32 @@ func TestClusterSplit(t *testing.T) {
 		t.Fatalf("after the split: %q, %v; want the write made before it", v, err)
 	}
 }
+
+// A Sentinel master split off from its replica and the sentinels still answers its clients and
+// takes their writes (Sentinel does not fence it); the sentinels promote the replica, and once
+// the split heals they make the old master its replica: what it took alone is lost.
+func TestSentinelSplit(t *testing.T) {
+	s := redistest.StartSentinel(t, redistest.Splittable())
+	ctx := context.Background()
+	old := s.Master.Client(t)
+	if err := old.Set(ctx, "x", "before", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, "the replica has the write", func() bool {
+		v, _ := s.Replica.Client(t).Get(ctx, "x").Result()
+		return v == "before"
+	})
+	s.Split(s.Master)
+	testenv.Eventually(t, 30*time.Second, "the sentinels promote the replica", func() bool { return s.CurrentMaster() == s.Replica })
+	if err := old.Set(ctx, "x", "alone", 0).Err(); err != nil {
+		t.Fatalf("the master split off refused a write: %v", err)
+	}
+	s.Heal()
+	testenv.Eventually(t, 30*time.Second, "the old master follows the new one, synced", func() bool {
+		info, err := old.Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "role:slave") && strings.Contains(info, "master_link_status:up")
+	})
+	if v, err := old.Get(ctx, "x").Result(); err != nil || v != "before" {
+		t.Fatalf("after the split: %q, %v; want the write made before it", v, err)
+	}
+}
