@@ -55,15 +55,8 @@ func TestPlannerEndToEnd(t *testing.T) {
 		}
 	}
 
-	js, _ := jetstream.New(nc)
 	for _, d := range dues {
-		r := bus.Result{Collection: "c", Job: "j", Scheduled: d.Scheduled, ExecutionTag: d.ExecutionTag, Occurrence: d.Occurrence,
-			ActionName: job.ActionNameMain, StartTime: d.Scheduled, EndTime: d.Scheduled.Add(time.Millisecond),
-			Status: job.ExecutionCompleted, MainDone: true, Final: true}
-		b, _ := json.Marshal(r)
-		if _, err := js.Publish(context.Background(), "scheduler.results.c.j", b, jetstream.WithMsgID(bus.ResultMsgID(r))); err != nil {
-			t.Fatal(err)
-		}
+		recordResult(t, nc, d)
 	}
 	if ev := nextEvent(t, events); ev.Kind != bus.EventCompleted {
 		t.Fatalf("event %+v, want completed", ev)
@@ -93,6 +86,22 @@ func TestPlannerEndToEnd(t *testing.T) {
 	}
 	if recs := records(t, logs); recs[len(recs)-1]["msg"] != "planner stopped" {
 		t.Errorf("last log record %v, want planner stopped", recs[len(recs)-1])
+	}
+}
+
+// recordResult publishes the result a worker would of d's attempt: Completed, its last.
+func recordResult(t *testing.T, nc *nats.Conn, d bus.Due) {
+	t.Helper()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := bus.Result{Collection: "c", Job: "j", Scheduled: d.Scheduled, ExecutionTag: d.ExecutionTag, Occurrence: d.Occurrence,
+		ActionName: job.ActionNameMain, StartTime: d.Scheduled, EndTime: d.Scheduled.Add(time.Millisecond),
+		Status: job.ExecutionCompleted, MainDone: true, Final: true}
+	b, _ := json.Marshal(r)
+	if _, err := js.Publish(context.Background(), "scheduler.results.c.j", b, jetstream.WithMsgID(bus.ResultMsgID(r))); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/resched/resched/services/internal/natstest"
+	"github.com/resched/resched/services/internal/redistest"
+	"github.com/resched/resched/services/internal/testenv"
+	"github.com/resched/resched/shared/job"
+)
+
+// Outgrowing one Redis (docs/scaling.md): the data of planners on one server, copied into a
+// Redis Cluster with Redis's own `redis-cli --cluster import`, is their data on the Cluster. A
+// job keeps its definition and its status, and its next occurrences fire on the schedule it
+// had, numbered on from those before: the planner's keys carry their partition's hash tag, so
+// each lands whole on one master.
+func TestDataMovesFromOneRedisToACluster(t *testing.T) {
+	ns := natstest.Start(t)
+	nc := ns.Connect(t)
+	single := redistest.Start(t)
+	ready := func(base string) {
+		testenv.Eventually(t, 20*time.Second, "/readyz answers 200", func() bool {
+			code, _ := httpGet(t, base+"/readyz")
+			return code == http.StatusOK
+		})
+	}
+	base, _, stop := started(t, testConfig(ns.ClientURL(), single.URL()))
+	ready(base)
+	request(t, nc, "scheduler.api.collections.put.c", `{"properties":{}}`)
+	start := time.Now().UTC().Truncate(time.Second).Add(2 * time.Second)
+	request(t, nc, "scheduler.api.jobs.put.c.j", fmt.Sprintf(`{"startTime":%q,"action":{"type":"Http","request":{"method":"POST","uri":"http://localhost:9/x"}},
+		"recurrence":{"frequency":"Second","interval":1}}`, start.Format(time.RFC3339)))
+	first := fetchDue(t, nc, 1)[0]
+	recordResult(t, nc, first)
+	var before job.Definition
+	testenv.Eventually(t, 20*time.Second, "the result applied", func() bool {
+		before = getJob(t, nc)
+		return before.Properties.Status != nil && before.Properties.Status.ExecutionCount == 1
+	})
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	cluster := redistest.StartCluster(t, 3, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "redis-cli", "--cluster", "import", cluster.Nodes[0].Addr,
+		"--cluster-from", single.Addr, "--cluster-copy").CombinedOutput(); err != nil {
+		t.Fatalf("redis-cli --cluster import: %v\n%s", err, out)
+	}
+	moved := time.Now()
+	base, _, stop = started(t, testConfig(ns.ClientURL(), cluster.URL()))
+	defer func() { _ = stop() }()
+	ready(base)
+	after := getJob(t, nc)
+	was, is := before.Properties, after.Properties
+	was.Status, is.Status = nil, nil
+	if a, b := mustJSON(t, was), mustJSON(t, is); a != b || after.Properties.Status == nil || after.Properties.Status.ExecutionCount != 1 {
+		t.Fatalf("on the cluster the job is %s (status %+v), before %s", b, after.Properties.Status, a)
+	}
+	// The stream still holds what the first planner published before its stop; the first
+	// occurrence due after the move is the planner on the Cluster's.
+	for {
+		d := fetchDue(t, nc, 1)[0]
+		if d.Scheduled.Before(moved) {
+			continue
+		}
+		if want := int(d.Scheduled.Sub(start)/time.Second) + 1; d.Occurrence != want {
+			t.Errorf("occurrence of %v numbered %d, want %d: the schedule started again", d.Scheduled, d.Occurrence, want)
+		}
+		break
+	}
+}
+
+func getJob(t *testing.T, nc *nats.Conn) job.Definition {
+	t.Helper()
+	var d job.Definition
+	if err := json.Unmarshal(request(t, nc, "scheduler.api.jobs.get.c.j", ""), &d); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
