@@ -493,3 +493,30 @@ func splitRedis(t *testing.T, name, url string, master func() *redistest.Server,
 	runProfile(t, p, backends{redisURL: url, natsURL: n.ClientURL(), replicas: 1, connect: n.Connect,
 		plannerEnv: []string{"RESCHED_PLANNER_MIN_REPLICAS=1"}})
 }
+
+// The Redis Cluster is resharded while jobs fire, as an operator growing it does: a master is
+// added, and every slot holding partitions of one master is moved to it, key by key, each slot
+// half moved for a while (its commands redirected with ASK, or told TRYAGAIN when a script's
+// keys are split between the two masters). In `make chaos` only.
+func TestRedisClusterReshard(t *testing.T) {
+	fullRunOnly(t)
+	rc := redistest.StartCluster(t, 3, 1)
+	n := natstest.Start(t)
+	p := profile{name: "redis cluster resharded", planners: 2, workers: 2, groups: topologyGroups, span: topologySpan,
+		faults: func(c *cluster, s *schedule) {
+			s.at(8*time.Second, "add a master and move to it the slots of the master of partition 0", func() {
+				from := rc.MasterOf("resched:{p00}:due")
+				to := rc.AddMaster()
+				moved := 0
+				for part := range 16 {
+					key := fmt.Sprintf("resched:{p%02d}:due", part)
+					if rc.MasterOf(key) == from {
+						rc.MoveSlot(rc.Slot(key), to, 50*time.Millisecond)
+						moved++
+					}
+				}
+				t.Logf("%s moved the slots of %d partitions", time.Now().Format("15:04:05.000"), moved)
+			})
+		}}
+	runProfile(t, p, backends{redisURL: rc.URL(), natsURL: n.ClientURL(), replicas: 1, connect: n.Connect})
+}

@@ -169,13 +169,23 @@ func (c *Cluster) masterOf(key string) *Server {
 		if !n.Running() {
 			continue
 		}
+		if slot, err := n.do("CLUSTER", "KEYSLOT", key); err == nil {
+			return c.masterOfSlot(slot)
+		}
+	}
+	return nil
+}
+
+// masterOfSlot is the running master that a node serving the cluster names for slot; nil when
+// none does.
+func (c *Cluster) masterOfSlot(slot string) *Server {
+	for _, n := range c.Nodes {
+		if !n.Running() {
+			continue
+		}
 		// A node that says the cluster is down (a master split off from the others, once it
 		// notices) still names itself; those that serve name the master that does.
 		if info, err := n.do("CLUSTER", "INFO"); err != nil || !strings.Contains(info, "cluster_state:ok") {
-			continue
-		}
-		slot, err := n.do("CLUSTER", "KEYSLOT", key)
-		if err != nil {
 			continue
 		}
 		nodes, err := n.do("CLUSTER", "NODES")
@@ -201,6 +211,19 @@ func (c *Cluster) masterOf(key string) *Server {
 		}
 	}
 	return nil
+}
+
+// Slot is the hash slot of key.
+func (c *Cluster) Slot(key string) int {
+	c.t.Helper()
+	for _, n := range c.Nodes {
+		if v, err := n.do("CLUSTER", "KEYSLOT", key); err == nil {
+			slot, _ := strconv.Atoi(v)
+			return slot
+		}
+	}
+	c.t.Fatalf("redistest: no node answers CLUSTER KEYSLOT %s", key)
+	return 0
 }
 
 // ReplicasOf lists the running nodes that replicate master m, as m reports them.

@@ -93,3 +93,26 @@ func TestSentinelSplit(t *testing.T) {
 		t.Fatalf("after the split: %q, %v; want the write made before it", v, err)
 	}
 }
+
+// A slot moved to a master added to the cluster takes its keys along, and the cluster's clients
+// find them there.
+func TestClusterMoveSlotToAnAddedMaster(t *testing.T) {
+	c := redistest.StartCluster(t, 3, 0)
+	ctx := context.Background()
+	rc := c.Client(t)
+	for _, k := range []string{"{p01}:a", "{p01}:b"} {
+		if err := rc.Set(ctx, k, k, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := c.AddMaster()
+	c.MoveSlot(c.Slot("{p01}:a"), m, 0)
+	if got := c.MasterOf("{p01}:a"); got != m {
+		t.Fatalf("the slot is served by %s, want the added master %s", got.Addr, m.Addr)
+	}
+	for _, k := range []string{"{p01}:a", "{p01}:b"} {
+		if v, err := rc.Get(ctx, k).Result(); err != nil || v != k {
+			t.Errorf("%s after the move: %q, %v", k, v, err)
+		}
+	}
+}
