@@ -237,6 +237,8 @@ func (p *planner) run(ctx context.Context) error {
 // checkEviction warns when Redis may evict keys: the planner runs all the same, as it would
 // on a Redis that someone sets so later, but the operator learns it before a job is lost.
 func (p *planner) checkEviction(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second) // a look, not worth holding the start
+	defer cancel()
 	evicting, err := p.store.Evicting(ctx)
 	switch {
 	case err != nil:
