@@ -265,6 +265,32 @@ func TestNATSClusterStreamLeaderLoss(t *testing.T) {
 	})
 }
 
+// A rolling restart of the NATS cluster, as an upgrade of its servers does: each in turn put
+// in lame duck mode (it hands its stream leaderships over, tells its clients to move and
+// closes their connections over 2 s, then stops) and started again, the next once the
+// streams' replicas are current; a planner killed besides. In `make chaos` only.
+func TestNATSClusterRollingRestart(t *testing.T) {
+	fullRunOnly(t)
+	nc := natstest.StartCluster(t, 3)
+	onNATSCluster(t, "nats cluster rolling restart", nc.URLs(), func(c *cluster, s *schedule) {
+		for i, at := range []time.Duration{4 * time.Second, 13 * time.Second, 22 * time.Second} {
+			name := fmt.Sprint("n", i)
+			s.at(at, "lame duck NATS server "+name, func() {
+				c.timeline.add(time.Now(), natsLoss, name)
+				nc.Servers[i].Drain()
+			})
+			s.at(at+5*time.Second, "start NATS server "+name+" again", func() {
+				nc.Servers[i].Revive()
+				if !waitStreamsCurrent(c.jetStream(), "SCHEDULER_DUE", "SCHEDULER_RESULTS", "SCHEDULER_JOBS") {
+					t.Errorf("the streams' replicas are not current after %s's restart", name)
+				}
+				t.Logf("%s %s back, the streams current", time.Now().Format("15:04:05.000"), name)
+			})
+		}
+		killPlannerAt(c, s, 10*time.Second)
+	})
+}
+
 // onNATSCluster runs the topology jobs on one Redis and the NATS cluster at urls (its streams
 // of three replicas), with faults.
 func onNATSCluster(t *testing.T, name, urls string, faults func(*cluster, *schedule)) {

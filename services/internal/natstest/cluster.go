@@ -65,6 +65,8 @@ func startCluster(t testing.TB, n int, proxied bool) *Cluster {
 		opts := &server.Options{
 			ServerName: fmt.Sprintf("n%d", i), Host: "127.0.0.1", Port: testenv.FreePort(t),
 			JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
+			// Lame duck mode (Drain) over seconds, not the production default's two minutes.
+			LameDuckDuration: LameDuck, LameDuckGracePeriod: LameDuck / 4,
 			Cluster: server.ClusterOpts{Name: "resched", Host: "127.0.0.1", Port: clusterPorts[i]},
 			Routes:  server.RoutesFromStr(strings.Join(routes, ",")),
 		}
@@ -205,7 +207,18 @@ func (s *Server) Kill() {
 	s.WaitForShutdown()
 }
 
-// Revive starts a killed server of a cluster again, with its store.
+// LameDuck is how long a server of a test cluster takes to leave in lame duck mode (Drain).
+const LameDuck = 2 * time.Second
+
+// Drain stops a server of the cluster the way a rolling restart does (nats-server --signal
+// ldm): in lame duck mode it hands its stream and consumer leaderships over, tells its clients
+// to move, closes their connections over LameDuck, then shuts down. It returns once it has.
+func (s *Server) Drain() {
+	s.LameDuckShutdown()
+	s.WaitForShutdown()
+}
+
+// Revive starts a stopped server of a cluster again, with its store.
 func (s *Server) Revive() {
 	s.t.Helper()
 	s.start()
