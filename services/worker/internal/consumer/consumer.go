@@ -242,6 +242,7 @@ func (c *Consumer) pullLoop(ctx context.Context, slots chan struct{}, msgs chan<
 		c.ready.Store(true)
 		c.log.Info("consuming due occurrences", "stream", c.cfg.Subjects.DueStream(), "consumer", bus.WorkerConsumer,
 			"concurrency", c.cfg.Concurrency)
+		began := time.Now()
 		err = c.pull(ctx, cons, slots, msgs)
 		c.ready.Store(false)
 		if ctx.Err() != nil {
@@ -250,8 +251,16 @@ func (c *Consumer) pullLoop(ctx context.Context, slots chan struct{}, msgs chan<
 		if errors.Is(err, jetstream.ErrConnectionClosed) || errors.Is(err, nats.ErrConnectionClosed) {
 			return fmt.Errorf("due consumer: %w", err)
 		}
-		c.log.Warn("due consumer interrupted; setting it up again", "error", err)
-		if !setup.Wait(ctx, c.cfg.RetryDelay) {
+		// A consumer that had pulled for a while was interrupted by something that has passed
+		// (its leader handed over in a rolling restart of NATS, a server lost): set it up again
+		// at once. One interrupted as soon as it was set up waits, so that a consumer that keeps
+		// failing is not set up again in a loop.
+		wait := c.cfg.RetryDelay
+		if time.Since(began) > wait {
+			wait = 0
+		}
+		c.log.Warn("due consumer interrupted; setting it up again", "error", err, "retry_in", wait.String())
+		if !setup.Wait(ctx, wait) {
 			return nil
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -654,6 +655,70 @@ func TestUnansweredSetUpIsMadeAgainAtOnce(t *testing.T) {
 	if want := []string{"0s", "50ms"}; !slices.Equal(waits[:2], want) {
 		t.Errorf("waits after an unanswered and a refused attempt %v, want %v", waits[:2], want)
 	}
+}
+
+// A consumer interrupted after it had pulled for a while (deleted here; its leader handed
+// over in a rolling restart of NATS, in production) is set up again at once: each worker
+// stopped consuming for its retry delay (1 s) at every such interruption before.
+func TestConsumerInterruptedAfterAWhileIsSetUpAgainAtOnce(t *testing.T) {
+	e := newEnv(t)
+	var logs testenv.LogBuffer
+	tg := newTarget(t)
+	e.worker(t, func(c *consumer.Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+		c.RetryDelay = time.Millisecond // less than the first delivery takes
+	})
+	e.publishDue(t, "c", "j1", scheduled, job.Action{ActionSpec: httpAct(tg.URL, nil)})
+	e.results(t).take(t, 1)
+	if err := e.js.DeleteConsumer(context.Background(), e.subjects.DueStream(), bus.WorkerConsumer); err != nil {
+		t.Fatal(err)
+	}
+	var waits []string
+	testenv.Eventually(t, deadline, "the interruption logged", func() bool {
+		waits = retryWaits(logs.String(), "due consumer interrupted")
+		return len(waits) >= 1
+	}, logs.String)
+	if waits[0] != "0s" {
+		t.Errorf("wait before setting the consumer up again %s, want 0s", waits[0])
+	}
+	tag := e.publishDue(t, "c", "j2", scheduled, job.Action{ActionSpec: httpAct(tg.URL, nil)})
+	if got := e.results(t).take(t, 1); got[0].ExecutionTag != tag {
+		t.Errorf("result %+v, want one of %s once set up again", got[0], tag)
+	}
+}
+
+// A consumer interrupted as soon as it is set up waits the retry delay before the next set-up,
+// so that one that keeps failing is not set up again in a loop.
+func TestConsumerInterruptedAtOnceWaitsBeforeTheNextSetUp(t *testing.T) {
+	e := newEnv(t)
+	var logs testenv.LogBuffer
+	e.worker(t, func(c *consumer.Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+		c.RetryDelay = time.Hour // longer than any pull of this test can run
+		c.JS = failingFetches{c.JS}
+	})
+	var waits []string
+	testenv.Eventually(t, deadline, "the interruption logged", func() bool {
+		waits = retryWaits(logs.String(), "due consumer interrupted")
+		return len(waits) >= 1
+	}, logs.String)
+	if waits[0] != "1h0m0s" {
+		t.Errorf("wait before setting the consumer up again %s, want the retry delay", waits[0])
+	}
+}
+
+// failingFetches is JetStream whose consumers' pulls fail at once.
+type failingFetches struct{ jetstream.JetStream }
+
+func (f failingFetches) CreateOrUpdateConsumer(ctx context.Context, stream string, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
+	c, err := f.JetStream.CreateOrUpdateConsumer(ctx, stream, cfg)
+	return failingFetch{c}, err
+}
+
+type failingFetch struct{ jetstream.Consumer }
+
+func (failingFetch) Fetch(int, ...jetstream.FetchOpt) (jetstream.MessageBatch, error) {
+	return nil, errors.New("interrupted")
 }
 
 // unansweredSetup is JetStream whose first stream look-ups fail (the very first waiting out its
