@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -274,15 +273,11 @@ func TestResultTooLargeEvenCutRunsTheAttemptAgain(t *testing.T) {
 	natstest.SetMaxMsgSize(t, e.js, e.subjects.ResultsStream(), 128) // under any result
 	var logs testenv.LogBuffer
 	tg := newTarget(t)
-	e.worker(t, func(c *consumer.Config) { c.Logger = slog.New(slog.NewJSONHandler(&logs, nil)) })
+	e.loggedWorker(t, &logs, nil)
 	tag := e.publishDue(t, "c", "j", scheduled, job.Action{ActionSpec: httpAct(tg.URL, nil)})
-	var waits []string
-	testenv.Eventually(t, deadline, "two attempts run again", func() bool {
-		waits = retryWaits(logs.String(), "result not published; the attempt will run again")
-		return len(waits) >= 2
-	}, logs.String)
-	if want := []string{"50ms", "100ms"}; !slices.Equal(waits[:2], want) {
-		t.Errorf("waits before the attempt ran again %v, want %v", waits[:2], want)
+	waits := loggedWaits(t, &logs, "result not published; the attempt will run again", 2)
+	if want := []string{"50ms", "100ms"}; !slices.Equal(waits, want) {
+		t.Errorf("waits before the attempt ran again %v, want %v", waits, want)
 	}
 	if n := e.dueMessages(t); n != 1 {
 		t.Fatalf("due stream holds %d messages while no result is stored, want 1", n)
@@ -495,15 +490,11 @@ func TestRefusedResultIsPublishedAgainLessAndLessOften(t *testing.T) {
 	}
 	var logs testenv.LogBuffer
 	tg := newTarget(t, http.StatusOK)
-	e.worker(t, func(c *consumer.Config) { c.Logger = slog.New(slog.NewJSONHandler(&logs, nil)) })
+	e.loggedWorker(t, &logs, nil)
 	tag := e.publishDue(t, "c", "j", scheduled, job.Action{ActionSpec: httpAct(tg.URL, nil)})
-	var waits []string
-	testenv.Eventually(t, deadline, "four attempts whose result was refused", func() bool {
-		waits = retryWaits(logs.String(), "result not published")
-		return len(waits) >= 4
-	}, logs.String)
-	if want := []string{"50ms", "100ms", "200ms", "400ms"}; !slices.Equal(waits[:4], want) {
-		t.Errorf("waits before the result was published again %v, want %v", waits[:4], want)
+	waits := loggedWaits(t, &logs, "result not published", 4)
+	if want := []string{"50ms", "100ms", "200ms", "400ms"}; !slices.Equal(waits, want) {
+		t.Errorf("waits before the result was published again %v, want %v", waits, want)
 	}
 	if err := st.Purge(ctx); err != nil { // the stream takes results again
 		t.Fatal(err)
@@ -525,19 +516,15 @@ func TestRefusedErrorActionIsScheduledAgainLessAndLessOften(t *testing.T) {
 	var logs testenv.LogBuffer
 	main := newTarget(t, http.StatusInternalServerError)
 	fallback := newTarget(t)
-	e.worker(t, func(c *consumer.Config) { c.Logger = slog.New(slog.NewJSONHandler(&logs, nil)) })
+	e.loggedWorker(t, &logs, nil)
 	none := &job.RetryPolicy{RetryType: job.RetryNone}
 	e.publishDue(t, "c", "j", scheduled, job.Action{
 		ActionSpec:  httpAct(main.URL, none),
 		ErrorAction: &job.ErrorAction{ActionSpec: httpAct(fallback.URL, none)},
 	})
-	var waits []string
-	testenv.Eventually(t, deadline, "three attempts whose error action was refused", func() bool {
-		waits = retryWaits(logs.String(), "error action not scheduled")
-		return len(waits) >= 3
-	}, logs.String)
-	if want := []string{"50ms", "100ms", "200ms"}; !slices.Equal(waits[:3], want) {
-		t.Errorf("waits before the error action was published again %v, want %v", waits[:3], want)
+	waits := loggedWaits(t, &logs, "error action not scheduled", 3)
+	if want := []string{"50ms", "100ms", "200ms"}; !slices.Equal(waits, want) {
+		t.Errorf("waits before the error action was published again %v, want %v", waits, want)
 	}
 	if n := len(fallback.callsSoFar()); n != 0 {
 		t.Fatalf("the error action ran %d times while the stream refused it", n)
@@ -563,16 +550,9 @@ func (e *env) resultRefused(t *testing.T, refusals int, edit func(*consumer.Conf
 	}
 	var logs testenv.LogBuffer
 	tg = newTarget(t)
-	stop = e.worker(t, func(c *consumer.Config) {
-		c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
-		if edit != nil {
-			edit(c)
-		}
-	})
+	stop = e.loggedWorker(t, &logs, edit)
 	tag = e.publishDue(t, "c", "j", scheduled, job.Action{ActionSpec: httpAct(tg.URL, nil)})
-	testenv.Eventually(t, deadline, fmt.Sprint(refusals, " publishes of the result refused"), func() bool {
-		return len(retryWaits(logs.String(), "result not published")) >= refusals
-	}, logs.String)
+	loggedWaits(t, &logs, "result not published", refusals)
 	return tg, tag, stop
 }
 
@@ -589,6 +569,18 @@ func retryWaits(logs, msg string) []string {
 		}
 	}
 	return waits
+}
+
+// loggedWaits waits until logs hold n records whose message starts with msg, and returns the
+// retry_in of the first n.
+func loggedWaits(t *testing.T, logs *testenv.LogBuffer, msg string, n int) []string {
+	t.Helper()
+	var waits []string
+	testenv.Eventually(t, deadline, fmt.Sprintf("%d log records %q", n, msg), func() bool {
+		waits = retryWaits(logs.String(), msg)
+		return len(waits) >= n
+	}, logs.String)
+	return waits[:n]
 }
 
 // refuseMore limits a stream to the one message it may hold, refusing any more (its storage
@@ -643,17 +635,12 @@ func TestConsumerSetUpTriesShortThenLonger(t *testing.T) {
 func TestUnansweredSetUpIsMadeAgainAtOnce(t *testing.T) {
 	e := newEnv(t)
 	var logs testenv.LogBuffer
-	e.worker(t, func(c *consumer.Config) {
-		c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	e.loggedWorker(t, &logs, func(c *consumer.Config) {
 		c.JS = &unansweredSetup{JetStream: c.JS, calls: make(chan time.Duration, 16), unanswered: 2, waitFirst: true}
 	})
-	var waits []string
-	testenv.Eventually(t, deadline, "two failed attempts", func() bool {
-		waits = retryWaits(logs.String(), "due consumer set-up failed")
-		return len(waits) >= 2
-	}, logs.String)
-	if want := []string{"0s", "50ms"}; !slices.Equal(waits[:2], want) {
-		t.Errorf("waits after an unanswered and a refused attempt %v, want %v", waits[:2], want)
+	waits := loggedWaits(t, &logs, "due consumer set-up failed", 2)
+	if want := []string{"0s", "50ms"}; !slices.Equal(waits, want) {
+		t.Errorf("waits after an unanswered and a refused attempt %v, want %v", waits, want)
 	}
 }
 
@@ -664,8 +651,7 @@ func TestConsumerInterruptedAfterAWhileIsSetUpAgainAtOnce(t *testing.T) {
 	e := newEnv(t)
 	var logs testenv.LogBuffer
 	tg := newTarget(t)
-	e.worker(t, func(c *consumer.Config) {
-		c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	e.loggedWorker(t, &logs, func(c *consumer.Config) {
 		c.RetryDelay = time.Millisecond // less than the first delivery takes
 	})
 	e.publishDue(t, "c", "j1", scheduled, job.Action{ActionSpec: httpAct(tg.URL, nil)})
@@ -673,11 +659,7 @@ func TestConsumerInterruptedAfterAWhileIsSetUpAgainAtOnce(t *testing.T) {
 	if err := e.js.DeleteConsumer(context.Background(), e.subjects.DueStream(), bus.WorkerConsumer); err != nil {
 		t.Fatal(err)
 	}
-	var waits []string
-	testenv.Eventually(t, deadline, "the interruption logged", func() bool {
-		waits = retryWaits(logs.String(), "due consumer interrupted")
-		return len(waits) >= 1
-	}, logs.String)
+	waits := loggedWaits(t, &logs, "due consumer interrupted", 1)
 	if waits[0] != "0s" {
 		t.Errorf("wait before setting the consumer up again %s, want 0s", waits[0])
 	}
@@ -692,16 +674,11 @@ func TestConsumerInterruptedAfterAWhileIsSetUpAgainAtOnce(t *testing.T) {
 func TestConsumerInterruptedAtOnceWaitsBeforeTheNextSetUp(t *testing.T) {
 	e := newEnv(t)
 	var logs testenv.LogBuffer
-	e.worker(t, func(c *consumer.Config) {
-		c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	e.loggedWorker(t, &logs, func(c *consumer.Config) {
 		c.RetryDelay = time.Hour // longer than any pull of this test can run
 		c.JS = failingFetches{c.JS}
 	})
-	var waits []string
-	testenv.Eventually(t, deadline, "the interruption logged", func() bool {
-		waits = retryWaits(logs.String(), "due consumer interrupted")
-		return len(waits) >= 1
-	}, logs.String)
+	waits := loggedWaits(t, &logs, "due consumer interrupted", 1)
 	if waits[0] != "1h0m0s" {
 		t.Errorf("wait before setting the consumer up again %s, want the retry delay", waits[0])
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/internal/natstest"
+	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/services/worker/internal/action"
 	"github.com/resched/resched/services/worker/internal/action/httpaction"
 	"github.com/resched/resched/services/worker/internal/consumer"
@@ -46,6 +48,17 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	return e
+}
+
+// loggedWorker is worker with its log kept in logs, for tests that read what it said.
+func (e *env) loggedWorker(t *testing.T, logs *testenv.LogBuffer, edit func(*consumer.Config)) (stop func() error) {
+	t.Helper()
+	return e.worker(t, func(c *consumer.Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+		if edit != nil {
+			edit(c)
+		}
+	})
 }
 
 // worker starts a consumer on a connection of its own, as a worker process would have, and
