@@ -96,6 +96,17 @@ func attempt(ctx context.Context, try time.Duration, do func(context.Context) er
 	return err, err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded)
 }
 
+// Again is the wait before a consumer that was interrupted, after it had run for ran, is set up
+// again: none once it had run longer than delay (what interrupted it has passed: its leader
+// handed over in a rolling restart of NATS, a server lost), delay when it was interrupted
+// sooner, so that a consumer that keeps failing is not set up again in a loop.
+func Again(ran, delay time.Duration) time.Duration {
+	if ran > delay {
+		return 0
+	}
+	return delay
+}
+
 // Wait waits d; false when ctx ended first.
 func Wait(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {

@@ -123,3 +123,15 @@ func TestDelayIsNeverCutBelowItsFirst(t *testing.T) {
 		t.Errorf("waits %v, want %v", waits, want)
 	}
 }
+
+// A consumer interrupted after it ran longer than the delay is set up again at once; one
+// interrupted sooner waits the delay.
+func TestAgainWaitsOnlyAfterAShortRun(t *testing.T) {
+	for _, tc := range []struct{ ran, want time.Duration }{
+		{time.Hour, 0}, {1001 * time.Millisecond, 0}, {time.Second, time.Second}, {0, time.Second},
+	} {
+		if got := setup.Again(tc.ran, time.Second); got != tc.want {
+			t.Errorf("Again(%v, 1s) = %v, want %v", tc.ran, got, tc.want)
+		}
+	}
+}

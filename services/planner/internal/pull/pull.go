@@ -57,6 +57,7 @@ func RunBatches(ctx context.Context, cfg Config, handle func(context.Context, []
 			return err
 		}
 		cfg.consuming(true)
+		began := time.Now()
 		err = consume(ctx, cfg, cons, handle)
 		cfg.consuming(false)
 		if ctx.Err() != nil {
@@ -65,8 +66,9 @@ func RunBatches(ctx context.Context, cfg Config, handle func(context.Context, []
 		if closed(err) {
 			return fmt.Errorf("%s: %w", cfg.Name, err)
 		}
-		cfg.Logger.Warn(cfg.Name+": interrupted; resuming", "error", err)
-		if !setup.Wait(ctx, cfg.RetryDelay) {
+		wait := setup.Again(time.Since(began), cfg.RetryDelay)
+		cfg.Logger.Warn(cfg.Name+": interrupted; resuming", "error", err, "retry_in", wait.String())
+		if !setup.Wait(ctx, wait) {
 			return nil
 		}
 	}

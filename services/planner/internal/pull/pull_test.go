@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -108,4 +109,61 @@ func (f *failingSetup) CreateOrUpdateConsumer(ctx context.Context, stream string
 		return nil, errors.New("refused")
 	}
 	return f.JetStream.CreateOrUpdateConsumer(ctx, stream, cfg)
+}
+
+// A consumer interrupted after it had consumed a while (deleted here; its leader handed over
+// in a rolling restart of NATS, in production) is set up again at once, not after RetryDelay.
+func TestConsumerInterruptedAfterAWhileResumesAtOnce(t *testing.T) {
+	nc, js, _ := natstest.Start(t).JetStream(t)
+	defer nc.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"},
+		Retention: jetstream.WorkQueuePolicy}); err != nil {
+		t.Fatal(err)
+	}
+	var logs testenv.LogBuffer
+	got := make(chan string, 2)
+	done := make(chan error, 1)
+	go func() {
+		done <- pull.Run(ctx, pull.Config{
+			Name: "test", JS: js, Stream: "S", RetryDelay: time.Microsecond, // less than any consumer runs
+			Consumer: jetstream.ConsumerConfig{Durable: "c", AckPolicy: jetstream.AckExplicitPolicy},
+			Logger:   slog.New(slog.NewJSONHandler(&logs, nil)),
+		}, func(ctx context.Context, m jetstream.Msg) {
+			_ = m.DoubleAck(ctx) // stored, so the work queue holds it no more once deleted
+			got <- string(m.Data())
+		})
+	}()
+	handled := func(want string) {
+		t.Helper()
+		if _, err := js.Publish(ctx, "s.x", []byte(want)); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case data := <-got:
+			if data != want {
+				t.Errorf("handled %q, want %q", data, want)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatalf("%s not handled\n%s", want, logs.String())
+		}
+	}
+	handled("first")
+	if err := js.DeleteConsumer(ctx, "S", "c"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 15*time.Second, "the interruption logged", func() bool {
+		return strings.Contains(logs.String(), `"msg":"test: interrupted; resuming"`)
+	}, logs.String)
+	for line := range strings.Lines(logs.String()) {
+		if strings.Contains(line, "interrupted; resuming") && !strings.Contains(line, `"retry_in":"0s"`) {
+			t.Errorf("resumed after a wait: %s", line)
+		}
+	}
+	handled("second")
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run at its stop: %v", err)
+	}
 }

@@ -251,14 +251,7 @@ func (c *Consumer) pullLoop(ctx context.Context, slots chan struct{}, msgs chan<
 		if errors.Is(err, jetstream.ErrConnectionClosed) || errors.Is(err, nats.ErrConnectionClosed) {
 			return fmt.Errorf("due consumer: %w", err)
 		}
-		// A consumer that had pulled for a while was interrupted by something that has passed
-		// (its leader handed over in a rolling restart of NATS, a server lost): set it up again
-		// at once. One interrupted as soon as it was set up waits, so that a consumer that keeps
-		// failing is not set up again in a loop.
-		wait := c.cfg.RetryDelay
-		if time.Since(began) > wait {
-			wait = 0
-		}
+		wait := setup.Again(time.Since(began), c.cfg.RetryDelay)
 		c.log.Warn("due consumer interrupted; setting it up again", "error", err, "retry_in", wait.String())
 		if !setup.Wait(ctx, wait) {
 			return nil

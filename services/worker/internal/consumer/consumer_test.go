@@ -652,7 +652,7 @@ func TestConsumerInterruptedAfterAWhileIsSetUpAgainAtOnce(t *testing.T) {
 	var logs testenv.LogBuffer
 	tg := newTarget(t)
 	e.loggedWorker(t, &logs, func(c *consumer.Config) {
-		c.RetryDelay = time.Millisecond // less than the first delivery takes
+		c.RetryDelay = time.Microsecond // less than any consumer runs
 	})
 	e.publishDue(t, "c", "j1", scheduled, job.Action{ActionSpec: httpAct(tg.URL, nil)})
 	e.results(t).take(t, 1)
