@@ -52,9 +52,7 @@ func StartCluster(t testing.TB, masters, replicas int, opts ...SetOption) *Clust
 	for range masters * (1 + replicas) {
 		// The bus port is chosen too: the default, port+10000, may fall in the ephemeral range.
 		bus := strconv.Itoa(testenv.FreePort(t))
-		nodeOpts := []Option{WithPersistence(), WithArgs("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-			"--cluster-port", bus,
-			"--cluster-node-timeout", fmt.Sprint(NodeTimeout.Milliseconds()), "--cluster-replica-validity-factor", "0")}
+		nodeOpts := []Option{WithPersistence(), clusterNode(bus)}
 		if layout.splittable {
 			nodeOpts = append(nodeOpts, c.racks.fronted(bus))
 		}
@@ -73,6 +71,12 @@ func StartCluster(t testing.TB, masters, replicas int, opts ...SetOption) *Clust
 	}
 	c.WaitHealthy()
 	return c
+}
+
+// clusterNode is the setting of a node of the test clusters, its cluster bus on port bus.
+func clusterNode(bus string) Option {
+	return WithArgs("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-port", bus,
+		"--cluster-node-timeout", fmt.Sprint(NodeTimeout.Milliseconds()), "--cluster-replica-validity-factor", "0")
 }
 
 // Split cuts the nodes named off from the others, until Heal: the links between the two sides

@@ -2,7 +2,6 @@ package redistest
 
 import (
 	"context"
-	"fmt"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -16,9 +15,7 @@ import (
 // --cluster add-node, as an operator would), and waits until every node knows it.
 func (c *Cluster) AddMaster() *Server {
 	c.t.Helper()
-	n := Start(c.t, WithPersistence(), WithArgs("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-		"--cluster-port", strconv.Itoa(testenv.FreePort(c.t)),
-		"--cluster-node-timeout", fmt.Sprint(NodeTimeout.Milliseconds()), "--cluster-replica-validity-factor", "0"))
+	n := Start(c.t, WithPersistence(), clusterNode(strconv.Itoa(testenv.FreePort(c.t))))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if out, err := exec.CommandContext(ctx, "redis-cli", "--cluster", "add-node", n.Addr, c.Nodes[0].Addr).CombinedOutput(); err != nil {
@@ -90,7 +87,7 @@ func (s *Server) id() string {
 	return id
 }
 
-// keysInSlot is one key of slot that the node holds, if any.
+// keysInSlot lists one key of slot that the node holds; none once it holds none.
 func (s *Server) keysInSlot(slot int) ([]string, error) {
 	c := redis.NewClient(s.options())
 	defer c.Close()
