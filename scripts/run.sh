@@ -12,6 +12,12 @@
 # logs and data, and secret-keys, the key that seals job secrets (made at the first run;
 # docs/security.md); JOBS="" loads no example job; BIN (bin) is where the binaries are.
 set -euo pipefail
+# Started in the background by a shell without job control (a script's `make run &`), this
+# script inherits SIGINT ignored, and bash cannot trap a signal ignored on entry: Ctrl-C would
+# not stop it. It starts itself again with the default, once.
+if [ "$(trap -p INT)" = "trap -- '' SIGINT" ] && env --default-signal=INT true 2>/dev/null; then
+	exec env --default-signal=INT "$0" "$@"
+fi
 cd "$(dirname "$0")/.."
 
 BIN=${BIN:-bin}
@@ -84,15 +90,16 @@ pids=()
 logs=()
 # start NAME LOG CMD...: runs CMD in the background in a session of its own, so that Ctrl-C
 # reaches only this script, which then stops each child once (the services treat a second
-# signal as "stop now, without draining"). LOG is where its last lines are read when it dies.
+# signal as "stop now, without draining"). Out of reach of Ctrl-C, a child would outlive this
+# script killed outright (kill -9 of make run's process group): where setpriv can, it is told
+# to stop (SIGTERM) when this script ends. LOG is where its last lines are read when it dies.
+detach=()
+command -v setpriv >/dev/null && setpriv --help 2>&1 | grep -q -- --pdeathsig && detach+=(setpriv --pdeathsig TERM)
+command -v setsid >/dev/null && detach+=(setsid)
 start() {
 	local name=$1 log=$2
 	shift 2
-	if command -v setsid >/dev/null; then
-		setsid "$@" &
-	else
-		"$@" &
-	fi
+	"${detach[@]}" "$@" &
 	names+=("$name")
 	pids+=($!)
 	logs+=("$log")
@@ -109,9 +116,26 @@ trap stop_all EXIT
 trap 'stop_all; exit 130' INT
 trap 'stop_all; exit 143' TERM
 
-# check_children stops everything when a child has died, saying which and its last log lines.
+# parent is the process that started this script (make); reparented, this script has lost it.
+parent=$PPID
+# ppid is this script's parent now, where /proc says.
+ppid() {
+	local stat
+	[ -r /proc/$$/stat ] || return 1
+	stat=$(</proc/$$/stat)
+	stat=${stat##*) }
+	stat=${stat#* }
+	printf '%s' "${stat%% *}"
+}
+
+# check_children stops everything when a child has died, saying which and its last log lines,
+# or when make, which started this script, is gone (killed outright: nobody would stop us).
 check_children() {
-	local i
+	local i now
+	if now=$(ppid) && [ "$now" != "$parent" ]; then
+		warn "make run's make process is gone: stopping"
+		exit 1
+	fi
 	for i in "${!pids[@]}"; do
 		kill -0 "${pids[$i]}" 2>/dev/null && continue
 		local status=0
