@@ -116,6 +116,40 @@ func TestMakeRunWithABusyDefaultPort(t *testing.T) {
 	run.interrupt(t)
 }
 
+// make run ended otherwise than by Ctrl-C in its terminal leaves nothing running either:
+//   - make alone killed outright (a harness giving up on it): the script stops everything
+//     once it finds itself without its make;
+//   - make's whole process group killed outright: the services, each in a session of its own
+//     out of reach of Ctrl-C, are told to stop when the script ends;
+//   - started with SIGINT ignored (a script's `make run &`, no job control), then interrupted:
+//     the script starts itself again with SIGINT back, since bash cannot trap it otherwise.
+//
+// Each of the three left the five services running before (the third the script and make too).
+func TestMakeRunEndedOutrightLeavesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts make run on a fresh clone")
+	}
+	clone := freshClone(t)
+	makeRun := func() *exec.Cmd { return exec.Command("make", "run") }
+	for _, c := range []struct {
+		name string
+		cmd  func() *exec.Cmd
+		end  func(pid int) error
+	}{
+		{"make killed", makeRun, func(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }},
+		{"its process group killed", makeRun, func(pid int) error { return syscall.Kill(-pid, syscall.SIGKILL) }},
+		{"interrupted, started with SIGINT ignored", func() *exec.Cmd { return exec.Command("bash", "-c", "trap '' INT; exec make run") },
+			func(pid int) error { return syscall.Kill(-pid, syscall.SIGINT) }},
+	} {
+		run := startMake(t, clone, nil, c.cmd())
+		run.waitFor(t, 60*time.Second, "make run to say it runs", func(l string) bool { return strings.Contains(l, readyLine) })
+		if err := c.end(run.cmd.Process.Pid); err != nil {
+			t.Fatal(err)
+		}
+		run.leavesNothing(t, c.name)
+	}
+}
+
 // freshClone clones the repository at HEAD into a temporary directory, as a new user would.
 func freshClone(t *testing.T) string {
 	t.Helper()
@@ -154,8 +188,13 @@ type makeRun struct {
 
 func startMakeRun(t *testing.T, dir string, env []string) *makeRun {
 	t.Helper()
-	m := &makeRun{dir: dir, exited: make(chan struct{}), lines: make(chan struct{}, 1)}
-	m.cmd = exec.Command("make", "run")
+	return startMake(t, dir, env, exec.Command("make", "run"))
+}
+
+// startMake starts cmd, a way of running make run, in dir.
+func startMake(t *testing.T, dir string, env []string, cmd *exec.Cmd) *makeRun {
+	t.Helper()
+	m := &makeRun{dir: dir, cmd: cmd, exited: make(chan struct{}), lines: make(chan struct{}, 1)}
 	m.cmd.Dir = dir
 	m.cmd.Env = cleanEnv(env...)
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -242,10 +281,17 @@ func (m *makeRun) interrupt(t *testing.T) {
 	if err := syscall.Kill(-m.cmd.Process.Pid, syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
+	m.leavesNothing(t, "Ctrl-C")
+}
+
+// leavesNothing checks that make exits and that no process it started is left, once it was
+// ended (how: what).
+func (m *makeRun) leavesNothing(t *testing.T, how string) {
+	t.Helper()
 	m.waitExit(t, 30*time.Second)
-	testenv.Eventually(t, 5*time.Second, "every process make run started to be gone", func() bool {
+	testenv.Eventually(t, 15*time.Second, how+": every process make run started to be gone", func() bool {
 		return len(processesIn(m.dir)) == 0
-	}, func() string { return fmt.Sprint("left: ", processesIn(m.dir)) })
+	}, func() string { return fmt.Sprint("left: ", processesIn(m.dir), "\n", m.output()) })
 }
 
 // processesIn lists the processes whose working directory is inside dir.
