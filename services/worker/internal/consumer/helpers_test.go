@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -311,4 +312,31 @@ func eachOnce(t *testing.T, rs []bus.Result, tags map[string]bool) {
 			t.Errorf("result of %s stored %d times, want once", tag, seen[tag])
 		}
 	}
+}
+
+// retryWaits lists the retry_in of the JSON log lines whose message starts with msg, in order.
+func retryWaits(logs, msg string) []string {
+	var waits []string
+	for line := range strings.Lines(logs) {
+		var rec struct {
+			Msg     string `json:"msg"`
+			RetryIn string `json:"retry_in"`
+		}
+		if json.Unmarshal([]byte(line), &rec) == nil && strings.HasPrefix(rec.Msg, msg) {
+			waits = append(waits, rec.RetryIn)
+		}
+	}
+	return waits
+}
+
+// loggedWaits waits until logs hold n records whose message starts with msg, and returns the
+// retry_in of the first n.
+func loggedWaits(t *testing.T, logs *testenv.LogBuffer, msg string, n int) []string {
+	t.Helper()
+	var waits []string
+	testenv.Eventually(t, deadline, fmt.Sprintf("%d log records %q", n, msg), func() bool {
+		waits = retryWaits(logs.String(), msg)
+		return len(waits) >= n
+	}, logs.String)
+	return waits[:n]
 }
