@@ -534,7 +534,7 @@ func TestRedisClusterReshard(t *testing.T) {
 				from := rc.MasterOf("resched:{p00}:due")
 				to := rc.AddMaster()
 				moved := 0
-				for part := range 16 {
+				for part := range 16 { // the planners' default partition count
 					key := fmt.Sprintf("resched:{p%02d}:due", part)
 					if rc.MasterOf(key) == from {
 						rc.MoveSlot(rc.Slot(key), to, 50*time.Millisecond)

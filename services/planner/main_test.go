@@ -324,3 +324,21 @@ func TestPlannerOnARedisThatMayEvictWarns(t *testing.T) {
 		t.Errorf("serve: %v", err)
 	}
 }
+
+// A Redis user not allowed INFO cannot say whether Redis may evict keys: the planner says so
+// and runs.
+func TestPlannerNotAllowedINFOStillStarts(t *testing.T) {
+	rs := redistest.Start(t, redistest.WithACLUser("resched", "pw-for-info"))
+	if err := rs.Client(t).Do(context.Background(), "ACL", "SETUSER", "resched", "-info").Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, logs, stop := started(t, testConfig(natstest.Start(t).ClientURL(), rs.URL()))
+	r := waitLog(t, logs, "could not tell whether Redis may evict keys")
+	if err := fmt.Sprint(r["error"]); !strings.Contains(err, "INFO") {
+		t.Errorf("error %s, want the refused INFO named", err)
+	}
+	waitLog(t, logs, "planner ready")
+	if err := stop(); err != nil {
+		t.Errorf("serve: %v", err)
+	}
+}
