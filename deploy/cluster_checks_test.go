@@ -3,9 +3,12 @@ package deploy
 import (
 	"fmt"
 	"net/url"
+	"path"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -77,3 +80,66 @@ func checkNATSCluster(m *manifests) []string {
 	}
 	return problems
 }
+
+// checkNATSLameDuck: a NATS server of a cluster told to stop hands its leaderships and clients
+// to the others first. Its preStop puts it in lame duck mode through the process id file it
+// writes (--pid, on a writable volume: the root file system is read-only), and its lame duck
+// duration and grace period (nats.conf) end before the pod's termination grace period does,
+// or the kubelet kills it half way. One server has no other to hand over to.
+func checkNATSLameDuck(m *manifests) []string {
+	nats, ok := m.workload("StatefulSet", "nats")
+	if !ok || nats.replicas == nil || *nats.replicas < 2 {
+		return nil
+	}
+	c, _ := nats.container("nats")
+	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Exec == nil {
+		return []string{"the NATS servers have no preStop: a stopped server leaves its leaderships to an election"}
+	}
+	cmd := c.Lifecycle.PreStop.Exec.Command
+	signal, _ := flagValue(cmd, "--signal", "-sl")
+	pidFile, ok := strings.CutPrefix(signal, "ldm=")
+	if len(cmd) == 0 || cmd[0] != "nats-server" || !ok {
+		return []string{fmt.Sprintf("the NATS preStop %q does not signal lame duck mode (nats-server --signal ldm=<pid file>)", cmd)}
+	}
+	var problems []string
+	if written, _ := flagValue(c.Args, "--pid", "-P"); written != pidFile {
+		problems = append(problems, fmt.Sprintf("the NATS preStop reads %s, the server writes its process id to %q", pidFile, written))
+	}
+	if !slices.ContainsFunc(c.VolumeMounts, func(v corev1.VolumeMount) bool { return v.MountPath == path.Dir(pidFile) && !v.ReadOnly }) {
+		problems = append(problems, "no writable volume is mounted at "+path.Dir(pidFile)+" for the NATS process id file")
+	}
+	grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
+	if s := nats.pod.Spec.TerminationGracePeriodSeconds; s != nil {
+		grace = *s
+	}
+	d := lameDuck(m, nats)
+	if d < 30*time.Second+time.Second {
+		problems = append(problems, fmt.Sprintf("the NATS lame_duck_duration is %v: nats-server refuses less than 30s", d-time.Second))
+	}
+	if d >= time.Duration(grace)*time.Second {
+		problems = append(problems, fmt.Sprintf("the NATS lame duck mode lasts %v, the pods are killed %ds after their preStop starts", d, grace))
+	}
+	return problems
+}
+
+// lameDuck is how long a NATS server stays in lame duck mode: the lame_duck_duration of the
+// nats.conf its pods mount (nats-server's default where unset), plus a second of leadership
+// hand-over.
+func lameDuck(m *manifests, nats workload) time.Duration {
+	d := 2 * time.Minute
+	for _, v := range nats.pod.Spec.Volumes {
+		if v.ConfigMap == nil {
+			continue
+		}
+		if cm := m.configMap(v.ConfigMap.Name); cm != nil {
+			if conf := lameDuckDuration.FindStringSubmatch(cm.Data["nats.conf"]); conf != nil {
+				if parsed, err := time.ParseDuration(conf[1]); err == nil {
+					d = parsed
+				}
+			}
+		}
+	}
+	return d + time.Second
+}
+
+var lameDuckDuration = regexp.MustCompile(`(?m)^\s*lame_duck_duration\s*[:=]\s*"?([0-9a-z.]+)"?`)

@@ -58,6 +58,7 @@ func manifestChecks(bus busContract) map[string]manifestCheck {
 		"authentication":               checkAuthentication,
 		"network policies":             checkNetworkPolicies,
 		"NATS cluster":                 checkNATSCluster,
+		"NATS lame duck":               checkNATSLameDuck,
 	}
 }
 

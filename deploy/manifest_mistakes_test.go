@@ -146,6 +146,26 @@ spec:
 		extra: "replicas: [{name: nats, count: 1}]\n",
 	},
 	{
+		name: "NATS servers stopped without lame duck mode", from: "overlays/scale-out", check: "NATS lame duck", want: "no preStop",
+		extra: jsonPatch("StatefulSet", "nats", `[{"op": "remove", "path": "/spec/template/spec/containers/0/lifecycle"}]`),
+	},
+	{
+		name: "NATS preStop reading another process id file", from: "overlays/scale-out", check: "NATS lame duck", want: "writes its process id",
+		extra: jsonPatch("StatefulSet", "nats", `[{"op": "replace", "path": "/spec/template/spec/containers/0/lifecycle/preStop/exec/command/2", "value": "ldm=/tmp/nats.pid"}]`),
+	},
+	{
+		name: "NATS process id file on the read-only root", from: "overlays/scale-out", check: "NATS lame duck", want: "no writable volume",
+		extra: jsonPatch("StatefulSet", "nats", `[{"op": "remove", "path": "/spec/template/spec/containers/0/volumeMounts/0"}]`),
+	},
+	{
+		name: "NATS lame duck longer than the pods' grace", from: "overlays/scale-out", check: "NATS lame duck", want: "killed 10s",
+		extra: jsonPatch("StatefulSet", "nats", `[{"op": "replace", "path": "/spec/template/spec/terminationGracePeriodSeconds", "value": 10}]`),
+	},
+	{
+		name: "NATS lame duck left at its default of 2 minutes", from: "overlays/scale-out", check: "NATS lame duck", want: "2m1s",
+		extra: mergeConfig("nats-config", "nats.conf=jetstream enabled"),
+	},
+	{
 		name: "NATS_URL naming a server that does not exist", from: "overlays/scale-out", check: "connection URLs", want: "has 2 replicas",
 		extra: "replicas: [{name: nats, count: 2}]\n",
 	},
