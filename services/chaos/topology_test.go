@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -265,22 +266,26 @@ func TestNATSClusterStreamLeaderLoss(t *testing.T) {
 	})
 }
 
-// A rolling restart of the NATS cluster, as an upgrade of its servers does: each in turn put
-// in lame duck mode (it hands its stream leaderships over, tells its clients to move and
-// closes their connections over 2 s, then stops) and started again, the next once the
-// streams' replicas are current; a planner killed besides. In `make chaos` only.
+// A rolling restart of the NATS cluster, as `kubectl rollout restart` does it to the
+// scale-out manifests' StatefulSet: each nats-server process in turn gets the pods' preStop
+// (lame duck mode through its process id file) and SIGTERM, with the lame duck settings of
+// deploy/base/nats.conf; it hands its leaderships over, closes its clients' connections and
+// exits, and is started again, the next once the streams' replicas are current. A planner is
+// killed besides. In `make chaos` only.
 func TestNATSClusterRollingRestart(t *testing.T) {
 	fullRunOnly(t)
-	nc := natstest.StartCluster(t, 3)
-	onNATSCluster(t, "nats cluster rolling restart", nc.URLs(), func(c *cluster, s *schedule) {
-		for i, at := range []time.Duration{4 * time.Second, 13 * time.Second, 22 * time.Second} {
+	nc := natstest.StartProcessCluster(t, 3, "-c", deployedLameDuck(t))
+	onNATSClusterFor(t, "nats cluster rolling restart", nc.URLs(), 60*time.Second, func(c *cluster, s *schedule) {
+		for i, at := range []time.Duration{4 * time.Second, 22 * time.Second, 40 * time.Second} {
 			name := fmt.Sprint("n", i)
-			s.at(at, "lame duck NATS server "+name, func() {
+			s.at(at, "stop NATS server "+name+" as Kubernetes stops its pod", func() {
 				c.timeline.add(time.Now(), natsLoss, name)
-				nc.Servers[i].Drain()
-			})
-			s.at(at+5*time.Second, "start NATS server "+name+" again", func() {
-				nc.Servers[i].Revive()
+				took := nc.LameDuck(i, podGrace)
+				t.Logf("%s %s stopped %v after its preStop", time.Now().Format("15:04:05.000"), name, took.Round(time.Millisecond))
+				if took < lameDuckGrace {
+					t.Errorf("%s stopped %v after its preStop, before its lame duck grace period (%v) ended: the SIGTERM was not ignored", name, took, lameDuckGrace)
+				}
+				nc.Servers[i].Restart(t)
 				if !waitStreamsCurrent(c.jetStream(), "SCHEDULER_DUE", "SCHEDULER_RESULTS", "SCHEDULER_JOBS") {
 					t.Errorf("the streams' replicas are not current after %s's restart", name)
 				}
@@ -291,11 +296,47 @@ func TestNATSClusterRollingRestart(t *testing.T) {
 	})
 }
 
+// podGrace is the NATS pods' terminationGracePeriodSeconds (deploy/base/nats.yaml), and
+// lameDuckGrace the lame_duck_grace_period of deploy/base/nats.conf: deploy's manifest checks
+// hold the manifests to them.
+const (
+	podGrace      = 60 * time.Second
+	lameDuckGrace = 5 * time.Second
+)
+
+// deployedLameDuck writes a nats-server configuration of the lame duck settings of
+// deploy/base/nats.conf alone (the rest asks for users these runs do not have).
+func deployedLameDuck(t *testing.T) string {
+	conf, err := os.ReadFile(filepath.Join(testenv.RepoRoot(t), "deploy", "base", "nats.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for line := range strings.Lines(string(conf)) {
+		if strings.HasPrefix(line, "lame_duck_") {
+			lines = append(lines, line)
+		}
+	}
+	if len(lines) != 2 {
+		t.Fatalf("deploy/base/nats.conf sets %d lame duck settings, want its duration and grace period: %q", len(lines), lines)
+	}
+	path := filepath.Join(t.TempDir(), "lame-duck.conf")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // onNATSCluster runs the topology jobs on one Redis and the NATS cluster at urls (its streams
 // of three replicas), with faults.
 func onNATSCluster(t *testing.T, name, urls string, faults func(*cluster, *schedule)) {
+	onNATSClusterFor(t, name, urls, topologySpan, faults)
+}
+
+// onNATSClusterFor is onNATSCluster with jobs that fire over span.
+func onNATSClusterFor(t *testing.T, name, urls string, span time.Duration, faults func(*cluster, *schedule)) {
 	r := redistest.Start(t, redistest.WithPersistence())
-	runProfile(t, profile{name: name, planners: 2, workers: 2, groups: topologyGroups, span: topologySpan, faults: faults},
+	runProfile(t, profile{name: name, planners: 2, workers: 2, groups: topologyGroups, span: span, faults: faults},
 		backends{redisURL: r.URL(), natsURL: urls, replicas: 3, connect: func(tb testing.TB) *nats.Conn { return connectAll(tb, urls) }})
 }
 

@@ -65,8 +65,6 @@ func startCluster(t testing.TB, n int, proxied bool) *Cluster {
 		opts := &server.Options{
 			ServerName: fmt.Sprintf("n%d", i), Host: "127.0.0.1", Port: testenv.FreePort(t),
 			JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
-			// Lame duck mode (Drain) over seconds, not the production default's two minutes.
-			LameDuckDuration: LameDuck, LameDuckGracePeriod: LameDuck / 4,
 			Cluster: server.ClusterOpts{Name: "resched", Host: "127.0.0.1", Port: clusterPorts[i]},
 			Routes:  server.RoutesFromStr(strings.Join(routes, ",")),
 		}
@@ -204,17 +202,6 @@ func (s *Server) Running() bool { return s.Server != nil && s.Server.Running() }
 // clients and routes are cut; its store stays for a restart).
 func (s *Server) Kill() {
 	s.Shutdown()
-	s.WaitForShutdown()
-}
-
-// LameDuck is how long a server of a test cluster takes to leave in lame duck mode (Drain).
-const LameDuck = 2 * time.Second
-
-// Drain stops a server of the cluster the way a rolling restart does (nats-server --signal
-// ldm): in lame duck mode it hands its stream and consumer leaderships over, tells its clients
-// to move, closes their connections over LameDuck, then shuts down. It returns once it has.
-func (s *Server) Drain() {
-	s.LameDuckShutdown()
 	s.WaitForShutdown()
 }
 

@@ -2,6 +2,7 @@ package natstest
 
 import (
 	"context"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,15 +20,19 @@ import (
 type ProcessCluster struct {
 	Servers []*testenv.Proc
 	urls    []string
+	bin     string // nats-server
+	dir     string // the servers' logs, stores and process id files
 	t       testing.TB
 }
 
-// StartProcessCluster starts n servers named n0… and waits until JetStream answers.
-func StartProcessCluster(t testing.TB, n int) *ProcessCluster {
+// StartProcessCluster starts n servers named n0… and waits until JetStream answers. Each
+// writes its process id to a file, as the scale-out manifests have it for their preStop
+// (LameDuck). extra are flags every server is given besides (-c and a configuration file).
+func StartProcessCluster(t testing.TB, n int, extra ...string) *ProcessCluster {
 	t.Helper()
-	bin := testenv.Build(t, "github.com/nats-io/nats-server/v2")
+	bin := filepath.Join(testenv.Build(t, "github.com/nats-io/nats-server/v2"), "nats-server")
 	dir := t.TempDir()
-	c := &ProcessCluster{t: t}
+	c := &ProcessCluster{bin: bin, dir: dir, t: t}
 	routes := make([]string, n)
 	for i := range n {
 		routes[i] = "nats://" + testenv.FreeAddr(t)
@@ -37,9 +42,10 @@ func StartProcessCluster(t testing.TB, n int) *ProcessCluster {
 		host, port, _ := strings.Cut(addr, ":")
 		name := "n" + strconv.Itoa(i)
 		c.urls = append(c.urls, "nats://"+addr)
-		c.Servers = append(c.Servers, testenv.Start(t, dir, name, filepath.Join(bin, "nats-server"), nil,
-			"--name", name, "-a", host, "-p", port, "-js", "-sd", filepath.Join(dir, name),
-			"--cluster_name", "resched", "--cluster", routes[i], "--routes", strings.Join(routes, ",")))
+		args := append([]string{"--name", name, "-a", host, "-p", port, "-js", "-sd", filepath.Join(dir, name),
+			"--cluster_name", "resched", "--cluster", routes[i], "--routes", strings.Join(routes, ","),
+			"--pid", c.pidFile(i)}, extra...)
+		c.Servers = append(c.Servers, testenv.Start(t, dir, name, bin, nil, args...))
 	}
 	testenv.Eventually(t, 30*time.Second, "the JetStream cluster to answer", func() bool {
 		nc, err := nats.Connect(c.URLs())
@@ -57,6 +63,24 @@ func StartProcessCluster(t testing.TB, n int) *ProcessCluster {
 		return err == nil
 	}, c.Servers[0].Tail)
 	return c
+}
+
+func (c *ProcessCluster) pidFile(i int) string {
+	return filepath.Join(c.dir, "n"+strconv.Itoa(i)+".pid")
+}
+
+// LameDuck stops server i as Kubernetes stops a pod of the scale-out manifests: their preStop
+// command (nats-server --signal ldm=<pid file>), then SIGTERM, which a server in lame duck mode
+// ignores. It waits for the server to exit, killing it after grace (the pods'
+// terminationGracePeriodSeconds) with a test error, and returns how long it took.
+func (c *ProcessCluster) LameDuck(i int, grace time.Duration) time.Duration {
+	c.t.Helper()
+	began := time.Now()
+	if out, err := exec.Command(c.bin, "--signal", "ldm="+c.pidFile(i)).CombinedOutput(); err != nil {
+		c.t.Fatalf("natstest: the preStop of n%d: %v: %s", i, err, out)
+	}
+	c.Servers[i].Stop(c.t, grace)
+	return time.Since(began)
 }
 
 // URLs is every server's client URL, comma-separated, as NATS_URL takes them.
