@@ -109,11 +109,17 @@ func (s *Store) pipelined(ctx context.Context, n int, replicated bool, key func(
 			groups[0][i] = i
 		}
 	}
-	wait := replicated && s.minReplicas > 0
 	send := func(g []int) {
-		if wait {
-			s.sendReplicated(ctx, cc, g, key, add)
-			return
+		if replicated && s.minReplicas != 0 {
+			master, want, err := s.replicasFor(ctx, cc, key(g[0]))
+			if err != nil {
+				failAll(s.rdb.Pipeline(), g, add, err)
+				return
+			}
+			if want > 0 {
+				s.sendReplicated(ctx, master, want, g, add)
+				return
+			}
 		}
 		pipe := s.rdb.Pipeline()
 		for _, i := range g {
@@ -132,31 +138,42 @@ func (s *Store) pipelined(ctx context.Context, n int, replicated bool, key func(
 	wg.Wait()
 }
 
-// sendReplicated sends the commands of group g, then WAIT, in one pipeline: WAIT counts the
-// writes of its own connection. It names no key, so on a Redis Cluster (cc; nil otherwise),
-// where a cluster pipeline would send it to any node, the group goes through the client of the
-// master that serves it. When fewer replicas than WithMinReplicas acknowledge the writes in
-// time, each command of g that succeeded fails with ErrNotReplicated.
-func (s *Store) sendReplicated(ctx context.Context, cc *redis.ClusterClient, g []int, key func(i int) string, add func(pipe redis.Pipeliner, i int)) {
-	pipe := s.rdb.Pipeline()
+// replicasFor is the master that serves key (s.rdb off a Redis Cluster, cc; nil otherwise)
+// and how many of its replicas a write there waits for: WithMinReplicas's number, or with
+// AutoReplicas one while the master has one in sync.
+func (s *Store) replicasFor(ctx context.Context, cc *redis.ClusterClient, key string) (redis.Cmdable, int, error) {
+	var master redis.Cmdable = s.rdb
+	addr := ""
 	if cc != nil {
-		m, err := cc.MasterForKey(ctx, key(g[0]))
+		m, err := cc.MasterForKey(ctx, key)
 		if err != nil {
-			failAll(pipe, g, add, fmt.Errorf("%w: no master for %s: %v", ErrNotReplicated, key(g[0]), err))
-			return
+			return nil, 0, fmt.Errorf("%w: no master for %s: %v", ErrNotReplicated, key, err)
 		}
-		pipe = m.Pipeline()
+		master, addr = m, m.Options().Addr
 	}
+	if s.minReplicas != AutoReplicas {
+		return master, s.minReplicas, nil
+	}
+	return master, min(s.inSync.count(ctx, master, addr), 1), nil
+}
+
+// sendReplicated sends the commands of group g to master, then WAIT for want replicas, in one
+// pipeline: WAIT counts the writes of its own connection. It names no key, so on a Redis
+// Cluster, where a cluster pipeline would send it to any node, the group goes through the
+// client of the master that serves it. When fewer replicas acknowledge the writes in time,
+// each command of g that succeeded fails with ErrNotReplicated.
+func (s *Store) sendReplicated(ctx context.Context, master redis.Cmdable, want int, g []int, add func(pipe redis.Pipeliner, i int)) {
+	pipe := master.Pipeline()
 	for _, i := range g {
 		add(pipe, i)
 	}
-	acked := pipe.Do(ctx, "WAIT", s.minReplicas, s.replicaWait.Milliseconds())
+	acked := pipe.Do(ctx, "WAIT", want, s.replicaWait.Milliseconds())
 	cmds, _ := pipe.Exec(ctx) // each command carries its own outcome
 	n, err := acked.Int64()
-	if err == nil && n >= int64(s.minReplicas) {
+	if err == nil && n >= int64(want) {
 		return
 	}
-	reason := fmt.Errorf("%w: %d of %d within %v", ErrNotReplicated, n, s.minReplicas, s.replicaWait)
+	reason := fmt.Errorf("%w: %d of %d within %v", ErrNotReplicated, n, want, s.replicaWait)
 	if err != nil {
 		reason = fmt.Errorf("%w: %v", ErrNotReplicated, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -136,6 +137,58 @@ func TestClusterWritesWaitForTheirMastersReplica(t *testing.T) {
 	outcome.ID = "r2"
 	if _, err := s.ApplyResult(ctx, "c", "j", outcome, t0); !errors.Is(err, store.ErrNotReplicated) {
 		t.Fatalf("the job's master's replica paused: %v, want ErrNotReplicated", err)
+	}
+}
+
+// With AutoReplicas, a write waits for one replica while its master has one in sync, and for
+// none while it has none: a master alone takes writes (no outage of writes the operator did
+// not ask for), and one with a replica refuses those the replica did not acknowledge.
+func TestAutoReplicasWaitWhileAReplicaIsInSync(t *testing.T) {
+	ctx := context.Background()
+	master := redistest.Start(t, redistest.WithArgs("--repl-diskless-sync-delay", "0"))
+	s := store.New(master.Client(t), "test", store.WithMinReplicas(store.AutoReplicas, 200*time.Millisecond))
+	firstWrite(t, s)
+	putJob(t, s, "c", "j", t0)
+	n := 0
+	apply := func() error {
+		n++
+		id := fmt.Sprint("r", n)
+		_, err := s.ApplyResult(ctx, "c", "j", store.Outcome{ID: id, Scheduled: t0, Occurrence: n, Entry: job.HistoryEntry{StartTime: t0,
+			EndTime: t0, ExpectedExecutionTime: t0, ActionName: job.ActionNameMain, Status: job.ExecutionCompleted, Message: id}}, t0)
+		return err
+	}
+	if err := apply(); err != nil {
+		t.Fatalf("a result on a master without replicas: %v", err)
+	}
+
+	_, port, _ := net.SplitHostPort(master.Addr)
+	replica := redistest.Start(t, redistest.WithArgs("--replicaof", "127.0.0.1", port))
+	testenv.Eventually(t, 10*time.Second, "the replica in sync", func() bool {
+		info, err := master.Client(t).Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "state=online")
+	})
+	// A replica online may still be loading its copy, and acknowledges nothing until it has.
+	testenv.Eventually(t, 10*time.Second, "a result with the replica in sync applied", func() bool { return apply() == nil })
+	if err := syscall.Kill(replica.PID(), syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, "a result the paused replica did not acknowledge refused", func() bool {
+		return errors.Is(apply(), store.ErrNotReplicated)
+	})
+
+	// The replica gone, its master alone takes writes again once it has looked.
+	replica.Kill()
+	testenv.Eventually(t, 10*time.Second, "a result on the master left alone applied", func() bool { return apply() == nil })
+}
+
+func TestOnlineReplicasCountsThoseInSync(t *testing.T) {
+	info := "# Replication\r\nrole:master\r\nconnected_slaves:3\r\n" +
+		"slave0:ip=127.0.0.1,port=7001,state=online,offset=42,lag=0\r\n" +
+		"slave1:ip=127.0.0.1,port=7002,state=wait_bgsave,offset=0,lag=0\r\n" +
+		"slave2:ip=127.0.0.1,port=7003,state=online,offset=42,lag=1\r\n" +
+		"master_failover_state:no-failover\r\nmaster_repl_offset:42\r\n"
+	if n := store.OnlineReplicas(info); n != 2 {
+		t.Errorf("OnlineReplicas = %d, want 2 (the replica still loading its copy does not acknowledge)", n)
 	}
 }
 

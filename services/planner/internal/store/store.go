@@ -51,9 +51,10 @@ type Store struct {
 	historyMax     int
 	historyAge     time.Duration
 	historyMessage int
-	// minReplicas and replicaWait: WithMinReplicas.
+	// minReplicas and replicaWait: WithMinReplicas; inSync counts the replicas for AutoReplicas.
 	minReplicas int
 	replicaWait time.Duration
+	inSync      inSync
 }
 
 // Option changes a Store.
@@ -73,9 +74,11 @@ func WithResultMemory(d time.Duration) Option {
 // the Redis master have it (WAIT), at most wait, and fail with ErrNotReplicated otherwise.
 // Redis replicates asynchronously: a failover can lose the last writes the old master
 // acknowledged, and a result the planner acknowledged in JetStream would then be missing from
-// history for good. With n ≥ 1 such a write is not acknowledged, and is made again.
+// history for good. With n ≥ 1 such a write is not acknowledged, and is made again. With n
+// AutoReplicas a write waits for one replica while its master has one in sync, and for none
+// while it has none: a master left alone goes on taking writes, as with 0.
 func WithMinReplicas(n int, wait time.Duration) Option {
-	return func(s *Store) { s.minReplicas, s.replicaWait = max(n, 0), max(wait, time.Millisecond) }
+	return func(s *Store) { s.minReplicas, s.replicaWait = max(n, AutoReplicas), max(wait, time.Millisecond) }
 }
 
 // New returns a store whose keys start with prefix ("resched" when empty).
