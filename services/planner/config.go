@@ -38,7 +38,7 @@ type Config struct {
 	CatchUpRate      int               // most missed occurrences one job fires per second
 	Lease            time.Duration     // how long a partition lease lasts without renewal
 	MaxClockOffset   time.Duration     // how far the planner's clock may stray from Redis's
-	MinReplicas      int               // Redis replicas every write of jobs and results waits for (0: none)
+	MinReplicas      int               // Redis replicas every write of jobs and results waits for (0: none; store.AutoReplicas)
 	ReplicaWait      time.Duration     // how long a write waits for them
 	Batch            int               // due jobs per claim
 	Concurrency      int               // partitions dispatched at once
@@ -83,6 +83,7 @@ func defaultConfig() Config {
 		CatchUpRate:      10,
 		Lease:            3 * time.Second,
 		MaxClockOffset:   500 * time.Millisecond,
+		MinReplicas:      config.Auto,
 		ReplicaWait:      time.Second,
 		Batch:            256,
 		Concurrency:      16,
@@ -121,7 +122,7 @@ func (c *Config) settings() []config.Setting {
 		config.Define("catch-up rate", "catch-up-rate", p+"CATCH_UP_RATE", "most missed occurrences one job fires per second while it catches up", config.Int(&c.CatchUpRate, 1, 10_000)),
 		config.Define("lease", "lease", p+"LEASE", "how long a planner's lease on a partition lasts unrenewed: how soon the partitions of a planner that died are taken over; a third of it bounds each Redis call of the renewal and of a dispatch batch", config.Duration(&c.Lease, time.Second)),
 		config.Define("max clock offset", "max-clock-offset", p+"MAX_CLOCK_OFFSET", "how far the planner's clock may stray from Redis's, the clock every planner shares, before it dispatches nothing and lets its partitions go (a clock ahead fires early)", config.Duration(&c.MaxClockOffset, 10*time.Millisecond)),
-		config.Define("min replicas", "min-replicas", p+"MIN_REPLICAS", "Redis replicas that must have every write of jobs, collections and results before it counts (WAIT): a failover then loses none the planner acknowledged; a write they miss fails and is made again (0: Redis's asynchronous replication alone)", config.Int(&c.MinReplicas, 0, 16)),
+		config.Define("min replicas", "min-replicas", p+"MIN_REPLICAS", "Redis replicas that must have every write of jobs, collections and results before it counts (WAIT): a failover then loses none the planner acknowledged; a write they miss fails and is made again. auto: one while the master has one in sync, none while it has none (INFO replication, looked at each second); 0: Redis's asynchronous replication alone", config.IntOrAuto(&c.MinReplicas, 0, 16)),
 		config.Define("replica wait", "replica-wait", p+"REPLICA_WAIT", "how long a write waits for the min replicas (at most 2s)", config.Duration(&c.ReplicaWait, time.Millisecond)),
 		config.Define("batch", "batch", p+"BATCH", "due jobs advanced together (a round reads up to 32 batches)", config.Int(&c.Batch, 1, 10_000)),
 		config.Define("concurrency", "concurrency", p+"CONCURRENCY", "partitions of the due set dispatched at once", config.Int(&c.Concurrency, 1, store.MaxPartitions)),
@@ -184,6 +185,14 @@ func parseConfig(args []string, getenv func(string) string, output io.Writer) (C
 	return cfg, nil
 }
 
+// minReplicas is MinReplicas as the store takes it.
+func (c Config) minReplicas() int {
+	if c.MinReplicas == config.Auto {
+		return store.AutoReplicas
+	}
+	return c.MinReplicas
+}
+
 // warnings are what the settings leave unsafe, said once at start.
 func (c Config) warnings() []string {
 	var w []string
@@ -191,9 +200,9 @@ func (c Config) warnings() []string {
 		w = append(w, c.keys.Describe()+" (set RESCHED_SECRET_KEYS_FILE on planners and workers to seal them)")
 	}
 	if c.Redis.FailsOver() && c.MinReplicas == 0 {
-		// Measured by TestRedisClusterSplit's run at this default: 36 history entries lost.
+		// Measured by TestRedisClusterSplit's run without waiting: 36 history entries lost.
 		w = append(w, "writes do not wait for a Redis replica: a failover can lose results already recorded (history "+
-			"entries, executionCount) and jobs just put (set "+envPrefix+"MIN_REPLICAS=1, with two replicas a master; docs/scaling.md)")
+			"entries, executionCount) and jobs just put (set "+envPrefix+"MIN_REPLICAS=auto, or a number; docs/scaling.md)")
 	}
 	return w
 }
@@ -217,7 +226,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("catch_up_rate", c.CatchUpRate),
 		slog.String("lease", config.FormatDuration(c.Lease)),
 		slog.String("max_clock_offset", config.FormatDuration(c.MaxClockOffset)),
-		slog.Int("min_replicas", c.MinReplicas),
+		slog.String("min_replicas", config.IntOrAuto(&c.MinReplicas, 0, 16).String()),
 		slog.String("replica_wait", config.FormatDuration(c.ReplicaWait)),
 		slog.String("lookahead", config.FormatDuration(c.Lookahead)),
 		slog.Int("batch", c.Batch),

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/resched/resched/services/internal/config"
+	"github.com/resched/resched/services/planner/internal/store"
 )
 
 // env returns a getenv func over a fixed map, so tests never touch the process environment.
@@ -275,6 +278,31 @@ func TestConfigLogValueHidesSecrets(t *testing.T) {
 	}
 }
 
+// RESCHED_PLANNER_MIN_REPLICAS is auto unless set: a number, auto, or an error naming both.
+func TestMinReplicasTakesANumberOrAuto(t *testing.T) {
+	for _, tc := range []struct {
+		set   string
+		want  int
+		store int
+	}{{"", config.Auto, store.AutoReplicas}, {"auto", config.Auto, store.AutoReplicas}, {"0", 0, 0}, {"2", 2, 2}} {
+		vars := map[string]string{}
+		if tc.set != "" {
+			vars["RESCHED_PLANNER_MIN_REPLICAS"] = tc.set
+		}
+		cfg, err := parseConfig(nil, env(vars), io.Discard)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.set, err)
+		}
+		if cfg.MinReplicas != tc.want || cfg.minReplicas() != tc.store {
+			t.Errorf("%q: MinReplicas %d (the store's %d), want %d (%d)", tc.set, cfg.MinReplicas, cfg.minReplicas(), tc.want, tc.store)
+		}
+	}
+	_, err := parseConfig(nil, env(map[string]string{"RESCHED_PLANNER_MIN_REPLICAS": "some"}), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "RESCHED_PLANNER_MIN_REPLICAS") || !strings.Contains(err.Error(), "nor auto") {
+		t.Errorf("MIN_REPLICAS=some: %v, want an error naming the variable and auto", err)
+	}
+}
+
 // A planner says at start what its settings leave unsafe: secrets in clear without keys, and
 // results a failover can lose on a Redis that fails over while no write waits for a replica.
 func TestWarnings(t *testing.T) {
@@ -286,9 +314,10 @@ func TestWarnings(t *testing.T) {
 	}{
 		{"defaults", nil, []string{"no secret keys"}},
 		{"keys", map[string]string{"RESCHED_SECRET_KEYS": "k=" + testKey}, nil},
-		{"cluster", map[string]string{"RESCHED_SECRET_KEYS": "k=" + testKey, "REDIS_URL": cluster}, []string{"RESCHED_PLANNER_MIN_REPLICAS=1"}},
-		{"sentinel", map[string]string{"REDIS_URL": sentinel}, []string{"no secret keys", "RESCHED_PLANNER_MIN_REPLICAS=1"}},
-		{"cluster waiting for a replica", map[string]string{"RESCHED_SECRET_KEYS": "k=" + testKey, "REDIS_URL": cluster, "RESCHED_PLANNER_MIN_REPLICAS": "1"}, nil},
+		{"cluster", map[string]string{"RESCHED_SECRET_KEYS": "k=" + testKey, "REDIS_URL": cluster}, nil},
+		{"cluster not waiting", map[string]string{"RESCHED_SECRET_KEYS": "k=" + testKey, "REDIS_URL": cluster, "RESCHED_PLANNER_MIN_REPLICAS": "0"}, []string{"RESCHED_PLANNER_MIN_REPLICAS=auto"}},
+		{"sentinel not waiting", map[string]string{"REDIS_URL": sentinel, "RESCHED_PLANNER_MIN_REPLICAS": "0"}, []string{"no secret keys", "RESCHED_PLANNER_MIN_REPLICAS=auto"}},
+		{"one server not waiting", map[string]string{"RESCHED_SECRET_KEYS": "k=" + testKey, "RESCHED_PLANNER_MIN_REPLICAS": "0"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := parseConfig(nil, env(tc.env), io.Discard)

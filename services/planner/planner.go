@@ -80,7 +80,7 @@ func newPlanner(cfg Config, logger *slog.Logger) (*planner, error) {
 		return nil, err
 	}
 	p.store = store.New(p.rdb, cfg.RedisKeyPrefix, store.WithPartitions(cfg.Partitions), store.WithResultMemory(cfg.DuplicateWindow),
-		store.WithHistory(cfg.HistoryEntries, cfg.HistoryAge, cfg.HistoryMessage), store.WithMinReplicas(cfg.MinReplicas, cfg.ReplicaWait))
+		store.WithHistory(cfg.HistoryEntries, cfg.HistoryAge, cfg.HistoryMessage), store.WithMinReplicas(cfg.minReplicas(), cfg.ReplicaWait))
 	if cfg.EmbeddedNATS != "" {
 		if p.embedded, err = startEmbeddedNATS(cfg.EmbeddedNATS, cfg.EmbeddedNATSDir, logger); err != nil {
 			_ = p.rdb.Close()

@@ -28,6 +28,12 @@ func Duration(p *time.Duration, min time.Duration) Field { return durationField{
 // Int is a whole number from min to max.
 func Int(p *int, min, max int) Field { return intField{p, min, max} }
 
+// IntOrAuto is a whole number from min to max, or the word auto, read as Auto.
+func IntOrAuto(p *int, min, max int) Field { return autoIntField{intField{p, min, max}} }
+
+// Auto is what IntOrAuto reads the word auto as.
+const Auto = -1
+
 // Bool is true or false.
 func Bool(p *bool) Field { return boolField{p} }
 
@@ -129,6 +135,27 @@ func (f intField) Set(v string) error {
 		return fmt.Errorf("%d is not between %d and %d", n, f.min, f.max)
 	}
 	*f.p = n
+	return nil
+}
+
+// autoIntField is an intField that also takes the word auto.
+type autoIntField struct{ intField }
+
+func (f autoIntField) String() string {
+	if *f.p == Auto {
+		return "auto"
+	}
+	return f.intField.String()
+}
+
+func (f autoIntField) Set(v string) error {
+	if v == "auto" {
+		*f.p = Auto
+		return nil
+	}
+	if err := f.intField.Set(v); err != nil {
+		return fmt.Errorf("%w, nor auto", err)
+	}
 	return nil
 }
 
