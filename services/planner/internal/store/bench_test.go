@@ -242,3 +242,52 @@ func BenchmarkApplyResultsReplicated(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRepartition moves a store of 100 collections of 20 jobs (each with a history entry)
+// from 16 partitions to 64, against a real redis-server: the time of planner -repartition per
+// job moved, for docs/scaling.md.
+func BenchmarkRepartition(b *testing.B) {
+	const colls, jobs = 100, 20
+	ctx := context.Background()
+	rdb := redistest.Start(b).Client(b)
+	moved, round := 0, 0
+	b.ResetTimer()
+	for b.Loop() {
+		b.StopTimer()
+		round++
+		prefix := fmt.Sprint("bench", round)
+		before := store.New(rdb, prefix, store.WithPartitions(16))
+		if err := before.CheckLayout(ctx); err != nil {
+			b.Fatal(err)
+		}
+		for c := range colls {
+			name := fmt.Sprint("c", c)
+			if _, err := before.PutCollection(ctx, name, []byte(`{}`), job.CollectionEnabled, 0, false); err != nil {
+				b.Fatal(err)
+			}
+			writes := make([]store.Write, jobs)
+			for j := range writes {
+				writes[j] = store.Write{Put: &store.PutJob{Collection: name, Name: fmt.Sprint("j", j), Definition: []byte(`{"x":1}`),
+					Accepted: t0, Next: t0.Add(time.Hour), State: job.StateEnabled, Reaccept: true}}
+			}
+			for _, a := range before.Apply(ctx, writes) {
+				if a.Err != nil {
+					b.Fatal(a.Err)
+				}
+			}
+			for j := range jobs {
+				if err := before.AppendHistory(ctx, name, fmt.Sprint("j", j), job.HistoryEntry{StartTime: t0, EndTime: t0,
+					ExpectedExecutionTime: t0, ActionName: job.ActionNameMain, Status: job.ExecutionCompleted}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.StartTimer()
+		r, err := store.New(rdb, prefix, store.WithPartitions(64)).Repartition(ctx, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		moved += r.Jobs
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(max(moved, 1)), "ns/job")
+}

@@ -45,6 +45,9 @@ func (s *Store) indexJobs(ctx context.Context) error {
 
 func (s *Store) checkPartitions(ctx context.Context) error {
 	n := s.Partitions()
+	if v, err := s.rdb.HGet(ctx, s.k.meta(), "repartition").Result(); err == nil {
+		return fmt.Errorf("%w: the data is being moved to %s partitions (planner -repartition); run it again with %s partitions to finish the move", ErrLayout, v, v)
+	}
 	set, err := s.rdb.HSetNX(ctx, s.k.meta(), "partitions", n).Result()
 	if err != nil {
 		return fmt.Errorf("check the data layout: %w", err)
@@ -67,8 +70,8 @@ func (s *Store) checkPartitions(ctx context.Context) error {
 		return fmt.Errorf("check the data layout: %w", err)
 	}
 	if recorded, _ := strconv.Atoi(v); recorded != n {
-		return fmt.Errorf("%w: Redis holds data written with %s partitions (key prefix %q); this planner is set to %d: set the partitions to %s",
-			ErrLayout, v, s.k.prefix, n, v)
+		return fmt.Errorf("%w: Redis holds data written with %s partitions (key prefix %q); this planner is set to %d: set the partitions to %s, or move the data to %d with every planner stopped (planner -repartition, docs/scaling.md)",
+			ErrLayout, v, s.k.prefix, n, v, n)
 	}
 	return nil
 }
