@@ -63,6 +63,9 @@ type Config struct {
 	// Reencrypt makes the planner re-seal every stored job's secrets with the newest key and
 	// exit, instead of serving.
 	Reencrypt bool
+	// Repartition makes the planner move the data Redis holds to Partitions and exit, instead of
+	// serving; every planner must be stopped.
+	Repartition bool
 
 	policyText string           // CatchUpPolicy as set: latest or all, any case
 	keys       *secrets.Keyring // Secrets, read
@@ -140,6 +143,7 @@ func (c *Config) settings() []config.Setting {
 		config.Define("history message size", "history-message", p+"HISTORY_MESSAGE", "bytes kept of a history entry's message (the target's answer; workers send at most 8 KiB of it)", config.Int(&c.HistoryMessage, 0, 1<<20)),
 		config.Define("embedded NATS address", "embedded-nats", p+"EMBEDDED_NATS", "run a NATS server with JetStream inside the planner, listening here (e.g. 127.0.0.1:4222); NATS_URL is then ignored", config.OptionalText(&c.EmbeddedNATS, config.ListenAddr)),
 		config.Define("re-encrypt", "reencrypt", p+"REENCRYPT", "re-seal the secrets of every stored job with the newest secret key, then exit (after a key rotation)", config.Bool(&c.Reencrypt)),
+		config.Define("repartition", "repartition", p+"REPARTITION", "move the data Redis holds to the partitions set here, then exit; every planner stopped first (docs/scaling.md)", config.Bool(&c.Repartition)),
 		config.Define("embedded NATS directory", "embedded-nats-dir", p+"EMBEDDED_NATS_DIR", "where the embedded NATS server keeps its JetStream data", config.Text(&c.EmbeddedNATSDir, func(string) error { return nil })),
 	)
 }
@@ -177,6 +181,9 @@ func parseConfig(args []string, getenv func(string) string, output io.Writer) (C
 			errs = append(errs, err)
 		} else if cfg.Reencrypt && cfg.keys == nil {
 			errs = append(errs, errors.New("re-encrypt (-reencrypt): no secret keys to seal with (-secret-keys-file, RESCHED_SECRET_KEYS_FILE)"))
+		}
+		if cfg.Reencrypt && cfg.Repartition {
+			errs = append(errs, errors.New("re-encrypt (-reencrypt) and repartition (-repartition): one at a time"))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -45,6 +45,9 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if cfg.Reencrypt {
 		return reencrypt(ctx, cfg, logger)
 	}
+	if cfg.Repartition {
+		return repartition(ctx, cfg, logger)
+	}
 	if cfg.keys != nil {
 		logger.Info(cfg.keys.Describe())
 	}

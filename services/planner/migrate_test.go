@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,14 +17,16 @@ import (
 	"github.com/resched/resched/services/internal/natstest"
 	"github.com/resched/resched/services/internal/redistest"
 	"github.com/resched/resched/services/internal/testenv"
+	"github.com/resched/resched/services/planner/internal/store"
 	"github.com/resched/resched/shared/job"
 )
 
 // Outgrowing one Redis (docs/scaling.md): the data of planners on one server, copied into a
-// Redis Cluster with Redis's own `redis-cli --cluster import`, is their data on the Cluster. A
-// job keeps its definition, status and history, and its next occurrences fire on the schedule
-// it had, numbered on from those before: the planner's keys carry their partition's hash tag,
-// so each lands whole on one master.
+// Redis Cluster with Redis's own `redis-cli --cluster import` and moved to more partitions
+// (planner -repartition), is their data on the Cluster. A job keeps its definition, status and
+// history, and its next occurrences fire on the schedule it had, numbered on from those
+// before: the planner's keys carry their partition's hash tag, so each lands whole on one
+// master.
 func TestDataMovesFromOneRedisToACluster(t *testing.T) {
 	ns := natstest.Start(t)
 	nc := ns.Connect(t)
@@ -55,8 +61,23 @@ func TestDataMovesFromOneRedisToACluster(t *testing.T) {
 		"--cluster-from", single.Addr, "--cluster-copy").CombinedOutput(); err != nil {
 		t.Fatalf("redis-cli --cluster import: %v\n%s", err, out)
 	}
+	// 16 partitions spread 3 masters 7, 5 and 4: moved to 64 (planner -repartition), as
+	// docs/scaling.md says, they spread 22, 21 and 21.
+	var out bytes.Buffer
+	repartition := []string{"-repartition", "-partitions", "64", "-redis-url", cluster.URL(), "-nats-url", ns.ClientURL()}
+	if code := run(repartition, func(string) string { return "" }, &out, &out); code != 0 {
+		t.Fatalf("planner -repartition: exit %d\n%s", code, out.String())
+	}
+	if !strings.Contains(out.String(), `"from":16,"to":64,"collections":1`) {
+		t.Errorf("planner -repartition logged:\n%s", out.String())
+	}
+	if err := serve(context.Background(), testConfig(ns.ClientURL(), cluster.URL()), slog.New(slog.DiscardHandler)); !errors.Is(err, store.ErrLayout) {
+		t.Fatalf("a planner at the old 16 partitions after the move: %v, want ErrLayout", err)
+	}
 	moved := time.Now()
-	base, _, stop = started(t, testConfig(ns.ClientURL(), cluster.URL()))
+	cfg := testConfig(ns.ClientURL(), cluster.URL())
+	cfg.Partitions = 64
+	base, _, stop = started(t, cfg)
 	defer func() { _ = stop() }()
 	ready(base)
 	after := getJob(t, nc)
