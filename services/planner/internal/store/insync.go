@@ -44,7 +44,8 @@ func (c *inSync) count(ctx context.Context, master redis.Cmdable, addr string) i
 		l = &replicaLook{}
 		c.looks[addr] = l
 	}
-	if l.looking || (ok && time.Since(l.at) < inSyncLook) {
+	// Until a first look has answered, every write looks: none goes unwaited on a guess.
+	if !l.at.IsZero() && (l.looking || time.Since(l.at) < inSyncLook) {
 		n := l.n
 		c.mu.Unlock()
 		return n
