@@ -208,6 +208,7 @@ var alertCases = []alertCase{
 	{"ReschedClockOffset", `resched_planner_clock_offset_seconds{pod="a"} 0.02x10`, false},
 	{"ReschedPlannerErrors", `resched_planner_errors_total{stage="lease_renew"} 0+5x10`, true},
 	{"ReschedPlannerErrors", `resched_planner_errors_total{stage="publish_retry"} 0+5x10`, false},
+	{"ReschedPlannerErrors", `resched_planner_errors_total{stage="slot_moving"} 0+5x10`, false},
 	{"ReschedPlannerErrors", `resched_planner_errors_total{stage="lease_renew"} 3x10`, false},
 	{"ReschedNoWorker", `resched_planner_partitions_held 16x10`, true},
 	{"ReschedNoWorker", `resched_worker_deliveries_in_flight{pod="a"} 0x10`, false},

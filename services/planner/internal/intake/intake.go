@@ -214,6 +214,9 @@ func (in *Intake) settleOutcome(ctx context.Context, msg jetstream.Msg, ch jobs.
 			"code", refused.Code, "status", refused.Status, "problems", len(refused.Details))
 		in.erase(ctx, msg)
 		in.settle(msg, msg.Ack())
+	case store.Moving(o.Err):
+		in.log.Info("intake: the job's Redis Cluster slot is moving; retrying", "collection", ch.Collection, "job", ch.Name, "error", o.Err)
+		in.settle(msg, msg.NakWithDelay(in.cfg.RetryDelay))
 	default:
 		in.log.Error("intake: apply failed; retrying", "collection", ch.Collection, "job", ch.Name, "error", o.Err)
 		in.settle(msg, msg.NakWithDelay(in.cfg.RetryDelay))

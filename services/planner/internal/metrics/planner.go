@@ -19,7 +19,7 @@ var FireLagBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2
 // Stages and statuses that are known up front: their series exist at zero from the start, so
 // a rate() over them works before the first error.
 var (
-	knownStages = []string{"dispatch", "prepare", "publish", "publish_retry", "ack_stall", "result_decode", "result_apply", "event", "backlog",
+	knownStages = []string{"dispatch", "prepare", "publish", "publish_retry", "ack_stall", "result_decode", "result_apply", "slot_moving", "event", "backlog",
 		"lease_heartbeat", "lease_renew", "lease_acquire", "lease_release"}
 	knownStatuses = []string{"Completed", "Failed"}
 )

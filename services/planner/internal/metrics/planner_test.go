@@ -62,6 +62,7 @@ resched_planner_errors_total{stage="publish"} 2
 resched_planner_errors_total{stage="publish_retry"} 0
 resched_planner_errors_total{stage="result_apply"} 0
 resched_planner_errors_total{stage="result_decode"} 0
+resched_planner_errors_total{stage="slot_moving"} 0
 resched_planner_errors_total{stage="something_new"} 1
 # HELP resched_planner_results_total Attempt results applied, by their status.
 # TYPE resched_planner_results_total counter

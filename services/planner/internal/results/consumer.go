@@ -161,8 +161,13 @@ func (rc *Consumer) handle(ctx context.Context, msgs []jetstream.Msg) {
 		for k, a := range rc.cfg.Store.ApplyResults(work, writes, now) {
 			r := rs[start+k]
 			if a.Err != nil {
-				rc.cfg.Metrics.Error("result_apply")
-				rc.log.Error("results: apply failed; retrying", "collection", r.Collection, "job", r.Job, "error", a.Err)
+				if store.Moving(a.Err) { // a reshard: expected, and over when the slot is
+					rc.cfg.Metrics.Error("slot_moving")
+					rc.log.Info("results: the job's Redis Cluster slot is moving; retrying", "collection", r.Collection, "job", r.Job, "error", a.Err)
+				} else {
+					rc.cfg.Metrics.Error("result_apply")
+					rc.log.Error("results: apply failed; retrying", "collection", r.Collection, "job", r.Job, "error", a.Err)
+				}
 				failed[from[start+k]] = true
 				continue
 			}

@@ -117,7 +117,9 @@ func (s *Store) pipelined(ctx context.Context, n int, replicated bool, key func(
 				return
 			}
 			if want > 0 {
-				s.sendReplicated(ctx, master, want, g, add)
+				if s.sendReplicated(ctx, master, want, g, add) && cc != nil {
+					cc.ReloadState(ctx) // the slot map is stale: the retry goes to the new master
+				}
 				return
 			}
 		}
@@ -160,18 +162,24 @@ func (s *Store) replicasFor(ctx context.Context, cc *redis.ClusterClient, key st
 // sendReplicated sends the commands of group g to master, then WAIT for want replicas, in one
 // pipeline: WAIT counts the writes of its own connection. It names no key, so on a Redis
 // Cluster, where a cluster pipeline would send it to any node, the group goes through the
-// client of the master that serves it. When fewer replicas acknowledge the writes in time,
-// each command of g that succeeded fails with ErrNotReplicated.
-func (s *Store) sendReplicated(ctx context.Context, master redis.Cmdable, want int, g []int, add func(pipe redis.Pipeliner, i int)) {
+// client of the master that serves it, which does not follow a slot moved (MOVED, ASK: the
+// command fails, Moving, and is made again); it reports whether one was. When fewer replicas
+// acknowledge the writes in time, each command of g that succeeded fails with ErrNotReplicated.
+func (s *Store) sendReplicated(ctx context.Context, master redis.Cmdable, want int, g []int, add func(pipe redis.Pipeliner, i int)) (moved bool) {
 	pipe := master.Pipeline()
 	for _, i := range g {
 		add(pipe, i)
 	}
 	acked := pipe.Do(ctx, "WAIT", want, s.replicaWait.Milliseconds())
 	cmds, _ := pipe.Exec(ctx) // each command carries its own outcome
+	for _, c := range cmds {
+		if _, ok := redis.IsMovedError(c.Err()); ok {
+			moved = true
+		}
+	}
 	n, err := acked.Int64()
 	if err == nil && n >= int64(want) {
-		return
+		return moved
 	}
 	reason := fmt.Errorf("%w: %d of %d within %v", ErrNotReplicated, n, want, s.replicaWait)
 	if err != nil {
@@ -182,6 +190,7 @@ func (s *Store) sendReplicated(ctx context.Context, master redis.Cmdable, want i
 			c.SetErr(reason)
 		}
 	}
+	return moved
 }
 
 // failAll queues the commands of g on pipe, which is not sent, and sets err on each.

@@ -34,6 +34,19 @@ var (
 	ErrNotReplicated = errors.New("not acknowledged by enough Redis replicas")
 )
 
+// Moving reports whether err is a Redis Cluster slot moving between masters (MOVED, ASK,
+// TRYAGAIN), as in a reshard or just after a failover: the write was not made, and made again
+// once the client follows the slot, it goes through. Not a fault to count against Redis.
+func Moving(err error) bool {
+	if _, ok := redis.IsMovedError(err); ok {
+		return true
+	}
+	if _, ok := redis.IsAskError(err); ok {
+		return true
+	}
+	return redis.IsTryAgainError(err)
+}
+
 // QuotaError says a collection is full.
 type QuotaError struct{ Max int }
 
