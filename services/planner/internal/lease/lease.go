@@ -13,6 +13,7 @@ package lease
 
 import (
 	"context"
+	"errors"
 	"hash/fnv"
 	"log/slog"
 	"slices"
@@ -240,7 +241,9 @@ func (l *Leases) Run(ctx context.Context) error {
 	t := time.NewTicker(l.period)
 	defer t.Stop()
 	for {
-		l.tick(ctx)
+		if err := l.tick(ctx); err != nil {
+			return err
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -253,8 +256,9 @@ func (l *Leases) Run(ctx context.Context) error {
 // stands on its own: a partition whose renewal fails (its Redis master lost) runs out a TTL
 // after its last renewal, while the others go on; a failed heartbeat only stops this planner
 // from taking more. A planner cut off from NATS for a TTL, or whose clock strays from Redis's,
-// takes and keeps nothing.
-func (l *Leases) tick(parent context.Context) {
+// takes and keeps nothing. A planner whose partition count is not the data's (moved to
+// another meanwhile, planner -repartition) must not run on: its error ends Run.
+func (l *Leases) tick(parent context.Context) error {
 	now := l.cfg.Clock()
 	cut := l.keep(parent, now)
 	ctx, cancel := context.WithTimeout(parent, l.period)
@@ -274,7 +278,10 @@ func (l *Leases) tick(parent context.Context) {
 	beat, hbErr := l.cfg.Store.Heartbeat(ctx, l.cfg.ID, now, expiry, l.cfg.Start, prev, l.period, outagesKept)
 	if hbErr != nil {
 		l.fail("heartbeat", hbErr)
-		return
+		if errors.Is(hbErr, store.ErrLayout) {
+			return hbErr
+		}
+		return nil
 	}
 	l.outages.Store(&beat.Outages)
 	l.note(beat.Outages)
@@ -287,6 +294,7 @@ func (l *Leases) tick(parent context.Context) {
 	if l.cfg.Metrics != nil {
 		l.cfg.Metrics.Leases(len(l.Held()), beat.Live)
 	}
+	return nil
 }
 
 // keep renews the held leases, or lets them go, and reports whether this planner stands down.

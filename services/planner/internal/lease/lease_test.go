@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
@@ -24,6 +25,7 @@ type fakeStore struct {
 	// heartbeatHangs: the heartbeat waits its deadline out, as a call to a lost Redis Cluster
 	// master does while the client dials it again and again.
 	heartbeatHangs bool
+	heartbeatErr   error        // what the heartbeat answers (with the layout refused, say)
 	down           map[int]bool // partitions whose master is unreachable
 	outages        []store.Outage
 	counted        bool // the last heartbeat counts its planner among those sharing the partitions
@@ -53,6 +55,9 @@ func (f *fakeStore) Heartbeat(ctx context.Context, _ string, now, expiry, _, _ t
 	defer f.mu.Unlock()
 	if f.heartbeatDown {
 		return store.Beat{}, errDown
+	}
+	if f.heartbeatErr != nil {
+		return store.Beat{}, f.heartbeatErr
 	}
 	return store.Beat{Live: 1, Outages: slices.Clone(f.outages), Clock: now.Add(f.redisAhead)}, nil
 }
@@ -331,5 +336,33 @@ func TestAClockAwayFromRedissStandsDown(t *testing.T) {
 		if got := l.Held(); len(got) != 4 || !f.counted {
 			t.Fatalf("clocks agreeing again: held %v, counted %v; want all 4", got, f.counted)
 		}
+	}
+}
+
+// A heartbeat refused while the data moves to another partition count takes no lease, and the
+// planner goes on waiting; one refused because the data is laid out with another count than
+// the planner's (moved while it started) ends the leases' Run with that error, which stops the
+// planner: its partitions are not the data's.
+func TestARefusedLayoutTakesNoLeaseAndAMismatchEndsRun(t *testing.T) {
+	c := &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	f := newFake(4)
+	f.heartbeatErr = fmt.Errorf("heartbeat: %w: moving to 16 partitions", store.ErrRepartitioning)
+	l := newLeases(f, c)
+	if err := l.tick(context.Background()); err != nil {
+		t.Fatalf("a heartbeat refused during a move: %v, want the planner to wait", err)
+	}
+	if held := l.Held(); len(held) != 0 {
+		t.Errorf("held %v during a move, want none", held)
+	}
+	f.mu.Lock()
+	f.heartbeatErr = fmt.Errorf("heartbeat: %w: laid out with 16 partitions", store.ErrLayout)
+	f.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := l.Run(ctx); !errors.Is(err, store.ErrLayout) {
+		t.Fatalf("Run with the layout refused: %v, want ErrLayout", err)
+	}
+	if held := l.Held(); len(held) != 0 {
+		t.Errorf("held %v, want none", held)
 	}
 }

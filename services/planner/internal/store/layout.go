@@ -11,6 +11,10 @@ import (
 // configuration mistake that no retry mends.
 var ErrLayout = errors.New("data layout mismatch")
 
+// ErrRepartitioning: the data is being moved to another partition count (Repartition); a
+// planner takes no lease until the move has ended.
+var ErrRepartitioning = errors.New("data moving to another partition count")
+
 // CheckLayout records the partition count in Redis at the first start, and refuses a count
 // that differs from the recorded one: a collection's partition is a hash of its name modulo the
 // count, so another count would not find the data. Data written before the count was recorded

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -34,14 +35,19 @@ type Beat struct {
 // id out of the live planners (one that cannot dispatch), though it still counts as running
 // for the outages.
 func (s *Store) Heartbeat(ctx context.Context, id string, now, expiry, processStart, prev time.Time, period time.Duration, keep int) (Beat, error) {
-	keys := []string{s.k.planners(), s.k.alive(), s.k.outages()}
+	keys := []string{s.k.planners(), s.k.alive(), s.k.outages(), s.k.meta()}
 	var prevMS int64
 	if !prev.IsZero() {
 		prevMS = prev.UnixMilli()
 	}
 	res, err := s.run(ctx, "heartbeat", keys, id, now.UnixMilli(), expiry.UnixMilli(), processStart.UnixMilli(),
-		period.Milliseconds(), keep, prevMS).Slice()
-	if err != nil {
+		period.Milliseconds(), keep, prevMS, s.Partitions()).Slice()
+	switch {
+	case err != nil && strings.HasPrefix(err.Error(), "REPARTITIONING "):
+		return Beat{}, fmt.Errorf("heartbeat: %w: %s", ErrRepartitioning, strings.TrimPrefix(err.Error(), "REPARTITIONING "))
+	case err != nil && strings.HasPrefix(err.Error(), "LAYOUT "):
+		return Beat{}, fmt.Errorf("heartbeat: %w: %s", ErrLayout, strings.TrimPrefix(err.Error(), "LAYOUT "))
+	case err != nil:
 		return Beat{}, fmt.Errorf("heartbeat: %w", err)
 	}
 	if len(res) < 3 {

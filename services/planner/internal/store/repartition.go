@@ -84,12 +84,35 @@ func (s *Store) Repartition(ctx context.Context, moved func(collection string)) 
 	return r, s.endRepartition(ctx, old)
 }
 
-// claimRepartition records the move from one count to another in meta, after checking that
-// no planner runs: none has a live heartbeat and no partition's lease is held.
+// claimRepartition records the move from one count to another in meta, then checks that no
+// planner runs: none has a live heartbeat and no partition's lease is held. In that order: a
+// planner that checked the layout before the record is either seen here or, beating after it,
+// refused its heartbeat (heartbeat.lua), and so takes no lease. A move refused here that had
+// not been recorded before is unrecorded.
 func (s *Store) claimRepartition(ctx context.Context, from, to int) error {
-	if v, err := s.rdb.HGet(ctx, s.k.meta(), "repartition").Result(); err == nil && v != strconv.Itoa(to) {
+	v, err := s.rdb.HGet(ctx, s.k.meta(), "repartition").Result()
+	switch {
+	case err == nil && v != strconv.Itoa(to):
 		return fmt.Errorf("%w: a repartition to %s partitions is under way: run it again with %s partitions to finish it", ErrLayout, v, v)
+	case err != nil && !errors.Is(err, redis.Nil):
+		return fmt.Errorf("repartition: %w", err)
 	}
+	resumed := err == nil
+	if err := s.rdb.HSet(ctx, s.k.meta(), "repartition", to).Err(); err != nil {
+		return fmt.Errorf("repartition: %w", err)
+	}
+	if err := s.noPlanner(ctx, from); err != nil {
+		if !resumed {
+			_ = s.rdb.HDel(ctx, s.k.meta(), "repartition").Err()
+		}
+		return err
+	}
+	return nil
+}
+
+// noPlanner checks that no planner has a live heartbeat and no partition's lease (at the old
+// count, from) is held.
+func (s *Store) noPlanner(ctx context.Context, from int) error {
 	now, err := s.rdb.Time(ctx).Result()
 	if err != nil {
 		return fmt.Errorf("repartition: %w", err)
@@ -106,9 +129,6 @@ func (s *Store) claimRepartition(ctx context.Context, from, to int) error {
 		if n, err := s.rdb.Exists(ctx, old.owner(p)).Result(); err != nil || n > 0 {
 			return fmt.Errorf("%w: the lease of partition %d is held (%v); stop every planner first, or wait for the lease to run out", ErrPlannersRunning, p, err)
 		}
-	}
-	if err := s.rdb.HSet(ctx, s.k.meta(), "repartition", to).Err(); err != nil {
-		return fmt.Errorf("repartition: %w", err)
 	}
 	return nil
 }

@@ -100,8 +100,9 @@ func TestRepartitionStoppedHalfWayFinishesWhenRunAgain(t *testing.T) {
 	}
 }
 
-// No move while a planner may write: a partition's lease held refuses it, and nothing is marked.
-func TestRepartitionRefusedWhileALeaseIsHeld(t *testing.T) {
+// No move while a planner may write: a partition's lease held, or a planner's heartbeat live,
+// refuses it, and nothing is marked.
+func TestRepartitionRefusedWhileAPlannerMayWrite(t *testing.T) {
 	ctx := context.Background()
 	rdb := redistest.Start(t).Client(t)
 	before := store.New(rdb, "test", store.WithPartitions(4))
@@ -112,6 +113,19 @@ func TestRepartitionRefusedWhileALeaseIsHeld(t *testing.T) {
 	after := store.New(rdb, "test", store.WithPartitions(16))
 	if _, err := after.Repartition(ctx, nil); !errors.Is(err, store.ErrPlannersRunning) {
 		t.Fatalf("a move with a lease held: %v, want ErrPlannersRunning", err)
+	}
+	if err := before.CheckLayout(ctx); err != nil {
+		t.Errorf("the planners' layout after a refused move: %v", err)
+	}
+	if err := before.Release(ctx, 2, "planner-1"); err != nil {
+		t.Fatal(err)
+	}
+	// A planner alive (its heartbeat not run out) with no lease yet refuses it too.
+	if _, err := before.Heartbeat(ctx, "planner-2", time.Now(), time.Now().Add(time.Minute), time.Now(), time.Time{}, time.Second, 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := after.Repartition(ctx, nil); !errors.Is(err, store.ErrPlannersRunning) || !strings.Contains(err.Error(), "planner-2") {
+		t.Fatalf("a move with a planner alive: %v, want ErrPlannersRunning naming it", err)
 	}
 	if err := before.CheckLayout(ctx); err != nil {
 		t.Errorf("the planners' layout after a refused move: %v", err)
@@ -298,4 +312,35 @@ func strayKeys(t *testing.T, rdb redis.UniversalClient, s *store.Store) []string
 		}
 	}
 	return stray
+}
+
+// The race a move must not lose: a planner checks the layout at start just before the move
+// begins, and beats only after it has. Its heartbeat is refused while the data moves (it takes
+// no lease), and once the data is at the new count, refused as laid out otherwise (it stops).
+func TestAPlannerThatCheckedTheLayoutBeforeAMoveTakesNoLease(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Start(t).Client(t)
+	old := store.New(rdb, "test", store.WithPartitions(4))
+	fill(t, old, 4)
+	if err := old.CheckLayout(ctx); err != nil { // the planner's start
+		t.Fatal(err)
+	}
+	beat := func() error {
+		_, err := old.Heartbeat(ctx, "late", t0, t0.Add(time.Hour), t0, time.Time{}, time.Second, 10)
+		return err
+	}
+	moved := store.New(rdb, "test", store.WithPartitions(16))
+	if _, err := moved.Repartition(ctx, func(string) {
+		if err := beat(); !errors.Is(err, store.ErrRepartitioning) {
+			t.Errorf("a heartbeat during the move: %v, want ErrRepartitioning", err)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := beat(); !errors.Is(err, store.ErrLayout) {
+		t.Errorf("a heartbeat at 4 partitions after the move to 16: %v, want ErrLayout", err)
+	}
+	if _, err := moved.Heartbeat(ctx, "new", t0, t0.Add(time.Hour), t0, time.Time{}, time.Second, 10); err != nil {
+		t.Errorf("a heartbeat at the new count: %v", err)
+	}
 }
