@@ -2,6 +2,7 @@ package natstest
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -72,15 +73,23 @@ func (c *ProcessCluster) pidFile(i int) string {
 // LameDuck stops server i as Kubernetes stops a pod of the scale-out manifests: their preStop
 // command (nats-server --signal ldm=<pid file>), then SIGTERM, which a server in lame duck mode
 // ignores. It waits for the server to exit, killing it after grace (the pods'
-// terminationGracePeriodSeconds) with a test error, and returns how long it took.
-func (c *ProcessCluster) LameDuck(i int, grace time.Duration) time.Duration {
+// terminationGracePeriodSeconds) with a test error, and returns how long that took and whether
+// the server went through lame duck mode (its log says it entered it) rather than stopping
+// at the SIGTERM. A server with no clients left ends its lame duck mode at once, after
+// handing its leaderships over.
+func (c *ProcessCluster) LameDuck(i int, grace time.Duration) (time.Duration, bool) {
 	c.t.Helper()
+	entered := func() int {
+		log, _ := os.ReadFile(c.Servers[i].Log)
+		return strings.Count(string(log), "Entering lame duck mode")
+	}
+	before := entered()
 	began := time.Now()
 	if out, err := exec.Command(c.bin, "--signal", "ldm="+c.pidFile(i)).CombinedOutput(); err != nil {
 		c.t.Fatalf("natstest: the preStop of n%d: %v: %s", i, err, out)
 	}
 	c.Servers[i].Stop(c.t, grace)
-	return time.Since(began)
+	return time.Since(began), entered() > before
 }
 
 // URLs is every server's client URL, comma-separated, as NATS_URL takes them.
