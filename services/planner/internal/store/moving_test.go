@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -10,7 +9,6 @@ import (
 	"github.com/resched/resched/services/internal/redistest"
 	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/services/planner/internal/store"
-	"github.com/resched/resched/shared/job"
 )
 
 // While a Redis Cluster slot moves to another master (a reshard), results applied to a job of
@@ -22,21 +20,14 @@ func TestResultsDuringASlotMoveFailAsMoving(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Redis Cluster")
 	}
-	ctx := context.Background()
 	rc := redistest.StartCluster(t, 3, 1)
 	s := store.New(rc.Client(t), "test", store.WithMinReplicas(store.AutoReplicas, time.Second))
 	firstWrite(t, s)
 	for j := range 20 { // keys enough that the slot stays half moved for a while
 		putJob(t, s, "c", fmt.Sprint("j", j), t0)
 	}
-	n := 0
-	apply := func() error {
-		n++
-		id := fmt.Sprint("r", n)
-		_, err := s.ApplyResult(ctx, "c", "j0", store.Outcome{ID: id, Scheduled: t0, Occurrence: n, Entry: job.HistoryEntry{StartTime: t0,
-			EndTime: t0, ExpectedExecutionTime: t0, ActionName: job.ActionNameMain, Status: job.ExecutionCompleted, Message: id}}, t0)
-		return err
-	}
+	apply := applier(s, "c", "j0")
+	applied := 0
 	var mu sync.Mutex
 	var failed []error
 	stop := make(chan struct{})
@@ -49,6 +40,7 @@ func TestResultsDuringASlotMoveFailAsMoving(t *testing.T) {
 				return
 			case <-time.After(10 * time.Millisecond):
 			}
+			applied++
 			if err := apply(); err != nil {
 				mu.Lock()
 				failed = append(failed, err)
@@ -68,6 +60,6 @@ func TestResultsDuringASlotMoveFailAsMoving(t *testing.T) {
 			t.Errorf("a result failed while the slot moved with %v, which Moving does not recognize", err)
 		}
 	}
-	t.Logf("%d of %d results failed while the slot moved, e.g. %v", len(failed), n, failed[0])
+	t.Logf("%d of %d results failed while the slot moved, e.g. %v", len(failed), applied, failed[0])
 	testenv.Eventually(t, 10*time.Second, "a result applied on the slot's new master", func() bool { return apply() == nil })
 }

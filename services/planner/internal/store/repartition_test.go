@@ -164,9 +164,7 @@ func fill(t *testing.T, s *store.Store, n int) int64 {
 			}
 			top = max(top, w.Version)
 		}
-		if _, err := s.ApplyResult(ctx, c, "due", store.Outcome{ID: "r-" + c, Scheduled: t0, Occurrence: 1, Entry: job.HistoryEntry{
-			StartTime: t0, EndTime: t0, ExpectedExecutionTime: t0, ActionName: job.ActionNameMain, Status: job.ExecutionCompleted,
-			Message: "m-" + c}}, t0); err != nil {
+		if _, err := s.ApplyResult(ctx, c, "due", outcome("r-"+c, 1, job.ExecutionCompleted), t0); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -30,10 +30,7 @@ func TestWritesWaitForTheReplicas(t *testing.T) {
 	loose := store.New(mc, "test") // the same data, without waiting
 	firstWrite(t, s)
 	putJob(t, s, "c", "j", t0)
-	result := func(id string) store.Outcome {
-		return store.Outcome{ID: id, Scheduled: t0, Occurrence: 1, Entry: job.HistoryEntry{StartTime: t0, EndTime: t0,
-			ExpectedExecutionTime: t0, ActionName: job.ActionNameMain, Status: job.ExecutionFailed, Message: id}}
-	}
+	result := func(id string) store.Outcome { return outcome(id, 1, job.ExecutionFailed) }
 	if _, err := s.ApplyResult(ctx, "c", "j", result("r1"), t0); err != nil {
 		t.Fatalf("a result with the replica in sync: %v", err)
 	}
@@ -125,17 +122,16 @@ func TestClusterWritesWaitForTheirMastersReplica(t *testing.T) {
 		t.Cleanup(resume)
 		return resume
 	}
-	outcome := store.Outcome{ID: "r1", Scheduled: t0, Occurrence: 1, Entry: job.HistoryEntry{StartTime: t0, EndTime: t0,
-		ExpectedExecutionTime: t0, ActionName: job.ActionNameMain, Status: job.ExecutionFailed, Message: "r1"}}
+	result := outcome("r1", 1, job.ExecutionFailed)
 
 	resume := pause(others)
-	if _, err := s.ApplyResult(ctx, "c", "j", outcome, t0); err != nil {
+	if _, err := s.ApplyResult(ctx, "c", "j", result, t0); err != nil {
 		t.Fatalf("the other masters' replicas paused, the job's own in sync: %v", err)
 	}
 	resume()
 	pause(mine)
-	outcome.ID = "r2"
-	if _, err := s.ApplyResult(ctx, "c", "j", outcome, t0); !errors.Is(err, store.ErrNotReplicated) {
+	result.ID = "r2"
+	if _, err := s.ApplyResult(ctx, "c", "j", result, t0); !errors.Is(err, store.ErrNotReplicated) {
 		t.Fatalf("the job's master's replica paused: %v, want ErrNotReplicated", err)
 	}
 }
@@ -149,14 +145,7 @@ func TestAutoReplicasWaitWhileAReplicaIsInSync(t *testing.T) {
 	s := store.New(master.Client(t), "test", store.WithMinReplicas(store.AutoReplicas, 200*time.Millisecond))
 	firstWrite(t, s)
 	putJob(t, s, "c", "j", t0)
-	n := 0
-	apply := func() error {
-		n++
-		id := fmt.Sprint("r", n)
-		_, err := s.ApplyResult(ctx, "c", "j", store.Outcome{ID: id, Scheduled: t0, Occurrence: n, Entry: job.HistoryEntry{StartTime: t0,
-			EndTime: t0, ExpectedExecutionTime: t0, ActionName: job.ActionNameMain, Status: job.ExecutionCompleted, Message: id}}, t0)
-		return err
-	}
+	apply := applier(s, "c", "j")
 	if err := apply(); err != nil {
 		t.Fatalf("a result on a master without replicas: %v", err)
 	}
@@ -201,4 +190,21 @@ func firstWrite(t *testing.T, s *store.Store) {
 		_, err = s.PutCollection(context.Background(), "c", []byte(`{}`), job.CollectionEnabled, 0, false)
 		return err == nil
 	}, func() string { return fmt.Sprint(err) })
+}
+
+// outcome is a result of occurrence n of a job due at t0, its id its message too.
+func outcome(id string, n int, status job.ExecutionStatus) store.Outcome {
+	return store.Outcome{ID: id, Scheduled: t0, Occurrence: n, Entry: job.HistoryEntry{StartTime: t0, EndTime: t0,
+		ExpectedExecutionTime: t0, ActionName: job.ActionNameMain, Status: status, Message: id}}
+}
+
+// applier returns a function that applies the next result of job c/j (r1, r2, …, each of an
+// occurrence of its own) and returns its error.
+func applier(s *store.Store, c, j string) func() error {
+	n := 0
+	return func() error {
+		n++
+		_, err := s.ApplyResult(context.Background(), c, j, outcome(fmt.Sprint("r", n), n, job.ExecutionCompleted), t0)
+		return err
+	}
 }
