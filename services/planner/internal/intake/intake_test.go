@@ -1,11 +1,13 @@
 package intake_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -214,11 +216,13 @@ func TestMalformedMessagesAreDropped(t *testing.T) {
 	}
 }
 
-// failing fails its first puts as Redis down would, then passes them to the real service.
+// failing fails its first puts as Redis down would (or with err), then passes them to the real
+// service.
 type failing struct {
 	intake.Jobs
 	mu    sync.Mutex
 	fails int
+	err   error
 	calls int
 }
 
@@ -230,7 +234,7 @@ func (f *failing) Apply(ctx context.Context, changes []jobs.Change) []jobs.Outco
 	if fail {
 		out := make([]jobs.Outcome, len(changes))
 		for i := range out {
-			out[i].Err = errors.New("redis: connection refused")
+			out[i].Err = cmp.Or(f.err, errors.New("redis: connection refused"))
 		}
 		return out
 	}
@@ -254,6 +258,21 @@ func TestInternalFailureIsRetried(t *testing.T) {
 		t.Fatalf("%d attempts, want 3", got)
 	}
 	testenv.Eventually(t, 5*time.Second, "the message to be acknowledged", func() bool { return e.pending(t) == 0 })
+}
+
+// A put met by its Redis Cluster slot moving (a reshard) is retried the same way, and logged
+// as what it is, not as an error.
+func TestSlotMovingIsRetriedAndNotLoggedAsAnError(t *testing.T) {
+	e := newEnv(t)
+	svc := &failing{Jobs: e.svc, fails: 2, err: errors.New("TRYAGAIN Multiple keys request during rehashing of slot")}
+	logs := &testenv.LogBuffer{}
+	e.run(t, svc, func(c *intake.Config) { c.Logger = slog.New(slog.NewJSONHandler(logs, nil)) })
+	e.publish(t, "scheduler.jobs.c.j", definition, nil)
+	testenv.Eventually(t, 5*time.Second, "the job to be stored after the slot moved", func() bool { return e.exists("c", "j") })
+	out := logs.String()
+	if strings.Count(out, "slot is moving; retrying") != 2 || strings.Contains(out, `"level":"ERROR"`) {
+		t.Errorf("the intake logged:\n%s\nwant two slot-moving lines and no error", out)
+	}
 }
 
 // blocking holds each put until released, to stop the intake while it has a message in hand.
