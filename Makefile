@@ -72,8 +72,8 @@ bench: ## run the Go benchmarks of BENCH_PKGS (figures in docs/benchmarks.md)
 bench-e2e: build deps ## the whole system end to end (processes, HTTP sink): a burst of 100,000, 1,000/s and 5,000/s for 60 s aligned and spread (docs/benchmarks.md)
 	cd services && RESCHED_E2E=full go test -count=1 -v -timeout 30m -run '^TestEndToEnd$$' ./e2ebench/
 
-chaos: deps ## the full fault run of docs/reliability.md (about 16 minutes): kills, restarts, an outage of every planner, hung servers and links, Redis splits and a reshard, a rolling restart of NATS
-	cd services && RESCHED_CHAOS=full go test -count=1 -v -timeout 30m -run '^(TestChaos|TestRedisSentinelMasterHangs|TestPlannerLinkToRedisHangs|TestNATSClusterStreamLeaderLoss|TestNATSClusterRollingRestart|TestWorkerLinkToNATSHangs|TestRedisClusterMasterHangsWithMinReplicas|TestRedisClusterSplit|TestRedisSentinelSplit|TestRedisClusterReshard|TestPlannerCutOffFromNATSAndRedis)$$' ./chaos/
+chaos: deps ## the full fault run of docs/reliability.md (about 17 minutes): kills, restarts, an outage of every planner, hung servers and links, Redis splits, a reshard and a repartition, a rolling restart of NATS
+	cd services && RESCHED_CHAOS=full go test -count=1 -v -timeout 30m -run '^(TestChaos|TestRedisSentinelMasterHangs|TestPlannerLinkToRedisHangs|TestNATSClusterStreamLeaderLoss|TestNATSClusterRollingRestart|TestWorkerLinkToNATSHangs|TestRedisClusterMasterHangsWithMinReplicas|TestRedisClusterSplit|TestRedisSentinelSplit|TestRedisClusterReshard|TestRepartitionWhileJobsFire|TestPlannerCutOffFromNATSAndRedis)$$' ./chaos/
 
 fuzz: ## run every Fuzz target for FUZZTIME (default 30s) each
 	@FUZZTIME='$(FUZZTIME)' scripts/fuzz.sh $(MODULES)

@@ -133,6 +133,13 @@ func (c *cluster) killPlanner(i int) {
 	c.timeline.add(time.Now(), down, c.planners[i].Name)
 }
 
+// stopPlanner stops planner i as an operator does (SIGTERM): it finishes its batch, lets its
+// leases go and leaves.
+func (c *cluster) stopPlanner(i int) {
+	c.planners[i].Stop(c.t, 15*time.Second)
+	c.timeline.add(time.Now(), down, c.planners[i].Name)
+}
+
 func (c *cluster) startPlanner(i int) {
 	c.timeline.add(time.Now(), up, c.planners[i].Name) // before it runs: a planner is alive from its spawn
 	c.planners[i].Restart(c.t)

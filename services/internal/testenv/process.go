@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -143,8 +144,10 @@ func (p *Proc) Restart(t testing.TB) {
 		t.Fatalf("testenv: %v", err)
 	}
 	defer log.Close()
+	p.mu.Lock()
 	cmd := exec.Command(p.path, p.args...)
 	cmd.Env = append(os.Environ(), p.env...)
+	p.mu.Unlock()
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("testenv: start %s: %v", p.Name, err)
@@ -154,6 +157,25 @@ func (p *Proc) Restart(t testing.TB) {
 	p.mu.Lock()
 	p.cmd, p.exited, p.started = cmd, exited, time.Now()
 	p.mu.Unlock()
+}
+
+// AddEnv adds variables to the process's environment (the last of one name counts) from its
+// next start on: a service restarted with another setting.
+func (p *Proc) AddEnv(vars ...string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.env = append(slices.Clone(p.env), vars...)
+}
+
+// RunOnce runs the process's program once more, with its environment and args instead of its
+// own arguments (a service's one-off mode, as -repartition), and returns its output when it
+// has exited.
+func (p *Proc) RunOnce(args ...string) ([]byte, error) {
+	p.mu.Lock()
+	cmd := exec.Command(p.path, args...)
+	cmd.Env = append(os.Environ(), p.env...)
+	p.mu.Unlock()
+	return cmd.CombinedOutput()
 }
 
 // Running reports whether the process runs.
