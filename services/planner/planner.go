@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -80,7 +81,7 @@ func newPlanner(cfg Config, logger *slog.Logger) (*planner, error) {
 		return nil, err
 	}
 	p.store = store.New(p.rdb, cfg.RedisKeyPrefix, store.WithPartitions(cfg.Partitions), store.WithResultMemory(cfg.DuplicateWindow),
-		store.WithHistory(cfg.HistoryEntries, cfg.HistoryAge, cfg.HistoryMessage), store.WithMinReplicas(cfg.minReplicas(), cfg.ReplicaWait))
+		store.WithHistory(cfg.HistoryEntries, cfg.HistoryAge, cfg.HistoryMessage), store.WithMinReplicas(cfg.minReplicas(), cfg.ReplicaWait), store.WithReplicaChanges(replicaChanges(logger)))
 	if cfg.EmbeddedNATS != "" {
 		if p.embedded, err = startEmbeddedNATS(cfg.EmbeddedNATS, cfg.EmbeddedNATSDir, logger); err != nil {
 			_ = p.rdb.Close()
@@ -232,6 +233,21 @@ func (p *planner) run(ctx context.Context) error {
 		return errors.Join(cause, stopErr)
 	}
 	return stopErr
+}
+
+// replicaChanges logs a Redis master's replicas in sync found gone or back
+// (RESCHED_PLANNER_MIN_REPLICAS=auto): while a master has none, its writes wait for none, and
+// a failover of it could lose them.
+func replicaChanges(logger *slog.Logger) func(master string, inSync int) {
+	return func(master string, inSync int) {
+		master = cmp.Or(master, "the master REDIS_URL names")
+		if inSync == 0 {
+			logger.Warn("Redis master has no replica in sync: its writes no longer wait for one, and a failover now could lose them",
+				"master", master)
+			return
+		}
+		logger.Info("Redis master has a replica in sync again: its writes wait for it", "master", master, "replicas", inSync)
+	}
 }
 
 // checkEviction warns when Redis may evict keys: the planner runs all the same, as it would

@@ -24,6 +24,9 @@ const inSyncLook = time.Second
 type inSync struct {
 	mu    sync.Mutex
 	looks map[string]*replicaLook // by master address ("" off a Redis Cluster)
+	// changed, when set, is told when a master's count goes from some to none or back, after
+	// its first look: its writes stop or start waiting (WithReplicaChanges).
+	changed func(master string, inSync int)
 }
 
 type replicaLook struct {
@@ -56,9 +59,14 @@ func (c *inSync) count(ctx context.Context, master redis.Cmdable, addr string) i
 	info, err := master.Info(ctx, "replication").Result()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	first := l.at.IsZero()
 	l.looking, l.at = false, time.Now()
 	if err == nil {
+		was := l.n
 		l.n = onlineReplicas(info)
+		if !first && (was == 0) != (l.n == 0) && c.changed != nil {
+			c.changed(addr, l.n)
+		}
 	}
 	return l.n
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -142,7 +144,14 @@ func TestClusterWritesWaitForTheirMastersReplica(t *testing.T) {
 func TestAutoReplicasWaitWhileAReplicaIsInSync(t *testing.T) {
 	ctx := context.Background()
 	master := redistest.Start(t, redistest.WithArgs("--repl-diskless-sync-delay", "0"))
-	s := store.New(master.Client(t), "test", store.WithMinReplicas(store.AutoReplicas, 200*time.Millisecond))
+	var mu sync.Mutex
+	var changes []int // the counts reported, for the planner's log
+	s := store.New(master.Client(t), "test", store.WithMinReplicas(store.AutoReplicas, 200*time.Millisecond),
+		store.WithReplicaChanges(func(addr string, n int) {
+			mu.Lock()
+			defer mu.Unlock()
+			changes = append(changes, n)
+		}))
 	firstWrite(t, s)
 	putJob(t, s, "c", "j", t0)
 	apply := applier(s, "c", "j")
@@ -168,6 +177,11 @@ func TestAutoReplicasWaitWhileAReplicaIsInSync(t *testing.T) {
 	// The replica gone, its master alone takes writes again once it has looked.
 	replica.Kill()
 	testenv.Eventually(t, 10*time.Second, "a result on the master left alone applied", func() bool { return apply() == nil })
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(changes, []int{1, 0}) {
+		t.Errorf("reported %v, want the replica found (1) and lost (0), not the first look (none)", changes)
+	}
 }
 
 func TestOnlineReplicasCountsThoseInSync(t *testing.T) {

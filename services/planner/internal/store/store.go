@@ -94,6 +94,14 @@ func WithMinReplicas(n int, wait time.Duration) Option {
 	return func(s *Store) { s.minReplicas, s.replicaWait = max(n, AutoReplicas), max(wait, time.Millisecond) }
 }
 
+// WithReplicaChanges has changed told when, with AutoReplicas, a master (its address; "" off a
+// Redis Cluster) is found with no replica in sync after it had one (inSync 0: its writes no
+// longer wait, and a failover now could lose them), or with one again. A master that never had
+// one (a single server) is not reported.
+func WithReplicaChanges(changed func(master string, inSync int)) Option {
+	return func(s *Store) { s.inSync.changed = changed }
+}
+
 // New returns a store whose keys start with prefix ("resched" when empty).
 func New(rdb redis.UniversalClient, prefix string, opts ...Option) *Store {
 	if prefix == "" {
