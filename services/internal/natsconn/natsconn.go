@@ -248,9 +248,11 @@ func Connect(o Options, name string, logger *slog.Logger) (*Conn, error) {
 		}),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			c.disconnected()
-			if err != nil {
-				c.note(logger, err)
+			if err == nil { // closed by this process (its stop drains it), not lost
+				logger.Info("nats connection closed")
+				return
 			}
+			c.note(logger, err)
 			logger.Warn("nats disconnected", "error", err)
 		}),
 		// A failed first connection (a refusal included) is told here, not to the ErrorHandler.

@@ -230,3 +230,18 @@ func TestRequestsNobodyTakesMoveTheConnection(t *testing.T) {
 		t.Errorf("connected to %s (cut off: n%d); log:\n%s", c.ConnectedServerName(), cut, logs.String())
 	}
 }
+
+// A stop drains the connection: the log says it was closed, not that it was lost (a warning
+// at every stop of make run before).
+func TestADrainedConnectionIsNotLoggedAsLost(t *testing.T) {
+	srv := natstest.Start(t)
+	c, logs := connect(t, natsconn.Options{URL: srv.ClientURL()})
+	testenv.Eventually(t, 10*time.Second, "the connection up", func() bool { return c.Live(context.Background()) == nil })
+	if err := c.Drain(); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, "the connection closed", func() bool { return strings.Contains(logs.String(), "nats connection closed") })
+	if l := logs.String(); strings.Contains(l, "nats disconnected") || strings.Contains(l, "level=WARN") {
+		t.Errorf("a drained connection logged:\n%s", l)
+	}
+}
