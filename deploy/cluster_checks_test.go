@@ -95,13 +95,16 @@ func checkNATSLameDuck(m *manifests) []string {
 	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Exec == nil {
 		return []string{"the NATS servers have no preStop: a stopped server leaves its leaderships to an election"}
 	}
-	cmd := c.Lifecycle.PreStop.Exec.Command
-	signal, _ := flagValue(cmd, "--signal", "-sl")
-	pidFile, ok := strings.CutPrefix(signal, "ldm=")
-	if len(cmd) == 0 || cmd[0] != "nats-server" || !ok {
+	cmd := strings.Join(c.Lifecycle.PreStop.Exec.Command, " ")
+	signal := lameDuckSignal.FindStringSubmatch(cmd)
+	if signal == nil {
 		return []string{fmt.Sprintf("the NATS preStop %q does not signal lame duck mode (nats-server --signal ldm=<pid file>)", cmd)}
 	}
+	pidFile := signal[1]
 	var problems []string
+	if !strings.Contains(cmd, "kill -0") {
+		problems = append(problems, "the NATS preStop returns once it has signalled: the kubelet's SIGTERM may reach the server before lame duck mode, and stop it at once; wait for the server to exit (kill -0)")
+	}
 	if written, _ := flagValue(c.Args, "--pid", "-P"); written != pidFile {
 		problems = append(problems, fmt.Sprintf("the NATS preStop reads %s, the server writes its process id to %q", pidFile, written))
 	}
@@ -141,5 +144,7 @@ func lameDuck(m *manifests, nats workload) time.Duration {
 	}
 	return d + time.Second
 }
+
+var lameDuckSignal = regexp.MustCompile(`nats-server (?:--signal|-sl)[= ]ldm=(\S+)`)
 
 var lameDuckDuration = regexp.MustCompile(`(?m)^\s*lame_duck_duration\s*[:=]\s*"?([0-9a-z.]+)"?`)

@@ -151,7 +151,11 @@ spec:
 	},
 	{
 		name: "NATS preStop reading another process id file", from: "overlays/scale-out", check: "NATS lame duck", want: "writes its process id",
-		extra: jsonPatch("StatefulSet", "nats", `[{"op": "replace", "path": "/spec/template/spec/containers/0/lifecycle/preStop/exec/command/2", "value": "ldm=/tmp/nats.pid"}]`),
+		extra: jsonPatch("StatefulSet", "nats", `[{"op": "replace", "path": "/spec/template/spec/containers/0/lifecycle/preStop/exec/command/2", "value": "nats-server --signal ldm=/tmp/nats.pid && while kill -0 1; do sleep 1; done"}]`),
+	},
+	{
+		name: "NATS preStop that does not wait for lame duck mode", from: "overlays/scale-out", check: "NATS lame duck", want: "returns once it has signalled",
+		extra: jsonPatch("StatefulSet", "nats", `[{"op": "replace", "path": "/spec/template/spec/containers/0/lifecycle/preStop/exec/command", "value": ["nats-server", "--signal", "ldm=/var/run/nats/nats.pid"]}]`),
 	},
 	{
 		name: "NATS process id file on the read-only root", from: "overlays/scale-out", check: "NATS lame duck", want: "no writable volume",
