@@ -116,18 +116,18 @@ func checkNATSLameDuck(m *manifests) []string {
 		grace = *s
 	}
 	d := lameDuck(m, nats)
-	if d < 30*time.Second+time.Second {
-		problems = append(problems, fmt.Sprintf("the NATS lame_duck_duration is %v: nats-server refuses less than 30s", d-time.Second))
+	if d < 30*time.Second {
+		problems = append(problems, fmt.Sprintf("the NATS lame_duck_duration is %v: nats-server refuses less than 30s", d))
 	}
-	if d >= time.Duration(grace)*time.Second {
-		problems = append(problems, fmt.Sprintf("the NATS lame duck mode lasts %v, the pods are killed %ds after their preStop starts", d, grace))
+	// Plus a second of leadership hand-over before the duration starts.
+	if d+time.Second >= time.Duration(grace)*time.Second {
+		problems = append(problems, fmt.Sprintf("the NATS lame duck mode lasts %v, the pods are killed %ds after their preStop starts", d+time.Second, grace))
 	}
 	return problems
 }
 
-// lameDuck is how long a NATS server stays in lame duck mode: the lame_duck_duration of the
-// nats.conf its pods mount (nats-server's default where unset), plus a second of leadership
-// hand-over.
+// lameDuck is the lame_duck_duration of the nats.conf the NATS pods mount (nats-server's
+// default where unset).
 func lameDuck(m *manifests, nats workload) time.Duration {
 	d := 2 * time.Minute
 	for _, v := range nats.pod.Spec.Volumes {
@@ -142,7 +142,7 @@ func lameDuck(m *manifests, nats workload) time.Duration {
 			}
 		}
 	}
-	return d + time.Second
+	return d
 }
 
 var lameDuckSignal = regexp.MustCompile(`nats-server (?:--signal|-sl)[= ]ldm=(\S+)`)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -189,8 +190,8 @@ func (s *Store) moveCollection(ctx context.Context, old keys, c string) (int, er
 	}
 	// Removed in the order that lets a run stopped half way find the rest: the job keys, then
 	// the collection's hash and job list, then its name in the partition.
-	for i := 0; i < len(from); i += copyChunk { // one slot: every key of c carries its tag
-		if err := s.rdb.Del(ctx, from[i:min(i+copyChunk, len(from))]...).Err(); err != nil {
+	for keys := range slices.Chunk(from, copyChunk) { // one slot: every key of c carries its tag
+		if err := s.rdb.Del(ctx, keys...).Err(); err != nil {
 			return 0, fmt.Errorf("repartition %s: %w", c, err)
 		}
 	}
@@ -227,8 +228,7 @@ func (s *Store) copyKeys(ctx context.Context, from, to []string) error {
 // moveDue puts the jobs of c in the new due set at the times the old one has them, then takes
 // them out of the old one.
 func (s *Store) moveDue(ctx context.Context, from, to, c string, jobs []string) error {
-	for i := 0; i < len(jobs); i += copyChunk {
-		chunk := jobs[i:min(i+copyChunk, len(jobs))]
+	for chunk := range slices.Chunk(jobs, copyChunk) {
 		members := make([]string, len(chunk))
 		for k, j := range chunk {
 			members[k] = member(c, j)
