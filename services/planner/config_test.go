@@ -172,6 +172,7 @@ func TestParseConfigRejects(t *testing.T) {
 		{name: "replica wait past the read time-out", env: map[string]string{"RESCHED_PLANNER_REPLICA_WAIT": "5s"}, want: []string{"RESCHED_PLANNER_REPLICA_WAIT", "-replica-wait", "more than 2s"}},
 		{name: "lookahead past the lease", args: []string{"-lookahead", "30s"}, want: []string{"RESCHED_PLANNER_LOOKAHEAD", "-lookahead", "shorter than the lease"}},
 		{name: "re-encrypt without keys", args: []string{"-reencrypt"}, want: []string{"-reencrypt", "no secret keys", "RESCHED_SECRET_KEYS_FILE"}},
+		{name: "re-encrypt and repartition", env: map[string]string{"RESCHED_SECRET_KEYS": "k1=" + testKey}, args: []string{"-reencrypt", "-repartition"}, want: []string{"-reencrypt", "-repartition", "one at a time"}},
 		{name: "secret key too short", env: map[string]string{"RESCHED_SECRET_KEYS": "k1=c2hvcnQ="}, want: []string{"RESCHED_SECRET_KEYS", `key "k1"`, "32 random bytes"}},
 		{name: "secret keys twice", env: map[string]string{"RESCHED_SECRET_KEYS": "k1=" + testKey, "RESCHED_SECRET_KEYS_FILE": "config_test.go"}, want: []string{"RESCHED_SECRET_KEYS_FILE"}},
 		{name: "unknown flag", args: []string{"-bogus"}, want: []string{"bogus"}},

@@ -61,6 +61,24 @@ func TestRepartitionKeepsEverything(t *testing.T) {
 	}
 }
 
+// A Redis nothing was written to has no layout to move: the count is recorded, and a planner at
+// it starts.
+func TestRepartitionOfNothingRecordsTheCount(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Start(t).Client(t)
+	s := store.New(rdb, "test", store.WithPartitions(64))
+	r, err := s.Repartition(ctx, nil)
+	if err != nil || r.From != 64 || r.To != 64 || r.Moved != 0 {
+		t.Fatalf("repartitioned %+v, %v; want from 64 to 64, nothing moved", r, err)
+	}
+	if err := store.New(rdb, "test", store.WithPartitions(16)).CheckLayout(ctx); !errors.Is(err, store.ErrLayout) {
+		t.Errorf("a planner at 16 after 64 was recorded: %v, want ErrLayout", err)
+	}
+	if err := s.CheckLayout(ctx); err != nil {
+		t.Errorf("a planner at 64: %v", err)
+	}
+}
+
 // A move stopped half way (the process killed, Redis gone) leaves the layout marked as moving:
 // no planner starts on it, at either count, and the move run again finishes it.
 func TestRepartitionStoppedHalfWayFinishesWhenRunAgain(t *testing.T) {
