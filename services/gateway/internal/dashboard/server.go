@@ -518,13 +518,14 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, &httpError{Status: http.StatusInternalServerError, Code: "InternalError", Message: "streaming unsupported"})
 		return
 	}
+	// Subscribed before the page hears it is connected: what happens after that reaches it.
+	sub := s.hub.subscribe(g)
+	defer s.hub.unsubscribe(sub)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	_, _ = io.WriteString(w, ": connected\n\n")
 	flusher.Flush()
-	sub := s.hub.subscribe(g)
-	defer s.hub.unsubscribe(sub)
 	tick := time.NewTicker(15 * time.Second)
 	defer tick.Stop()
 	for {

@@ -75,8 +75,17 @@ const consoleErrors = [];
     await page.goto(BASE + `/dashboard/#/job/${COLLECTION}/http-ok`);
     await page.waitForSelector("#history");
     check((await page.$$("#history tbody tr")).length === 0, "no history yet");
+    // The worker's result reaches the page as the planner records it; the first history read
+    // after it answers as a planner that has not recorded it yet would: the page reads again.
+    let early = 0;
+    const history = `**/dashboard/api/jobs/${encodeURIComponent(COLLECTION)}/http-ok/history*`;
+    await page.route(history, (route) => {
+      early++;
+      return route.fulfill({ status: 200, contentType: "application/json", body: JSON.stringify({ value: [] }) });
+    }, { times: 1 });
     await page.click("button >> text=Run now");
     await page.waitForSelector("#history tbody tr td.status-Completed", { timeout: 20000 });
+    check(early === 1, "a history read answered before the result was recorded: " + early);
 
     step("disable, enable, delete with confirmation");
     await page.click("button >> text=Disable");
@@ -139,6 +148,7 @@ const consoleErrors = [];
     await page.click("button >> text=Save job");
     await page.waitForSelector("h1 >> text=made-here/from-builder");
     await page.waitForSelector("#history tbody tr td.status-Completed", { timeout: 20000 });
+    check(early === 1, "a history read answered before the result was recorded: " + early);
     await page.click("button >> text=Run now");
     await page.waitForSelector("text=Run now: done.");
     await page.click("button >> text=Disable");

@@ -332,25 +332,42 @@ async function historyTable(box, c, j) {
   const body = el("tbody", {});
   const more = el("button", { type: "button", hidden: true }, "Older");
   let after = "";
+  let reads = 0; // the reads begun: only the latest one's answer is shown
   async function load(reset) {
-    if (reset) { body.replaceChildren(); after = ""; }
     const p = new URLSearchParams();
     if (filter.value) p.set("status", filter.value);
-    if (after) p.set("after", after);
+    if (!reset && after) p.set("after", after);
+    const mine = ++reads;
     let page;
-    try { page = await api(`jobs/${encodeURIComponent(c)}/${encodeURIComponent(j)}/history?${p}`); } catch (err) { box.append(errorBox(err)); return; }
+    try { page = await api(`jobs/${encodeURIComponent(c)}/${encodeURIComponent(j)}/history?${p}`); } catch (err) { box.append(errorBox(err)); return []; }
+    if (mine !== reads) return page.value;
+    if (reset) body.replaceChildren();
     for (const h of page.value) body.append(el("tr", {},
       el("td", {}, fmtTime(h.startTime)), el("td", {}, fmtTime(h.expectedExecutionTime)),
       el("td", { class: "status-" + h.status }, h.status), el("td", {}, h.actionName),
       el("td", {}, String(h.retryCount)), el("td", { class: "muted" }, (h.message || "").slice(0, 200))));
     after = page.next; more.hidden = !after;
+    return page.value;
+  }
+  // A result reaches the page from its worker while the planners record it: a history read at
+  // once may not hold it yet, and no other message follows. The page reads again, later each
+  // time, until the entry is there (or for about 15 s; a filter that hides it stops at once).
+  async function untilShown(r) {
+    const second = (t) => Math.floor(Date.parse(t) / 1000);
+    for (let wait = 250; box.isConnected; wait *= 2) {
+      const rows = await load(true);
+      if (filter.value && filter.value !== r.status) return;
+      if (rows.some((h) => second(h.startTime) === second(r.startTime) && h.actionName === r.actionName && h.retryCount === r.attempt)) return;
+      if (wait > 8000) return;
+      await new Promise((done) => setTimeout(done, wait));
+    }
   }
   filter.addEventListener("change", () => load(true));
   more.addEventListener("click", () => load(false));
   box.replaceChildren(el("div", { class: "row" }, filter), el("div", { class: "table" }, el("table", { id: "history" },
     el("thead", {}, el("tr", {}, ["Started", "Expected", "Status", "Action", "Retry", "Answer"].map((h) => el("th", { scope: "col" }, h)))), body)), more);
   await load(true);
-  onLive((m) => { if (m.kind === "result" && m.collection === c && m.job === j) load(true); });
+  onLive((m) => { if (m.kind === "result" && m.collection === c && m.job === j) untilShown(m.data); });
 }
 
 function confirmDialog(text) {
