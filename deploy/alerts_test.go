@@ -210,6 +210,10 @@ var alertCases = []alertCase{
 	{"ReschedPlannerErrors", `resched_planner_errors_total{stage="publish_retry"} 0+5x10`, false},
 	{"ReschedPlannerErrors", `resched_planner_errors_total{stage="slot_moving"} 0+5x10`, false},
 	{"ReschedPlannerErrors", `resched_planner_errors_total{stage="lease_renew"} 3x10`, false},
+	{"ReschedRedisMasterWithoutReplica", "resched_planner_redis_replicas_in_sync{pod=\"a\",master=\"10.0.0.1:6379\"} 1x10\n" +
+		"resched_planner_redis_replicas_in_sync{pod=\"a\",master=\"10.0.0.2:6379\"} 1x4 0x6", true},
+	{"ReschedRedisMasterWithoutReplica", "resched_planner_redis_replicas_in_sync{pod=\"a\",master=\"10.0.0.1:6379\"} 1x10\n" +
+		"resched_planner_redis_replicas_in_sync{pod=\"b\",master=\"10.0.0.1:6379\"} 2x10", false},
 	{"ReschedNoWorker", `resched_planner_partitions_held 16x10`, true},
 	{"ReschedNoWorker", `resched_worker_deliveries_in_flight{pod="a"} 0x10`, false},
 	{"ReschedWorkerErrors", `resched_worker_errors_total{stage="publish_result"} 0+5x10`, true},

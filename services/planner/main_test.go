@@ -342,3 +342,26 @@ func TestPlannerNotAllowedINFOStillStarts(t *testing.T) {
 		t.Errorf("serve: %v", err)
 	}
 }
+
+// On a Redis Sentinel the planner counts its master's replicas in sync for the metric, and a
+// master left without one is logged as a warning, though nothing is written meanwhile.
+func TestPlannerReportsAMasterLeftWithoutAReplica(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis Sentinel set")
+	}
+	rs := redistest.StartSentinel(t)
+	base, logs, stop := started(t, testConfig(natstest.Start(t).ClientURL(), rs.URL()))
+	gauge := func(n int) func() bool {
+		return func() bool {
+			_, body := httpGet(t, base+"/metrics")
+			return strings.Contains(body, fmt.Sprintf("resched_planner_redis_replicas_in_sync{master=\"redis\"} %d\n", n))
+		}
+	}
+	testenv.Eventually(t, 30*time.Second, "the replica counted", gauge(1))
+	rs.Replica.Kill()
+	testenv.Eventually(t, 30*time.Second, "the master counted alone", gauge(0))
+	waitLog(t, logs, "Redis master has no replica in sync: its writes no longer wait for one, and a failover now could lose them")
+	if err := stop(); err != nil {
+		t.Errorf("serve: %v", err)
+	}
+}

@@ -42,6 +42,10 @@ import (
 // backlogInterval is how often the due backlog gauge is sampled.
 const backlogInterval = 5 * time.Second
 
+// replicasInterval is how often each Redis master's replicas in sync are counted for the
+// metric, on a Redis Cluster or Sentinel.
+const replicasInterval = 5 * time.Second
+
 // planner is the running process: its connections and the parts built on them.
 type planner struct {
 	cfg      Config
@@ -331,6 +335,11 @@ func (p *planner) start(ctx context.Context, parts *sync.WaitGroup, fail context
 		})
 	}
 	parts.Go(func() { p.metrics.SampleDueBacklog(ctx, backlogInterval, p.store.DueBacklog, p.log) })
+	if p.cfg.Redis.FailsOver() {
+		// Where a failover can happen, a master left without a replica is what loses writes in
+		// one: a gauge an alert reads, and the log line, even while nothing is written to it.
+		parts.Go(func() { p.metrics.SampleReplicas(ctx, replicasInterval, p.store.ReplicasInSync, p.log) })
+	}
 	// A server cut off from the rest of its cluster is left for another: the planner keeps its
 	// leases meanwhile, and would publish nothing until the cut healed.
 	parts.Go(func() { p.conn.WatchJetStream(ctx, natsconn.StreamLed(p.js, p.subjects.DueStream()), p.log) })

@@ -19,7 +19,7 @@ var FireLagBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2
 // Stages and statuses that are known up front: their series exist at zero from the start, so
 // a rate() over them works before the first error.
 var (
-	knownStages = []string{"dispatch", "prepare", "publish", "publish_retry", "ack_stall", "result_decode", "result_apply", "slot_moving", "event", "backlog",
+	knownStages = []string{"dispatch", "prepare", "publish", "publish_retry", "ack_stall", "result_decode", "result_apply", "slot_moving", "event", "backlog", "replicas",
 		"lease_heartbeat", "lease_renew", "lease_acquire", "lease_release"}
 	knownStatuses = []string{"Completed", "Failed"}
 )
@@ -37,6 +37,7 @@ type Planner struct {
 	parts     prometheus.Gauge
 	planners  prometheus.Gauge
 	clock     prometheus.Gauge
+	replicas  *prometheus.GaugeVec
 }
 
 // New creates the collectors and registers them on reg.
@@ -75,12 +76,16 @@ func New(reg prometheus.Registerer) (*Planner, error) {
 		planners: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "planners_live", Help: "Planners alive by their heartbeats, as this planner last saw them.",
 		}),
+		replicas: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "redis_replicas_in_sync",
+			Help: "Replicas in sync of each Redis master (INFO replication, state online), counted every few seconds on a Redis Cluster or Sentinel: at 0 the master's writes wait for no replica, and a failover of it can lose them.",
+		}, []string{"master"}),
 		clock: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "clock_offset_seconds",
 			Help: "How far Redis's clock, the one every planner shares, was ahead of this planner's at its last heartbeat (negative: behind; 0 within the round trip).",
 		}),
 	}
-	for _, c := range []prometheus.Collector{p.fireLag, p.backlog, p.claimed, p.published, p.skipped, p.errors, p.results, p.held, p.parts, p.planners, p.clock} {
+	for _, c := range []prometheus.Collector{p.fireLag, p.backlog, p.claimed, p.published, p.skipped, p.errors, p.results, p.held, p.parts, p.planners, p.clock, p.replicas} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register planner metrics: %w", err)
 		}

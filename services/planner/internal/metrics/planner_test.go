@@ -60,6 +60,7 @@ resched_planner_errors_total{stage="lease_renew"} 0
 resched_planner_errors_total{stage="prepare"} 0
 resched_planner_errors_total{stage="publish"} 2
 resched_planner_errors_total{stage="publish_retry"} 0
+resched_planner_errors_total{stage="replicas"} 0
 resched_planner_errors_total{stage="result_apply"} 0
 resched_planner_errors_total{stage="result_decode"} 0
 resched_planner_errors_total{stage="slot_moving"} 0
@@ -161,5 +162,58 @@ func TestSampleDueBacklog(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(p.errors.WithLabelValues("backlog")); got != 1 {
 		t.Errorf("backlog errors %v, want 1", got)
+	}
+}
+
+func TestSampleReplicas(t *testing.T) {
+	p, reg := newPlanner(t)
+	var logs strings.Builder
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	// The first count happens at once; it ends the run, so the test waits on nothing.
+	p.SampleReplicas(ctx, time.Hour, func(ctx context.Context) (map[string]int, error) {
+		if _, ok := ctx.Deadline(); !ok {
+			t.Error("count without a timeout")
+		}
+		cancel()
+		return map[string]int{"10.0.0.1:6379": 1, "10.0.0.2:6379": 0}, nil
+	}, logger)
+	want := `
+# HELP resched_planner_redis_replicas_in_sync Replicas in sync of each Redis master (INFO replication, state online), counted every few seconds on a Redis Cluster or Sentinel: at 0 the master's writes wait for no replica, and a failover of it can lose them.
+# TYPE resched_planner_redis_replicas_in_sync gauge
+resched_planner_redis_replicas_in_sync{master="10.0.0.1:6379"} 1
+resched_planner_redis_replicas_in_sync{master="10.0.0.2:6379"} 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "resched_planner_redis_replicas_in_sync"); err != nil {
+		t.Error(err)
+	}
+
+	// A failed count leaves the series, counts an error and is logged once while it lasts.
+	failing := func(context.Context) (map[string]int, error) { return nil, errors.New("NOPERM") }
+	if !p.sampleReplicas(context.Background(), time.Second, failing, logger, false) ||
+		!p.sampleReplicas(context.Background(), time.Second, failing, logger, true) {
+		t.Error("a failed count not reported as failing")
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "resched_planner_redis_replicas_in_sync"); err != nil {
+		t.Errorf("after a failed count: %v", err)
+	}
+	if got := testutil.ToFloat64(p.errors.WithLabelValues("replicas")); got != 2 {
+		t.Errorf("replicas errors %v, want 2", got)
+	}
+	if n := strings.Count(logs.String(), "count the Redis replicas in sync"); n != 1 {
+		t.Errorf("logged %d times, want once:\n%s", n, logs.String())
+	}
+
+	// A master gone (failed over) leaves; the one master off a Cluster is named "redis".
+	p.sampleReplicas(context.Background(), time.Second, func(context.Context) (map[string]int, error) {
+		return map[string]int{"": 2}, nil
+	}, logger, true)
+	want = `
+# HELP resched_planner_redis_replicas_in_sync Replicas in sync of each Redis master (INFO replication, state online), counted every few seconds on a Redis Cluster or Sentinel: at 0 the master's writes wait for no replica, and a failover of it can lose them.
+# TYPE resched_planner_redis_replicas_in_sync gauge
+resched_planner_redis_replicas_in_sync{master="redis"} 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "resched_planner_redis_replicas_in_sync"); err != nil {
+		t.Errorf("after a failover: %v", err)
 	}
 }

@@ -2,7 +2,9 @@ package store
 
 import (
 	"bufio"
+	"cmp"
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -31,14 +33,13 @@ type inSync struct {
 
 type replicaLook struct {
 	n       int
-	at      time.Time
+	at      time.Time // when looked at last, answered or not
+	known   bool      // a look has answered: n is the master's, not a guess
 	looking bool
 }
 
-// count is how many replicas of master (at addr) are in sync, as last seen. A master that
-// cannot be asked (a Redis user not allowed INFO) counts none: its writes wait for no replica.
-func (c *inSync) count(ctx context.Context, master redis.Cmdable, addr string) int {
-	c.mu.Lock()
+// look is addr's entry; c.mu is held.
+func (c *inSync) look(addr string) *replicaLook {
 	if c.looks == nil {
 		c.looks = map[string]*replicaLook{}
 	}
@@ -47,6 +48,14 @@ func (c *inSync) count(ctx context.Context, master redis.Cmdable, addr string) i
 		l = &replicaLook{}
 		c.looks[addr] = l
 	}
+	return l
+}
+
+// count is how many replicas of master (at addr) are in sync, as last seen. A master that
+// cannot be asked (a Redis user not allowed INFO) counts none: its writes wait for no replica.
+func (c *inSync) count(ctx context.Context, master redis.Cmdable, addr string) int {
+	c.mu.Lock()
+	l := c.look(addr)
 	// Until a first look has answered, every write looks: none goes unwaited on a guess.
 	if !l.at.IsZero() && (l.looking || time.Since(l.at) < inSyncLook) {
 		n := l.n
@@ -59,16 +68,29 @@ func (c *inSync) count(ctx context.Context, master redis.Cmdable, addr string) i
 	info, err := master.Info(ctx, "replication").Result()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	first := l.at.IsZero()
-	l.looking, l.at = false, time.Now()
-	if err == nil {
-		was := l.n
-		l.n = onlineReplicas(info)
-		if !first && (was == 0) != (l.n == 0) && c.changed != nil {
-			c.changed(addr, l.n)
-		}
+	l.looking = false
+	if err != nil {
+		l.at = time.Now()
+		return l.n
 	}
+	c.seenLocked(l, addr, onlineReplicas(info))
 	return l.n
+}
+
+// seen records a count looked at elsewhere (Store.ReplicasInSync), so that the writes go by it
+// and a change is reported even while nothing is written.
+func (c *inSync) seen(addr string, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seenLocked(c.look(addr), addr, n)
+}
+
+func (c *inSync) seenLocked(l *replicaLook, addr string, n int) {
+	was, known := l.n, l.known
+	l.n, l.at, l.known = n, time.Now(), true
+	if known && (was == 0) != (n == 0) && c.changed != nil {
+		c.changed(addr, n)
+	}
 }
 
 // onlineReplicas counts the replicas INFO replication lists as online: connected and past
@@ -83,4 +105,32 @@ func onlineReplicas(info string) int {
 		}
 	}
 	return n
+}
+
+// ReplicasInSync looks at every Redis master now and counts its replicas in sync, by address
+// ("" off a Redis Cluster). With AutoReplicas, the writes go by these counts until their next
+// look, and a master found without a replica is reported (WithReplicaChanges) even while
+// nothing is written to it.
+func (s *Store) ReplicasInSync(ctx context.Context) (map[string]int, error) {
+	var mu sync.Mutex
+	out := map[string]int{}
+	look := func(ctx context.Context, master redis.Cmdable, addr string) error {
+		info, err := master.Info(ctx, "replication").Result()
+		if err != nil {
+			return fmt.Errorf("master %s: count its replicas (INFO replication): %w", cmp.Or(addr, "redis"), err)
+		}
+		n := onlineReplicas(info)
+		if s.minReplicas == AutoReplicas {
+			s.inSync.seen(addr, n)
+		}
+		mu.Lock()
+		out[addr] = n
+		mu.Unlock()
+		return nil
+	}
+	if c, ok := s.rdb.(*redis.ClusterClient); ok {
+		err := c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return look(ctx, m, m.Options().Addr) })
+		return out, err
+	}
+	return out, look(ctx, s.rdb, "")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strings"
@@ -181,6 +182,55 @@ func TestAutoReplicasWaitWhileAReplicaIsInSync(t *testing.T) {
 	defer mu.Unlock()
 	if !slices.Equal(changes, []int{1, 0}) {
 		t.Errorf("reported %v, want the replica found (1) and lost (0), not the first look (none)", changes)
+	}
+}
+
+// ReplicasInSync counts each master's replicas by its address, and with AutoReplicas a master
+// found without one is reported though nothing was written: the planner's metric and log of a
+// master left alone do not wait for a write to it.
+func TestReplicasInSyncCountsEachMasterWithoutAWrite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis Cluster")
+	}
+	ctx := context.Background()
+	rc := redistest.StartCluster(t, 3, 1)
+	var mu sync.Mutex
+	changes := map[string][]int{}
+	s := store.New(rc.Client(t), "test", store.WithMinReplicas(store.AutoReplicas, 200*time.Millisecond),
+		store.WithReplicaChanges(func(addr string, n int) {
+			mu.Lock()
+			defer mu.Unlock()
+			changes[addr] = append(changes[addr], n)
+		}))
+	want := map[string]int{}
+	var lone *redistest.Server // the replica to kill, of master
+	var master string
+	for _, n := range rc.Nodes {
+		if r := rc.ReplicasOf(n); len(r) == 1 {
+			want[n.Addr] = 1
+			lone, master = r[0], n.Addr
+		}
+	}
+	if len(want) != 3 {
+		t.Fatalf("%d masters with a replica, want 3", len(want))
+	}
+	var got map[string]int
+	var err error
+	testenv.Eventually(t, 20*time.Second, "every master's replica counted", func() bool {
+		got, err = s.ReplicasInSync(ctx)
+		return err == nil && maps.Equal(got, want)
+	}, func() string { return fmt.Sprint(got, err) })
+
+	lone.Kill()
+	want[master] = 0
+	testenv.Eventually(t, 20*time.Second, "the master left alone counted", func() bool {
+		got, err = s.ReplicasInSync(ctx)
+		return err == nil && maps.Equal(got, want)
+	}, func() string { return fmt.Sprint(got, err) })
+	mu.Lock()
+	defer mu.Unlock()
+	if len(changes) != 1 || !slices.Equal(changes[master], []int{0}) {
+		t.Errorf("reported %v, want only %s losing its replica (0)", changes, master)
 	}
 }
 
