@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/resched/resched/services/internal/testenv"
+	"sigs.k8s.io/yaml"
 )
 
 // ProcessCluster is a JetStream cluster of nats-server processes built from the module's
@@ -70,9 +71,9 @@ func (c *ProcessCluster) pidFile(i int) string {
 	return filepath.Join(c.dir, "n"+strconv.Itoa(i)+".pid")
 }
 
-// LameDuck stops server i as Kubernetes stops a pod of the scale-out manifests: their preStop
-// (a shell that signals lame duck mode through the pid file, then waits for the server to
-// exit; deploy's manifest checks hold the manifests to that shape), then SIGTERM. It kills the
+// LameDuck stops server i as Kubernetes stops a pod of the scale-out manifests: the manifest's
+// own preStop command (a shell that signals lame duck mode through the pid file, then waits for
+// the server to exit), then SIGTERM. It kills the
 // server after grace (the pods' terminationGracePeriodSeconds) with a test error, and returns
 // how long the stop took and whether the server went through lame duck mode (its log says it
 // entered it) rather than stopping at once. A server with no clients left ends its lame duck
@@ -85,8 +86,8 @@ func (c *ProcessCluster) LameDuck(i int, grace time.Duration) (time.Duration, bo
 	}
 	before := entered()
 	began := time.Now()
-	pid := c.pidFile(i)
-	preStop := exec.Command("/bin/sh", "-c", c.bin+" --signal ldm="+pid+` && while kill -0 "$(cat `+pid+`)" 2>/dev/null; do sleep 1; done`)
+	command := manifestPreStop(c.t, c.bin, c.pidFile(i))
+	preStop := exec.Command(command[0], command[1:]...)
 	done := make(chan []byte, 1)
 	go func() { out, _ := preStop.CombinedOutput(); done <- out }()
 	select {
@@ -99,6 +100,67 @@ func (c *ProcessCluster) LameDuck(i int, grace time.Duration) (time.Duration, bo
 	}
 	c.Servers[i].Stop(c.t, time.Second) // the kubelet's SIGTERM, once the preStop has returned
 	return time.Since(began), entered() > before
+}
+
+// natsManifest is the scale-out manifest whose NATS preStop LameDuck runs.
+const natsManifest = "deploy/overlays/scale-out/nats-cluster.yaml"
+
+// manifestPreStop is the preStop command of the manifest's NATS container, made to run here:
+// its nats-server is bin, its process id file (the container's --pid) pidFile.
+func manifestPreStop(t testing.TB, bin, pidFile string) []string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(t), natsManifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var set struct {
+		Spec struct {
+			Template struct {
+				Spec struct {
+					Containers []struct {
+						Name      string   `json:"name"`
+						Args      []string `json:"args"`
+						Lifecycle struct {
+							PreStop struct {
+								Exec struct {
+									Command []string `json:"command"`
+								} `json:"exec"`
+							} `json:"preStop"`
+						} `json:"lifecycle"`
+					} `json:"containers"`
+				} `json:"spec"`
+			} `json:"template"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(raw, &set); err != nil {
+		t.Fatalf("natstest: %s: %v", natsManifest, err)
+	}
+	for _, ct := range set.Spec.Template.Spec.Containers {
+		command := ct.Lifecycle.PreStop.Exec.Command
+		if ct.Name != "nats" || len(command) == 0 {
+			continue
+		}
+		var pid string
+		for _, a := range ct.Args {
+			if v, ok := strings.CutPrefix(a, "--pid="); ok {
+				pid = v
+			}
+		}
+		if pid == "" {
+			t.Fatalf("natstest: the nats container of %s writes no --pid file", natsManifest)
+		}
+		out := make([]string, len(command))
+		for i, part := range command {
+			part = strings.ReplaceAll(part, pid, pidFile)
+			if rest, ok := strings.CutPrefix(part, "nats-server"); ok {
+				part = bin + rest
+			}
+			out[i] = part
+		}
+		return out
+	}
+	t.Fatalf("natstest: %s has no nats container with a preStop command", natsManifest)
+	return nil
 }
 
 // URLs is every server's client URL, comma-separated, as NATS_URL takes them.
