@@ -220,6 +220,9 @@ func TestReplicasInSyncCountsEachMasterWithoutAWrite(t *testing.T) {
 		got, err = s.ReplicasInSync(ctx)
 		return err == nil && maps.Equal(got, want)
 	}, func() string { return fmt.Sprint(got, err) })
+	mu.Lock()
+	clear(changes) // a replica still in its first sync at the first look was reported found
+	mu.Unlock()
 
 	lone.Kill()
 	want[master] = 0
