@@ -104,11 +104,18 @@ start() {
 	pids+=($!)
 	logs+=("$log")
 }
+# stop_all stops the children one by one, the last started first: each is stopped before what
+# it depends on (the worker and the gateway before the planner's NATS server, the planner
+# before Redis, where it gives its partitions back). All at once, Redis was gone before the
+# planner had given them back, and it tried each one in vain for 10 s, with a warning each.
 stop_all() {
 	trap - EXIT INT TERM
 	say "stopping"
-	for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-	wait 2>/dev/null || true
+	local i
+	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+		kill -TERM "${pids[$i]}" 2>/dev/null || true
+		wait "${pids[$i]}" 2>/dev/null || true
+	done
 }
 # A signal ends the script after the stop: without the exit, a signal that came during the
 # start-up would let it go on starting services nobody stops.

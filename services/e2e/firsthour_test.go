@@ -275,14 +275,37 @@ func (m *makeRun) waitExit(t *testing.T, within time.Duration) {
 }
 
 // interrupt sends SIGINT to the process group, as Ctrl-C in a terminal does, and checks that
-// make exits and that no process it started is left.
+// make exits, that no process it started is left, and that the services logged no warning or
+// error while they stopped.
 func (m *makeRun) interrupt(t *testing.T) {
 	t.Helper()
+	logs := filepath.Join(m.dir, ".data")
+	before := map[string]int{}
+	for _, name := range serviceLogs {
+		if fi, err := os.Stat(filepath.Join(logs, name)); err == nil {
+			before[name] = int(fi.Size())
+		}
+	}
 	if err := syscall.Kill(-m.cmd.Process.Pid, syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
 	m.leavesNothing(t, "Ctrl-C")
+	for _, name := range serviceLogs {
+		b, err := os.ReadFile(filepath.Join(logs, name))
+		if err != nil {
+			t.Errorf("after Ctrl-C: %v", err)
+			continue
+		}
+		for line := range strings.Lines(string(b[min(before[name], len(b)):])) {
+			if strings.Contains(line, `"level":"WARN"`) || strings.Contains(line, `"level":"ERROR"`) {
+				t.Errorf("after Ctrl-C, %s logged: %s", name, line)
+			}
+		}
+	}
 }
+
+// serviceLogs are the services' logs in make run's data directory (.data).
+var serviceLogs = []string{"planner.log", "worker.log", "gateway.log"}
 
 // leavesNothing checks that make exits and that no process it started is left, once it was
 // ended (how: what).
