@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -14,26 +15,19 @@ import (
 // history, so an evicted key is one of them lost without a trace. Read from INFO memory, which
 // managed services that turn CONFIG off still answer. Each name is "address: policy".
 func (s *Store) Evicting(ctx context.Context) ([]string, error) {
-	c, ok := s.rdb.(*redis.ClusterClient)
-	if !ok {
-		policy, err := evictionPolicy(ctx, s.rdb)
-		if err != nil || policy == "" {
-			return nil, err
-		}
-		return []string{"redis: " + policy}, nil
-	}
 	var mu sync.Mutex
 	var out []string
-	err := c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+	err := s.eachMaster(ctx, func(ctx context.Context, m redis.Cmdable, addr string) error {
 		policy, err := evictionPolicy(ctx, m)
-		if err != nil {
-			return fmt.Errorf("master %s: %w", m.Options().Addr, err)
+		if err != nil && addr != "" {
+			return fmt.Errorf("master %s: %w", addr, err)
 		}
-		if policy != "" {
-			mu.Lock()
-			out = append(out, m.Options().Addr+": "+policy)
-			mu.Unlock()
+		if err != nil || policy == "" {
+			return err
 		}
+		mu.Lock()
+		out = append(out, cmp.Or(addr, "redis")+": "+policy)
+		mu.Unlock()
 		return nil
 	})
 	return out, err

@@ -65,7 +65,7 @@ func (c *inSync) count(ctx context.Context, master redis.Cmdable, addr string) i
 	l.looking = true
 	c.mu.Unlock()
 
-	info, err := master.Info(ctx, "replication").Result()
+	n, err := replicasOf(ctx, master)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	l.looking = false
@@ -73,7 +73,7 @@ func (c *inSync) count(ctx context.Context, master redis.Cmdable, addr string) i
 		l.at = time.Now()
 		return l.n
 	}
-	c.seenLocked(l, addr, onlineReplicas(info))
+	c.seenLocked(l, addr, n)
 	return l.n
 }
 
@@ -114,12 +114,11 @@ func onlineReplicas(info string) int {
 func (s *Store) ReplicasInSync(ctx context.Context) (map[string]int, error) {
 	var mu sync.Mutex
 	out := map[string]int{}
-	look := func(ctx context.Context, master redis.Cmdable, addr string) error {
-		info, err := master.Info(ctx, "replication").Result()
+	err := s.eachMaster(ctx, func(ctx context.Context, m redis.Cmdable, addr string) error {
+		n, err := replicasOf(ctx, m)
 		if err != nil {
-			return fmt.Errorf("master %s: count its replicas (INFO replication): %w", cmp.Or(addr, "redis"), err)
+			return fmt.Errorf("master %s: %w", cmp.Or(addr, "redis"), err)
 		}
-		n := onlineReplicas(info)
 		if s.minReplicas == AutoReplicas {
 			s.inSync.seen(addr, n)
 		}
@@ -127,10 +126,15 @@ func (s *Store) ReplicasInSync(ctx context.Context) (map[string]int, error) {
 		out[addr] = n
 		mu.Unlock()
 		return nil
+	})
+	return out, err
+}
+
+// replicasOf asks master how many of its replicas are in sync.
+func replicasOf(ctx context.Context, master redis.Cmdable) (int, error) {
+	info, err := master.Info(ctx, "replication").Result()
+	if err != nil {
+		return 0, fmt.Errorf("count its replicas (INFO replication): %w", err)
 	}
-	if c, ok := s.rdb.(*redis.ClusterClient); ok {
-		err := c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return look(ctx, m, m.Options().Addr) })
-		return out, err
-	}
-	return out, look(ctx, s.rdb, "")
+	return onlineReplicas(info), nil
 }

@@ -237,6 +237,24 @@ func TestReplicasInSyncCountsEachMasterWithoutAWrite(t *testing.T) {
 	}
 }
 
+// A Redis user not allowed INFO cannot have its replicas counted: the error says why, and the
+// writes, which count none, do not wait.
+func TestReplicasInSyncNotAllowedINFO(t *testing.T) {
+	rs := redistest.Start(t, redistest.WithACLUser("resched", "pw-for-info"))
+	if err := rs.Client(t).Do(context.Background(), "ACL", "SETUSER", "resched", "-info").Err(); err != nil {
+		t.Fatal(err)
+	}
+	s := store.New(rs.Client(t), "test", store.WithMinReplicas(store.AutoReplicas, 200*time.Millisecond))
+	if _, err := s.ReplicasInSync(context.Background()); err == nil || !strings.Contains(err.Error(), "INFO replication") {
+		t.Errorf("ReplicasInSync = %v, want the refused INFO named", err)
+	}
+	firstWrite(t, s)
+	putJob(t, s, "c", "j", t0)
+	if err := applier(s, "c", "j")(); err != nil {
+		t.Errorf("a result written by a user not allowed INFO: %v", err)
+	}
+}
+
 func TestOnlineReplicasCountsThoseInSync(t *testing.T) {
 	info := "# Replication\r\nrole:master\r\nconnected_slaves:3\r\n" +
 		"slave0:ip=127.0.0.1,port=7001,state=online,offset=42,lag=0\r\n" +

@@ -139,15 +139,22 @@ func (s *Store) runReplicated(ctx context.Context, script string, keys []string,
 // Ping checks that Redis answers, for readiness: every master of a Redis Cluster, since the
 // partitions are spread over all of them.
 func (s *Store) Ping(ctx context.Context) error {
+	return s.eachMaster(ctx, func(ctx context.Context, m redis.Cmdable, addr string) error {
+		err := m.Ping(ctx).Err()
+		if err != nil && addr != "" {
+			err = fmt.Errorf("master %s: %w", addr, err)
+		}
+		return err
+	})
+}
+
+// eachMaster calls f for every master of a Redis Cluster (concurrently, with its address), or
+// once for the one master otherwise (with the address "").
+func (s *Store) eachMaster(ctx context.Context, f func(ctx context.Context, m redis.Cmdable, addr string) error) error {
 	if c, ok := s.rdb.(*redis.ClusterClient); ok {
-		return c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-			if err := m.Ping(ctx).Err(); err != nil {
-				return fmt.Errorf("master %s: %w", m.Options().Addr, err)
-			}
-			return nil
-		})
+		return c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return f(ctx, m, m.Options().Addr) })
 	}
-	return s.rdb.Ping(ctx).Err()
+	return f(ctx, s.rdb, "")
 }
 
 func ms(t time.Time) string {
