@@ -144,10 +144,7 @@ func (p *Proc) Restart(t testing.TB) {
 		t.Fatalf("testenv: %v", err)
 	}
 	defer log.Close()
-	p.mu.Lock()
-	cmd := exec.Command(p.path, p.args...)
-	cmd.Env = append(os.Environ(), p.env...)
-	p.mu.Unlock()
+	cmd := p.command(p.args) // args never change; the environment may (AddEnv)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("testenv: start %s: %v", p.Name, err)
@@ -171,11 +168,16 @@ func (p *Proc) AddEnv(vars ...string) {
 // own arguments (a service's one-off mode, as -repartition), and returns its output when it
 // has exited.
 func (p *Proc) RunOnce(args ...string) ([]byte, error) {
+	return p.command(args).CombinedOutput()
+}
+
+// command is the process's program with args, in its environment as it is now (AddEnv).
+func (p *Proc) command(args []string) *exec.Cmd {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	cmd := exec.Command(p.path, args...)
 	cmd.Env = append(os.Environ(), p.env...)
-	p.mu.Unlock()
-	return cmd.CombinedOutput()
+	return cmd
 }
 
 // Running reports whether the process runs.

@@ -16,10 +16,16 @@ func (p *Planner) SampleDueBacklog(ctx context.Context, every time.Duration, cou
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	repeat(ctx, every, func() { p.sample(ctx, every, count, logger) })
+}
+
+// repeat calls f now and then every interval until ctx ends: the samplers run on a timer
+// rather than at scrape time, so that a slow Redis never holds a scrape up.
+func repeat(ctx context.Context, every time.Duration, f func()) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		p.sample(ctx, every, count, logger)
+		f()
 		select {
 		case <-ctx.Done():
 			return

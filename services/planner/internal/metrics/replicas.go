@@ -16,17 +16,8 @@ type ReplicaCounter func(ctx context.Context) (map[string]int, error)
 // leaves with the next count. A failed count counts an error of stage "replicas", is logged
 // once until a count succeeds again, and leaves the series as they were.
 func (p *Planner) SampleReplicas(ctx context.Context, every time.Duration, count ReplicaCounter, logger *slog.Logger) {
-	t := time.NewTicker(every)
-	defer t.Stop()
 	failing := false
-	for {
-		failing = p.sampleReplicas(ctx, every, count, logger, failing)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	repeat(ctx, every, func() { failing = p.sampleReplicas(ctx, every, count, logger, failing) })
 }
 
 // sampleReplicas counts once and says whether the count failed.
