@@ -339,7 +339,7 @@ async function historyTable(box, c, j) {
     if (!reset && after) p.set("after", after);
     const mine = ++reads;
     let page;
-    try { page = await api(`jobs/${encodeURIComponent(c)}/${encodeURIComponent(j)}/history?${p}`); } catch (err) { box.append(errorBox(err)); return []; }
+    try { page = await api(`jobs/${encodeURIComponent(c)}/${encodeURIComponent(j)}/history?${p}`); } catch (err) { box.append(errorBox(err)); return null; }
     if (mine !== reads) return page.value;
     if (reset) body.replaceChildren();
     for (const h of page.value) body.append(el("tr", {},
@@ -356,6 +356,7 @@ async function historyTable(box, c, j) {
     const second = (t) => Math.floor(Date.parse(t) / 1000);
     for (let wait = 250; box.isConnected; wait *= 2) {
       const rows = await load(true);
+      if (!rows) return; // the read failed, and says so: not again and again
       if (filter.value && filter.value !== r.status) return;
       if (rows.some((h) => second(h.startTime) === second(r.startTime) && h.actionName === r.actionName && h.retryCount === r.attempt)) return;
       if (wait > 8000) return;
