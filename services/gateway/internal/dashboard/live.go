@@ -139,6 +139,9 @@ func (h *hub) onResult(r bus.Result) {
 		}
 	}
 	h.mu.Unlock()
+	if !h.listened() {
+		return
+	}
 	// The page gets the result without the target's answer: the history has it.
 	r.Message = ""
 	slim, _ := json.Marshal(r)
@@ -148,6 +151,9 @@ func (h *hub) onResult(r bus.Result) {
 // send passes a message to every page allowed to see its collection; a page that does not keep
 // up loses messages rather than holding the others.
 func (h *hub) send(l live) {
+	if !h.listened() {
+		return // no page open: no scope to look up
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	scope, ok := h.scopes.of(ctx, l.Collection)
@@ -169,6 +175,13 @@ func (h *hub) send(l live) {
 		default:
 		}
 	}
+}
+
+// listened reports whether a live page is open.
+func (h *hub) listened() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs) > 0
 }
 
 func (h *hub) subscribe(g access.Grant) *subscriber {

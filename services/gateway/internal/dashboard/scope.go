@@ -2,6 +2,8 @@ package dashboard
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -61,32 +63,70 @@ func visible(g access.Grant, scope string) bool {
 }
 
 // scopes remembers the scope of each collection, for filtering live messages, which name only
-// the collection. A miss asks the planners; the whole map is read again at most every 30 s.
+// the collection. A miss asks the planners and waits. An entry older than scopeFresh is still
+// answered at once and read again in the background, once at a time: the live messages arrive in
+// a NATS callback, and a wait there holds every message behind it. A collection the planners no
+// longer have is forgotten when its entry is read again.
 type scopes struct {
-	api  schedapi.Client
-	mu   sync.Mutex
-	m    map[string]string // planners' name → scope ("" for none)
-	read time.Time
+	api     schedapi.Client
+	now     func() time.Time
+	timeout time.Duration // bound on a background read
+
+	mu         sync.Mutex
+	m          map[string]scopeEntry // planners' name → scope
+	refreshing map[string]bool
+}
+
+// scopeFresh is how long a collection's scope is taken as read: a collection's scope changes only
+// when it is deleted and made again under another.
+const scopeFresh = 30 * time.Second
+
+type scopeEntry struct {
+	scope string // "" for a collection made on NATS
+	read  time.Time
+}
+
+func newScopes(api schedapi.Client) *scopes {
+	return &scopes{api: api, now: time.Now, timeout: 5 * time.Second, m: map[string]scopeEntry{}, refreshing: map[string]bool{}}
 }
 
 func (s *scopes) of(ctx context.Context, collection string) (string, bool) {
 	s.mu.Lock()
-	sc, ok := s.m[collection]
-	stale := time.Since(s.read) > 30*time.Second
-	s.mu.Unlock()
-	if ok && !stale {
-		return sc, true
+	e, ok := s.m[collection]
+	if ok && s.now().Sub(e.read) > scopeFresh && !s.refreshing[collection] {
+		s.refreshing[collection] = true
+		go s.refresh(collection)
 	}
+	s.mu.Unlock()
+	if ok {
+		return e.scope, true
+	}
+	sc, err := s.read(ctx, collection)
+	return sc, err == nil
+}
+
+// refresh reads a remembered collection's scope again; a failure other than its absence keeps
+// what was known.
+func (s *scopes) refresh(collection string) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	_, err := s.read(ctx, collection)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.refreshing, collection)
+	var e *schedapi.Error
+	if errors.As(err, &e) && e.Status == http.StatusNotFound {
+		delete(s.m, collection)
+	}
+}
+
+func (s *scopes) read(ctx context.Context, collection string) (string, error) {
 	var c job.Collection
 	if _, err := s.api.Call(ctx, nil, &c, "collections", "get", collection); err != nil {
-		return "", false
+		return "", err
 	}
-	sc = c.Tags[armScopeTag]
 	s.mu.Lock()
-	if s.m == nil || stale {
-		s.m, s.read = map[string]string{}, time.Now()
-	}
-	s.m[collection] = sc
+	s.m[collection] = scopeEntry{scope: c.Tags[armScopeTag], read: s.now()}
 	s.mu.Unlock()
-	return sc, true
+	return c.Tags[armScopeTag], nil
 }

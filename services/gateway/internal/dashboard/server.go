@@ -65,7 +65,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Requests = cfg.NATS
 	}
 	s := &Server{cfg: cfg, api: schedapi.Client{NC: cfg.Requests, Subjects: cfg.Subjects}}
-	s.scopes = &scopes{api: s.api}
+	s.scopes = newScopes(s.api)
 	s.hub = newHub(s.scopes)
 	if err := s.hub.start(cfg.NATS, cfg.Subjects); err != nil {
 		return nil, err
