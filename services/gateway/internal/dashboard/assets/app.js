@@ -164,12 +164,29 @@ function debounce(fn, wait) {
   return (...args) => { clearTimeout(t); t = setTimeout(() => fn(...args), wait); };
 }
 
+// throttle calls fn once, wait after the first of the calls made meanwhile: a page that live
+// messages ask to read again does so at most once per wait, however often they come. (A debounce
+// waits for a quiet moment, which a busy system never has: its page would never read again.)
+function throttle(fn, wait) {
+  let t = null;
+  return () => { if (!t) t = setTimeout(() => { t = null; fn(); }, wait); };
+}
+
+// sameRun reports whether a history entry is the run a result message told of.
+function sameRun(h, r) {
+  const second = (t) => Math.floor(Date.parse(t) / 1000);
+  return second(h.startTime) === second(r.startTime) && h.actionName === r.actionName && h.retryCount === r.attempt;
+}
+
 // ---- overview ---------------------------------------------------------------------------------
 
-async function overviewPage() {
-  show(el("h1", {}, "Overview"), el("p", { class: "muted" }, "Loading…"));
+// overviewPage shows the overview; read again (again: true), it keeps the old one until the new
+// one is read.
+async function overviewPage(again) {
+  if (!again) show(el("h1", {}, "Overview"), el("p", { class: "muted" }, "Loading…"));
   let o;
-  try { o = await api("overview"); } catch (err) { show(el("h1", {}, "Overview"), errorBox(err)); return; }
+  try { o = await api("overview"); } catch (err) { if (!again || onOverview()) show(el("h1", {}, "Overview"), errorBox(err)); return; }
+  if (again && !onOverview()) return; // the user went elsewhere meanwhile
   const fires = o.minutes.reduce((a, m) => a + m.fires, 0), failed = o.minutes.reduce((a, m) => a + m.failed, 0);
   const top = Math.max(1, ...o.minutes.map((m) => m.fires + m.failed));
   const chart = el("div", { class: "chart", role: "img", "aria-label": `Fires per minute over the last hour: ${fires} fires, ${failed} failed attempts` },
@@ -212,8 +229,10 @@ async function overviewPage() {
 
 async function jobsPage() {
   const q = query();
+  const at = location.hash;
   let colls = [];
-  try { colls = (await api("collections")).value; } catch (err) { show(el("h1", {}, "Jobs"), errorBox(err)); return; }
+  try { colls = (await api("collections")).value; } catch (err) { if (location.hash === at) show(el("h1", {}, "Jobs"), errorBox(err)); return; }
+  if (location.hash !== at) return; // the user went elsewhere meanwhile
   const form = el("form", { class: "row", role: "search", onsubmit: (e) => {
     e.preventDefault();
     const p = new URLSearchParams(new FormData(form));
@@ -233,11 +252,17 @@ async function jobsPage() {
   const status = el("p", { class: "muted", role: "status" });
   show(el("h1", {}, "Jobs"), form, el("div", { class: "table" }, el("table", {},
     el("thead", {}, el("tr", {}, ["Job", "State", "Next run", "Last run", "Outcome", "Runs", "Failures", "Action"].map((h) => el("th", { scope: "col" }, h)))), body)), status, more);
-  let after = q.get("after") || "";
-  async function load() {
-    const p = new URLSearchParams(q); p.set("top", "50"); if (after) p.set("after", after); else p.delete("after");
+  const start = q.get("after") || "";
+  let after = start;
+  let reads = 0; // the reads begun: only the latest one's answer is shown
+  async function load(reset) {
+    const from = reset ? start : after;
+    const p = new URLSearchParams(q); p.set("top", "50"); if (from) p.set("after", from); else p.delete("after");
+    const mine = ++reads;
     let page;
-    try { page = await api("jobs?" + p.toString()); } catch (err) { status.replaceChildren(errorBox(err)); return; }
+    try { page = await api("jobs?" + p.toString()); } catch (err) { status.replaceChildren(errorBox(err)); return null; }
+    if (mine !== reads) return page.value;
+    if (reset) body.replaceChildren();
     for (const r of page.value) {
       const st = r.status || {};
       body.append(el("tr", { "data-job": `${r.collection}/${r.name}` },
@@ -253,12 +278,31 @@ async function jobsPage() {
     status.textContent = body.children.length ? `${body.children.length} jobs shown` : "No job matches.";
     after = page.next;
     more.hidden = !after;
+    return page.value;
   }
-  more.addEventListener("click", load);
-  await load();
-  // A state or a run of a listed job changes: the page reads its jobs again.
-  const reload = debounce(() => { body.replaceChildren(); after = q.get("after") || ""; load(); }, 1000);
-  onLive((m) => { if (body.querySelector(`tr[data-job="${CSS.escape(m.collection + "/" + m.job)}"]`)) reload(); });
+  more.addEventListener("click", () => load(false));
+  await load(true);
+  // A state or a run of a listed job changes: the page reads its jobs again, a second after the
+  // message. A result reaches the page from its worker while the planners record it, so the read
+  // may not hold it yet: the page reads again each second (for about 15 s) until every job it
+  // was told of shows that run, or a later one, as its last.
+  const awaited = new Map(); // "collection/job" → the latest result told of and not yet shown
+  let tries = 0;
+  const reload = throttle(async () => {
+    const rows = await load(true);
+    if (!rows) { awaited.clear(); return; } // the read failed, and says so
+    for (const [key, r] of awaited) {
+      const row = rows.find((x) => `${x.collection}/${x.name}` === key);
+      if (!row || (row.last && (sameRun(row.last, r) || Date.parse(row.last.startTime) > Date.parse(r.startTime)))) awaited.delete(key);
+    }
+    if (awaited.size && ++tries < 15 && body.isConnected) reload();
+  }, 1000);
+  onLive((m) => {
+    const key = `${m.collection}/${m.job}`;
+    if (!body.querySelector(`tr[data-job="${CSS.escape(key)}"]`)) return;
+    if (m.kind === "result") { awaited.set(key, m.data); tries = 0; }
+    reload();
+  });
 }
 
 // ---- one job ----------------------------------------------------------------------------------
@@ -281,9 +325,17 @@ function secretSummary(action) {
   return out;
 }
 
+// onJobPage reports whether the address is still job j of collection c: a read that ends after
+// the user went elsewhere must not draw over the page they went to.
+function onJobPage(c, j) {
+  const parts = location.hash.replace(/^#/, "").split("?")[0].split("/").filter(Boolean).map(decodeURIComponent);
+  return parts.length === 3 && parts[0] === "job" && parts[1] === c && parts[2] === j;
+}
+
 async function jobPage(c, j) {
   let d;
-  try { d = await api(`jobs/${encodeURIComponent(c)}/${encodeURIComponent(j)}`); } catch (err) { show(el("h1", {}, j), errorBox(err)); return; }
+  try { d = await api(`jobs/${encodeURIComponent(c)}/${encodeURIComponent(j)}`); } catch (err) { if (onJobPage(c, j)) show(el("h1", {}, j), errorBox(err)); return; }
+  if (!onJobPage(c, j)) return;
   const props = d.job.properties || {};
   const title = `${d.collection.display}/${j}`;
   const note = el("p", { role: "status", class: "muted" });
@@ -323,7 +375,7 @@ async function jobPage(c, j) {
     el("pre", {}, JSON.stringify(shown, null, 2)));
   historyTable(hist, c, j);
   // Its state changes elsewhere (another page, the end of its series): the page shows it.
-  const again = debounce(() => { if (location.hash.startsWith(`#/job/${encodeURIComponent(c)}/`)) jobPage(c, j); }, 500);
+  const again = throttle(() => jobPage(c, j), 500);
   onLive((m) => { if (m.kind === "event" && m.collection === c && m.job === j) again(); });
 }
 
@@ -353,12 +405,11 @@ async function historyTable(box, c, j) {
   // once may not hold it yet, and no other message follows. The page reads again, later each
   // time, until the entry is there (or for about 15 s; a filter that hides it stops at once).
   async function untilShown(r) {
-    const second = (t) => Math.floor(Date.parse(t) / 1000);
     for (let wait = 250; box.isConnected; wait *= 2) {
       const rows = await load(true);
       if (!rows) return; // the read failed, and says so: not again and again
       if (filter.value && filter.value !== r.status) return;
-      if (rows.some((h) => second(h.startTime) === second(r.startTime) && h.actionName === r.actionName && h.retryCount === r.attempt)) return;
+      if (rows.some((h) => sameRun(h, r))) return;
       if (wait > 8000) return;
       await new Promise((done) => setTimeout(done, wait));
     }
@@ -616,5 +667,8 @@ async function route() {
 
 applyTheme();
 window.addEventListener("hashchange", route);
-live.on(debounce((m) => { if ((location.hash || "#/").split("?")[0] === "#/" && m.kind === "result") overviewPage(); }, 2000));
+// The overview counts results: it reads them again at most every 2 s while they come.
+function onOverview() { return (location.hash || "#/").split("?")[0] === "#/"; }
+const overviewAgain = throttle(() => { if (onOverview()) overviewPage(true); }, 2000);
+live.on((m) => { if (onOverview() && m.kind === "result") overviewAgain(); });
 route();
