@@ -122,6 +122,40 @@ const consoleErrors = [];
     await page.waitForFunction(([sel, n]) => Number((document.querySelector(sel) || {}).textContent) === n, [runsCell, runsBefore + 1], { timeout: 20000 });
     check(staleReads === 1, "a list read answered before the result was recorded: " + staleReads);
 
+    step("edit a job: a change elsewhere keeps the editor, a bad field is named, a good edit saves");
+    await page.goto(BASE + `/dashboard/#/job/${COLLECTION}/http-ok`);
+    await page.waitForSelector("h1 >> text=orders/http-ok");
+    await page.click("main button >> text=Edit");
+    await page.waitForSelector("h1 >> text=Edit http-ok");
+    await page.click("main button >> text=Cancel");
+    await page.waitForSelector("h1 >> text=orders/http-ok");
+    // The job changes elsewhere just before the editor opens: its event reaches the page, which
+    // reads the job again half a second later; that read must not draw over the editor, which
+    // has the job's own address.
+    const disabled = await page.evaluate(async (c) => (await fetch(`/dashboard/api/jobs/${c}/http-ok/disable`, { method: "POST",
+      headers: { Authorization: "Bearer " + sessionStorage.getItem("resched-token") } })).status, COLLECTION);
+    check(disabled === 200, "disable through the API: " + disabled);
+    await page.click("main button >> text=Edit");
+    await page.waitForSelector("h1 >> text=Edit http-ok");
+    const area = "textarea[aria-label='Job definition']";
+    const edited = JSON.parse(await page.inputValue(area));
+    check(edited.properties.recurrence.interval === 1, "the editor holds the definition: " + JSON.stringify(edited));
+    edited.properties.recurrence.interval = 0;
+    await page.fill(area, JSON.stringify(edited, null, 2));
+    await page.waitForTimeout(1500);
+    check(await page.isVisible("h1 >> text=Edit http-ok"), "the editor stays while the job changes elsewhere");
+    check(JSON.parse(await page.inputValue(area)).properties.recurrence.interval === 0, "the text typed stays");
+    await page.click("main button >> text=Save");
+    await page.waitForSelector("[role=alert] li >> text=interval");
+    const named = await page.textContent("[role=alert] li");
+    check(named.includes("recurrence") && named.includes("interval"), "the bad field named: " + named);
+    edited.properties.recurrence.interval = 2;
+    await page.fill(area, JSON.stringify(edited, null, 2));
+    await page.click("main button >> text=Save");
+    await page.waitForSelector("h1 >> text=orders/http-ok");
+    await page.waitForSelector("main pre >> text=\"interval\": 2");
+    check((await page.textContent(".card b")).trim() === "Enabled", "the saved definition's state (Enabled, as in the editor)");
+
     step("recurrence builder");
     await page.goto(BASE + "/dashboard/#/builder");
     await page.waitForFunction(() => document.querySelectorAll("#preview li").length === 20);

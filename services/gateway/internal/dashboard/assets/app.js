@@ -28,7 +28,11 @@ function el(tag, attrs, ...children) {
 let pageListeners = [];
 function onLive(fn) { pageListeners.push(live.on(fn)); }
 
+// views counts the pages shown: a page read again draws only if no other was shown meanwhile
+// (the job page's editor, for one, keeps the job's address).
+let views = 0;
 function show(...nodes) {
+  views++;
   for (const off of pageListeners) off();
   pageListeners = [];
   main.replaceChildren(...nodes.filter((n) => n !== null && n !== undefined && n !== false));
@@ -185,8 +189,8 @@ function sameRun(h, r) {
 async function overviewPage(again) {
   if (!again) show(el("h1", {}, "Overview"), el("p", { class: "muted" }, "Loading…"));
   let o;
-  try { o = await api("overview"); } catch (err) { if (!again || onOverview()) show(el("h1", {}, "Overview"), errorBox(err)); return; }
-  if (again && !onOverview()) return; // the user went elsewhere meanwhile
+  try { o = await api("overview"); } catch (err) { if (onOverview()) show(el("h1", {}, "Overview"), errorBox(err)); return; }
+  if (!onOverview()) return; // the user went elsewhere meanwhile
   const fires = o.minutes.reduce((a, m) => a + m.fires, 0), failed = o.minutes.reduce((a, m) => a + m.failed, 0);
   const top = Math.max(1, ...o.minutes.map((m) => m.fires + m.failed));
   const chart = el("div", { class: "chart", role: "img", "aria-label": `Fires per minute over the last hour: ${fires} fires, ${failed} failed attempts` },
@@ -332,10 +336,13 @@ function onJobPage(c, j) {
   return parts.length === 3 && parts[0] === "job" && parts[1] === c && parts[2] === j;
 }
 
-async function jobPage(c, j) {
+// jobPage shows job j of collection c; view is the page it reads again, if any.
+async function jobPage(c, j, view) {
+  const current = () => onJobPage(c, j) && (view === undefined || view === views);
   let d;
-  try { d = await api(`jobs/${encodeURIComponent(c)}/${encodeURIComponent(j)}`); } catch (err) { if (onJobPage(c, j)) show(el("h1", {}, j), errorBox(err)); return; }
-  if (!onJobPage(c, j)) return;
+  try { d = await api(`jobs/${encodeURIComponent(c)}/${encodeURIComponent(j)}`); } catch (err) { if (current()) show(el("h1", {}, j), errorBox(err)); return; }
+  if (!current()) return;
+  let shownView; // this page, once shown
   const props = d.job.properties || {};
   const title = `${d.collection.display}/${j}`;
   const note = el("p", { role: "status", class: "muted" });
@@ -346,7 +353,7 @@ async function jobPage(c, j) {
         await api(`jobs/${encodeURIComponent(c)}/${encodeURIComponent(j)}${path}`, { method, body: method === "DELETE" ? undefined : {} });
         if (method === "DELETE") { location.hash = `#/jobs?collection=${encodeURIComponent(c)}`; return; }
         note.textContent = label + ": done.";
-        if (path !== "/run") jobPage(c, j);
+        if (path !== "/run") jobPage(c, j, shownView);
       } catch (err) { note.replaceChildren(errorBox(err)); }
     },
   }, label);
@@ -373,9 +380,10 @@ async function jobPage(c, j) {
     el("h2", {}, "Definition"),
     secrets.length ? el("ul", {}, secrets.map((s) => el("li", {}, s))) : null,
     el("pre", {}, JSON.stringify(shown, null, 2)));
+  shownView = views;
   historyTable(hist, c, j);
   // Its state changes elsewhere (another page, the end of its series): the page shows it.
-  const again = throttle(() => jobPage(c, j), 500);
+  const again = throttle(() => jobPage(c, j, shownView), 500);
   onLive((m) => { if (m.kind === "event" && m.collection === c && m.job === j) again(); });
 }
 
@@ -435,7 +443,10 @@ function confirmDialog(text) {
   });
 }
 
+// editJob shows the editor of a job's definition in place of its page, at the same address (so a
+// link to the job would not leave it: Save and Cancel draw the job's page again).
 function editJob(c, j, def) {
+  const back = () => { if (onJobPage(c, j)) jobPage(c, j); };
   const copy = JSON.parse(JSON.stringify(def));
   delete copy.properties.status; delete copy.id; delete copy.type; delete copy.name;
   const area = el("textarea", { "aria-label": "Job definition", rows: 20 }, JSON.stringify(copy, null, 2));
@@ -447,10 +458,10 @@ function editJob(c, j, def) {
       el("button", { type: "button", onclick: async () => {
         try {
           await api(`jobs/${encodeURIComponent(c)}/${encodeURIComponent(j)}`, { method: "PUT", body: area.value });
-          location.hash = `#/job/${encodeURIComponent(c)}/${encodeURIComponent(j)}`;
-        } catch (err) { msg.replaceChildren(errorBox(err), el("ul", {}, err.details.map((x) => el("li", {}, `${x.path}: ${x.message}`)))); }
+          back();
+        } catch (err) { msg.replaceChildren(errorBox(err), el("ul", {}, (err.details || []).map((x) => el("li", {}, `${x.path}: ${x.message}`)))); }
       } }, "Save"),
-      el("a", { href: `#/job/${encodeURIComponent(c)}/${encodeURIComponent(j)}` }, "Cancel")));
+      el("button", { type: "button", onclick: back }, "Cancel")));
 }
 
 // ---- calendar ---------------------------------------------------------------------------------
