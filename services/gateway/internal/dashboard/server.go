@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,6 +52,9 @@ type Server struct {
 	scopes *scopes
 	hub    *hub
 	mux    *http.ServeMux
+	// keepAlive is how often the live stream writes a comment while it has nothing to say (so
+	// that proxies keep it open) and checks the caller's token again.
+	keepAlive time.Duration
 }
 
 // New builds the dashboard and subscribes to the live messages.
@@ -64,7 +68,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Requests == nil {
 		cfg.Requests = cfg.NATS
 	}
-	s := &Server{cfg: cfg, api: schedapi.Client{NC: cfg.Requests, Subjects: cfg.Subjects}}
+	s := &Server{cfg: cfg, api: schedapi.Client{NC: cfg.Requests, Subjects: cfg.Subjects}, keepAlive: 15 * time.Second}
 	s.scopes = newScopes(s.api)
 	s.hub = newHub(s.scopes)
 	if err := s.hub.start(cfg.NATS, cfg.Subjects); err != nil {
@@ -526,7 +530,7 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	_, _ = io.WriteString(w, ": connected\n\n")
 	flusher.Flush()
-	tick := time.NewTicker(15 * time.Second)
+	tick := time.NewTicker(s.keepAlive)
 	defer tick.Stop()
 	for {
 		select {
@@ -537,10 +541,19 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 			_, _ = w.Write(data)
 			_, _ = io.WriteString(w, "\n\n")
 		case <-tick.C:
+			// The token is checked again: one that expired (a JWT) or no longer gives the same
+			// grant ends the stream, and the page's reconnection is answered by what holds now.
+			if now, err := s.cfg.Auth.Authenticate(r); err != nil || !sameGrant(now, g) {
+				return
+			}
 			_, _ = io.WriteString(w, ": alive\n\n")
 		}
 		flusher.Flush()
 	}
+}
+
+func sameGrant(a, b access.Grant) bool {
+	return a.Subject == b.Subject && a.Role == b.Role && slices.Equal(a.Scopes, b.Scopes)
 }
 
 // inZone gives times (RFC 3339) in the schedule's time zone, so the page sees its offsets and a

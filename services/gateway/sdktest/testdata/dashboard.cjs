@@ -273,6 +273,14 @@ const consoleErrors = [];
     await page.waitForFunction(() => document.querySelectorAll("#preview li").length === 20);
     await shot(page, "builder-dark");
 
+    step("a token refused on the live stream (expired) signs the page out");
+    await page.route("**/dashboard/api/live", (r) => r.fulfill({ status: 401, contentType: "application/json",
+      body: JSON.stringify({ error: { code: "Unauthorized", message: "token expired" } }) }));
+    await page.evaluate(() => live.start());
+    await page.waitForSelector("#token");
+    check((await page.textContent("[role=alert]")).includes("token expired"), "the page says why it signed out");
+    check(await page.evaluate(() => sessionStorage.getItem("resched-token")) === null, "the token is forgotten");
+
     check(outside.length === 0, "requests outside the gateway: " + outside.join(", "));
     check(consoleErrors.filter((e) => !e.includes("net::ERR_FAILED") && !e.includes("Failed to load resource")).length === 0,
       "console errors: " + consoleErrors.join(" | "));

@@ -136,6 +136,11 @@ const live = {
     this.ctrl = ctrl;
     try {
       const resp = await fetch("/dashboard/api/live", { headers: { Authorization: "Bearer " + sessionStorage.getItem(TOKEN) }, signal: ctrl.signal });
+      if (resp.status === 401) { // expired or withdrawn: as for any other request
+        const body = await resp.json().catch(() => null);
+        signOut("Your token was refused: " + (body && body.error ? body.error.message : ""));
+        return;
+      }
       if (!resp.ok) throw new Error("HTTP " + resp.status);
       this.status(true);
       const reader = resp.body.getReader();
