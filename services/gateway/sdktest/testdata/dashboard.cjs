@@ -174,6 +174,23 @@ const consoleErrors = [];
     await page.waitForFunction(() => document.getElementById("f-hours-error").textContent.length > 0);
     await page.fill("#f-hours", "9");
     await page.waitForFunction(() => document.getElementById("f-hours-error").textContent === "" && document.querySelectorAll("#preview li").length === 20);
+    // Two previews in flight: the older answer, coming last, does not replace the newer one.
+    let release;
+    const held = new Promise((r) => { release = r; });
+    let previewsAsked = 0;
+    await page.route("**/dashboard/api/preview", async (route) => {
+      if (++previewsAsked === 1) await held;
+      await route.continue();
+    });
+    await page.fill("#f-hours", "10");
+    while (previewsAsked < 1) await page.waitForTimeout(20);
+    await page.fill("#f-hours", "11");
+    await page.waitForFunction(() => /11:00/.test(document.querySelector("#preview li").textContent));
+    release();
+    await page.waitForTimeout(1000);
+    const latest = await page.textContent("#preview li");
+    check(/11:00/.test(latest), "the latest preview stays when an older answer comes after it: " + latest);
+    await page.unroute("**/dashboard/api/preview");
     const json = JSON.parse(await page.inputValue("#builder-json"));
     json.recurrence.frequency = "Week";
     json.recurrence.schedule = { weekDays: ["Monday"], hours: [8], minutes: [30] };

@@ -591,19 +591,23 @@ function builderPage() {
     set("f-monthly", (sch.monthlyOccurrences || []).map((o) => `${o.day}:${o.occurrence}`).join(", "));
     for (const c of form.querySelectorAll("input[name=wd]")) c.checked = (sch.weekDays || []).some((d) => d.toLowerCase() === c.value.toLowerCase());
   }
+  let previews = 0; // the previews asked for: only the latest one's answer is shown
   const run = debounce(async (props) => {
     if (!form.isConnected) return; // the page changed meanwhile
-    for (const id of Object.keys(fieldPaths)) document.getElementById(id + "-error").textContent = "";
-    jsonErr.textContent = "";
+    const mine = ++previews;
     const job = { properties: Object.assign({ action: { type: "Http", request: { uri: "https://example.com/", method: "GET" } } }, props) };
     try {
       const r = await api("preview", { method: "POST", body: { job, count: 20 } });
-      if (!form.isConnected) return;
+      if (!form.isConnected || mine !== previews) return;
+      for (const id of Object.keys(fieldPaths)) document.getElementById(id + "-error").textContent = "";
+      jsonErr.textContent = "";
       list.replaceChildren(...r.value.map((t, i) => el("li", {}, fmtTime((r.local || r.value)[i]))));
       reason.textContent = r.reason ? "The series ends: " + r.reason : r.value.length ? "" : "No run.";
       cal.replaceChildren(calendar(r.value, r.local || r.value, !!r.reason));
     } catch (err) {
-      if (!form.isConnected) return;
+      if (!form.isConnected || mine !== previews) return;
+      for (const id of Object.keys(fieldPaths)) document.getElementById(id + "-error").textContent = "";
+      jsonErr.textContent = "";
       list.replaceChildren(); cal.replaceChildren(); reason.textContent = "";
       let placed = false;
       for (const d of err.details || []) {
