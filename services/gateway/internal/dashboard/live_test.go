@@ -44,8 +44,10 @@ func TestLiveStreamEndsWhenTheTokenNoLongerHolds(t *testing.T) {
 	nc := natstest.Start(t).Connect(t)
 	reader := access.Grant{Subject: "ops", Role: access.Reader, Scopes: []string{"*"}}
 	for name, change := range map[string]func(*switchAuth){
-		"refused":       func(a *switchAuth) { a.set(true, access.Grant{}) },
-		"another grant": func(a *switchAuth) { a.set(false, access.Grant{Subject: "ops", Role: access.Reader, Scopes: []string{"/subscriptions/s1"}}) },
+		"refused": func(a *switchAuth) { a.set(true, access.Grant{}) },
+		"another grant": func(a *switchAuth) {
+			a.set(false, access.Grant{Subject: "ops", Role: access.Reader, Scopes: []string{"/subscriptions/s1"}})
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			auth := &switchAuth{grant: reader}

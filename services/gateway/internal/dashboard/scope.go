@@ -75,11 +75,17 @@ type scopes struct {
 	mu         sync.Mutex
 	m          map[string]scopeEntry // planners' name → scope
 	refreshing map[string]bool
+	swept      time.Time
 }
 
 // scopeFresh is how long a collection's scope is taken as read: a collection's scope changes only
 // when it is deleted and made again under another.
 const scopeFresh = 30 * time.Second
+
+// scopeForget is how long an entry no lookup has asked for is kept: one in use is read again
+// every scopeFresh, so an older one belongs to a collection no longer seen (deleted, or idle),
+// and the map does not grow with every collection the gateway has ever seen.
+const scopeForget = 10 * scopeFresh
 
 type scopeEntry struct {
 	scope string // "" for a collection made on NATS
@@ -92,8 +98,17 @@ func newScopes(api schedapi.Client) *scopes {
 
 func (s *scopes) of(ctx context.Context, collection string) (string, bool) {
 	s.mu.Lock()
+	now := s.now()
+	if now.Sub(s.swept) > scopeFresh {
+		s.swept = now
+		for name, e := range s.m {
+			if now.Sub(e.read) > scopeForget && !s.refreshing[name] {
+				delete(s.m, name)
+			}
+		}
+	}
 	e, ok := s.m[collection]
-	if ok && s.now().Sub(e.read) > scopeFresh && !s.refreshing[collection] {
+	if ok && now.Sub(e.read) > scopeFresh && !s.refreshing[collection] {
 		s.refreshing[collection] = true
 		go s.refresh(collection)
 	}

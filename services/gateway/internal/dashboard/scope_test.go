@@ -194,3 +194,27 @@ func TestNoLookupWithoutALivePage(t *testing.T) {
 		t.Fatal("the open page got no message")
 	}
 }
+
+// A collection no lookup asks for is forgotten after a while; one in use is kept.
+func TestScopesForgetCollectionsNoLongerSeen(t *testing.T) {
+	s, p, now := newTestScopes()
+	p.set("c2", teamB, true)
+	s.of(t.Context(), "c1")
+	s.of(t.Context(), "c2")
+	for range 12 { // c1 looked up every 30 s (read again in the background), c2 never again
+		*now = now.Add(scopeFresh)
+		s.of(t.Context(), "c1")
+		testenv.Eventually(t, 10*time.Second, "the refresh to end", func() bool {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return !s.refreshing["c1"]
+		})
+	}
+	s.mu.Lock()
+	_, c1 := s.m["c1"]
+	_, c2 := s.m["c2"]
+	s.mu.Unlock()
+	if !c1 || c2 {
+		t.Fatalf("after %v: c1 (in use) kept %v, c2 (unused) kept %v; want true, false", 12*scopeFresh, c1, c2)
+	}
+}
