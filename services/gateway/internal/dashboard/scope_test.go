@@ -162,11 +162,7 @@ func TestAFailedRefreshKeepsTheScope(t *testing.T) {
 	p.mu.Unlock()
 	*now = now.Add(scopeFresh + time.Second)
 	s.of(t.Context(), "c1")
-	testenv.Eventually(t, 20*time.Second, "the refresh to end", func() bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return !s.refreshing["c1"]
-	})
+	refreshed(t, s, "c1")
 	if sc, ok := s.of(t.Context(), "c1"); !ok || sc != teamA {
 		t.Fatalf("of(c1) after a failed refresh = %q, %v; want %q", sc, ok, teamA)
 	}
@@ -204,11 +200,7 @@ func TestScopesForgetCollectionsNoLongerSeen(t *testing.T) {
 	for range 12 { // c1 looked up every 30 s (read again in the background), c2 never again
 		*now = now.Add(scopeFresh)
 		s.of(t.Context(), "c1")
-		testenv.Eventually(t, 10*time.Second, "the refresh to end", func() bool {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			return !s.refreshing["c1"]
-		})
+		refreshed(t, s, "c1")
 	}
 	s.mu.Lock()
 	_, c1 := s.m["c1"]
@@ -217,4 +209,14 @@ func TestScopesForgetCollectionsNoLongerSeen(t *testing.T) {
 	if !c1 || c2 {
 		t.Fatalf("after %v: c1 (in use) kept %v, c2 (unused) kept %v; want true, false", 12*scopeFresh, c1, c2)
 	}
+}
+
+// refreshed waits for the background read of a collection's scope to end.
+func refreshed(t *testing.T, s *scopes, collection string) {
+	t.Helper()
+	testenv.Eventually(t, 20*time.Second, "the refresh of "+collection+" to end", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return !s.refreshing[collection]
+	})
 }
