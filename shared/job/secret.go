@@ -94,3 +94,21 @@ func rewriteHeaders(at string, h map[string]string, f func(path, value string) (
 func isSecretHeader(name string) bool {
 	return strings.EqualFold(http.CanonicalHeaderKey(strings.TrimSpace(name)), SecretHeader)
 }
+
+// secretMembers are the names of the members rewriteSecrets walks, wherever they stand.
+var secretMembers = []string{"password", "pfx", "secret", "sasToken", "sasKey"}
+
+// IsSecretMember reports whether the member name, inside the member parent, holds a secret:
+// one of the fields RewriteSecrets walks, or the Authorization header in a headers object. An
+// error about such a member must not quote its value.
+func IsSecretMember(parent, name string) bool {
+	if strings.EqualFold(parent, "headers") {
+		return isSecretHeader(name)
+	}
+	for _, m := range secretMembers {
+		if strings.EqualFold(name, m) {
+			return true
+		}
+	}
+	return false
+}

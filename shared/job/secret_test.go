@@ -59,3 +59,24 @@ func TestRewriteSecretsStopsAtTheFirstError(t *testing.T) {
 		t.Errorf("err %v after %d calls; want the first error after one call", err, calls)
 	}
 }
+
+// IsSecretMember knows every member RewriteSecrets walks, and no other member of an action.
+func TestIsSecretMemberNamesWhatRewriteSecretsWalks(t *testing.T) {
+	d := secretDefinition(t)
+	err := d.Properties.Action.RewriteSecrets(func(path, v string) (string, error) {
+		parts := strings.Split(path, ".")
+		if !IsSecretMember(parts[len(parts)-2], parts[len(parts)-1]) {
+			t.Errorf("%s is walked by RewriteSecrets but not a secret member", path)
+		}
+		return v, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range [][2]string{{"authentication", "username"}, {"request", "uri"}, {"headers", "Content-Type"},
+		{"authentication", "type"}, {"serviceBusQueueMessage", "message"}, {"authentication", "sasKeyName"}} {
+		if IsSecretMember(m[0], m[1]) {
+			t.Errorf("%s.%s taken for a secret", m[0], m[1])
+		}
+	}
+}

@@ -371,3 +371,36 @@ func TestInvalidUTF8IsRefusedWithItsPath(t *testing.T) {
 		}
 	}
 }
+
+// An error about a secret names its field but never quotes its value, whatever its wrong type.
+func TestAnErrorNeverQuotesASecret(t *testing.T) {
+	v, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := func(a string) string {
+		return `{"properties":{"action":{"type":"Http","request":{"uri":"https://x.example/","method":"GET","authentication":` + a + `}},"recurrence":{"frequency":"Hour"}}}`
+	}
+	for in, path := range map[string]string{
+		auth(`{"type":"Basic","username":"u","password":987654321}`):                                                                                                                   "action.request.authentication.password",
+		auth(`{"type":"ClientCertificate","pfx":987654321,"password":"p"}`):                                                                                                            "action.request.authentication.pfx",
+		auth(`{"type":"ActiveDirectoryOAuth","tenant":"t","audience":"a","clientId":"c","secret":987654321}`):                                                                          "action.request.authentication.secret",
+		`{"properties":{"action":{"type":"Http","request":{"uri":"https://x.example/","method":"GET","headers":{"authorization":987654321}}},"recurrence":{"frequency":"Hour"}}}`:      "action.request.headers.authorization",
+		`{"properties":{"action":{"type":"StorageQueue","queueMessage":{"storageAccount":"a","queueName":"q","sasToken":987654321,"message":"m"}},"recurrence":{"frequency":"Hour"}}}`: "action.queueMessage.sasToken",
+		`{"properties":{"action":{"type":"Http","request":{"uri":"https://x.example/","method":"GET"},"errorAction":{"type":"ServiceBusTopic","serviceBusTopicMessage":{"namespace":"n","topicPath":"t","message":"m","transportType":"AMQP","authentication":{"type":"SharedAccessKey","sasKeyName":"k","sasKey":987654321}}}},"recurrence":{"frequency":"Hour"}}}`: "action.errorAction.serviceBusTopicMessage.authentication.sasKey",
+	} {
+		_, err := v.Decode([]byte(in))
+		if err == nil || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s: error %v; want one naming %s", path, err, path)
+			continue
+		}
+		if strings.Contains(err.Error(), "987654321") {
+			t.Errorf("%s: the error quotes the secret: %v", path, err)
+		}
+	}
+	// Elsewhere a number is still quoted: it helps and hides nothing.
+	_, err = v.Decode([]byte(`{"properties":{"action":{"type":"Http","request":{"uri":"https://x.example/","method":"GET"}},"recurrence":{"frequency":"Hour","interval":1.5}}}`))
+	if err == nil || !strings.Contains(err.Error(), "1.5") {
+		t.Errorf("interval 1.5: %v; want the number quoted", err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/resched/resched/shared/job"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 )
@@ -39,8 +40,20 @@ func (d schemaDocs) report(verr *jsonschema.ValidationError, tree any, base json
 		return
 	}
 	at := instancePath(tree, verr.InstanceLocation, base)
-	keyword, fallback := describe(verr.ErrorKind, valueAt(tree, verr.InstanceLocation))
+	v := valueAt(tree, verr.InstanceLocation)
+	if secretAt(verr.InstanceLocation) {
+		v = nil // a password given as a number is not written back in the error (nor its event, nor a log)
+	}
+	keyword, fallback := describe(verr.ErrorKind, v)
 	probs.add(string(at), d.message(verr, keyword, fallback))
+}
+
+// secretAt reports whether a location in the document is a secret's (job.IsSecretMember).
+func secretAt(loc []string) bool {
+	if len(loc) < 2 {
+		return false
+	}
+	return job.IsSecretMember(loc[len(loc)-2], loc[len(loc)-1])
 }
 
 // message returns the schema's errorMessage for the keyword that failed, or fallback.
