@@ -510,7 +510,8 @@ func (s *Server) preview(c *call) (any, error) {
 }
 
 // live streams the events and results the grant may see as server-sent events, with a comment
-// every 15 s so that proxies keep the connection and the page knows it is alive.
+// every 15 s so that proxies keep the connection and the page knows it is alive; the token is
+// checked again each time.
 func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	g, err := s.cfg.Auth.Authenticate(r)
 	if err != nil {
