@@ -142,6 +142,16 @@ type topology struct {
 	serverURL          string // the one-server URL as go-redis parses it
 }
 
+// withoutURL is err without the URL net/url writes into its errors (parse "redis://:pw@…"),
+// which holds the password: what is wrong stays, the URL is given redacted beside it.
+func withoutURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
 func checkURL(v string) error {
 	_, err := parse(v)
 	return err
@@ -168,7 +178,7 @@ func parse(raw string) (topology, error) {
 			return t, errors.New("one server only in a redis:// URL: for several, use redis+cluster:// or redis+sentinel://")
 		}
 		if _, err := redis.ParseURL(raw); err != nil {
-			return t, fmt.Errorf("%q: %w", Redact(raw), err)
+			return t, fmt.Errorf("%q: %w", Redact(raw), withoutURL(err))
 		}
 		t.serverURL = raw
 		return t, nil
@@ -282,7 +292,7 @@ func (o Options) Client(name string) (redis.UniversalClient, error) {
 	}
 	opts, err := redis.ParseURL(t.serverURL)
 	if err != nil {
-		return nil, fmt.Errorf("Redis URL %s: %w", Redact(o.URL), err)
+		return nil, fmt.Errorf("Redis URL %s: %w", Redact(o.URL), withoutURL(err))
 	}
 	opts.ClientName = name
 	opts.ContextTimeoutEnabled = true

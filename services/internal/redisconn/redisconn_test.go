@@ -58,6 +58,10 @@ func TestURLForms(t *testing.T) {
 		"redis+sentinel://a:1/m/x":            "the database must be a number",
 		"redis+cluster://a/":                  "host:port",
 		"redis+cluster://alice:s3cret@a,b:1/": "host:port",
+		// net/url writes the whole URL into its errors: the password must not come with it.
+		"redis://:s3cret@host:bad":     "invalid port",
+		"rediss://alice:s3cret@[::1/0": "missing ']' in host",
+		"redis://alice:s3cret@h:1/x":   "invalid database number",
 	} {
 		_, err := parse(url)
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "s3cret") {
