@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -17,8 +18,12 @@ func ServerURLs(list string, schemes ...string) error {
 	for _, raw := range strings.Split(list, ",") {
 		u, err := url.Parse(strings.TrimSpace(raw))
 		if err != nil {
-			// url.Error quotes the raw URL, which may hold a password.
-			return fmt.Errorf("%q is not a URL", RedactURLs(raw))
+			// url.Error quotes the raw URL, which may hold a password: only what is wrong is kept.
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				err = ue.Err
+			}
+			return fmt.Errorf("%q is not a URL: %w", RedactURLs(raw), err)
 		}
 		if !slices.Contains(schemes, u.Scheme) {
 			return fmt.Errorf("%q: scheme must be one of %s", u.Redacted(), strings.Join(schemes, ", "))

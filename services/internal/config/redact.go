@@ -11,7 +11,7 @@ func RedactURLs(list string) string {
 	for i, raw := range parts {
 		u, err := url.Parse(strings.TrimSpace(raw))
 		if err != nil {
-			parts[i] = "(unparsable URL)"
+			parts[i] = redactUnparsable(strings.TrimSpace(raw))
 			continue
 		}
 		if u.User != nil {
@@ -22,4 +22,21 @@ func RedactURLs(list string) string {
 		parts[i] = u.Redacted()
 	}
 	return strings.Join(parts, ",")
+}
+
+// redactUnparsable masks the user and password of a URL net/url does not parse (a bad port, a
+// space in the host): whatever stands between the scheme and the last '@' of the authority.
+func redactUnparsable(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return "(unparsable URL)"
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	if at := strings.LastIndex(rest[:end], "@"); at >= 0 {
+		rest = "xxxxx" + rest[at:]
+	}
+	return scheme + "://" + rest
 }
