@@ -81,6 +81,10 @@ func (c checker) request(req map[string]any, at jsonPath) {
 	if s, ok := req["uri"].(string); ok {
 		if u, err := url.Parse(s); err != nil || u.Host == "" || u.Opaque != "" {
 			c.probs.add(string(at.key("uri")), "must be an absolute http or https URL with a host, such as http://localhost:8080/hook")
+		} else if u.User != nil {
+			// A URL is no secret: it is answered, shown and sent as it is. Credentials in it
+			// would be too, where authentication's are sealed and never answered.
+			c.probs.add(string(at.key("uri")), `must not hold a user name or password (they would be stored, answered and shown in clear); give them as "authentication": {"type": "Basic", "username": …, "password": …}, which is sealed and never answered`)
 		}
 	}
 	if h, ok := req["headers"].(map[string]any); ok {

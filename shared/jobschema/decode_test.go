@@ -404,3 +404,35 @@ func TestAnErrorNeverQuotesASecret(t *testing.T) {
 		t.Errorf("interval 1.5: %v; want the number quoted", err)
 	}
 }
+
+// Credentials in a URL would rest and be answered in clear: they are refused, without being
+// quoted, for the action and the error action alike.
+func TestAURLWithCredentialsIsRefused(t *testing.T) {
+	v, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for uri, ok := range map[string]bool{
+		"https://svc:s3cret@hooks.example/x": false,
+		"https://s3cret@hooks.example/x":     false,
+		"https://hooks.example/x?a=b@c":      true,
+		"https://hooks.example/x/@me":        true,
+	} {
+		for _, where := range []string{"action", "errorAction"} {
+			req := `{"uri":"` + uri + `","method":"POST"}`
+			action := `{"type":"Http","request":` + req + `}`
+			if where == "errorAction" {
+				action = `{"type":"Http","request":{"uri":"https://hooks.example/","method":"GET"},"errorAction":{"type":"Http","request":` + req + `}}`
+			}
+			_, err := v.Decode([]byte(`{"properties":{"action":` + action + `,"recurrence":{"frequency":"Hour"}}}`))
+			switch {
+			case ok && err != nil:
+				t.Errorf("%s in %s: %v; want it accepted", uri, where, err)
+			case !ok && (err == nil || !strings.Contains(err.Error(), "request.uri: must not hold a user name or password")):
+				t.Errorf("%s in %s: %v; want the uri refused for its credentials", uri, where, err)
+			case err != nil && strings.Contains(err.Error(), "s3cret"):
+				t.Errorf("%s in %s: the error quotes the secret: %v", uri, where, err)
+			}
+		}
+	}
+}
