@@ -58,8 +58,8 @@ type HTTPAuthentication struct {
 	Secret   string `json:"secret,omitempty"` // secret
 }
 
-// Redacted returns a deep copy with every secret cleared: the authentication's and the value
-// of the Authorization header (its name stays, to show that one is set).
+// Redacted returns a deep copy with every secret cleared: the authentication's and the values
+// of the SecretHeaders (their names stay, to show that one is set).
 func (r *HTTPRequest) Redacted() *HTTPRequest {
 	if r == nil {
 		return nil

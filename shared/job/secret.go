@@ -2,17 +2,17 @@ package job
 
 import (
 	"fmt"
-	"net/http"
 	"strings"
 )
 
-// SecretHeader is the request header whose value is a secret like a password: it carries a
-// credential to the target, so it is kept, sealed and redacted the way passwords are.
-const SecretHeader = "Authorization"
+// SecretHeaders are the request headers whose values are secrets like passwords: each carries
+// a credential to the target (Authorization, and the keys of Azure Functions, API Management
+// and the common API-key header), so it is kept, sealed and redacted the way passwords are.
+var SecretHeaders = []string{"Authorization", "Proxy-Authorization", "X-Functions-Key", "Ocp-Apim-Subscription-Key", "X-Api-Key"}
 
 // RewriteSecrets calls f with every non-empty secret of the action and its error action and
 // stores what f returns in its place: the password, PFX and OAuth secret of an HTTP request,
-// the value of its Authorization header, the SAS token of a Storage Queue message and the
+// the values of its SecretHeaders, the SAS token of a Storage Queue message and the
 // shared access key of a Service Bus message. The path names the field the way an error
 // about it should ("errorAction.request.authentication.password"); it is stable, so it may
 // bind a sealed value to its field. The first error stops the walk and is returned.
@@ -92,14 +92,20 @@ func rewriteHeaders(at string, h map[string]string, f func(path, value string) (
 }
 
 func isSecretHeader(name string) bool {
-	return strings.EqualFold(http.CanonicalHeaderKey(strings.TrimSpace(name)), SecretHeader)
+	name = strings.TrimSpace(name)
+	for _, h := range SecretHeaders {
+		if strings.EqualFold(name, h) {
+			return true
+		}
+	}
+	return false
 }
 
 // secretMembers are the names of the members rewriteSecrets walks, wherever they stand.
 var secretMembers = []string{"password", "pfx", "secret", "sasToken", "sasKey"}
 
 // IsSecretMember reports whether the member name, inside the member parent, holds a secret:
-// one of the fields RewriteSecrets walks, or the Authorization header in a headers object. An
+// one of the fields RewriteSecrets walks, or one of SecretHeaders in a headers object. An
 // error about such a member must not quote its value.
 func IsSecretMember(parent, name string) bool {
 	if strings.EqualFold(parent, "headers") {

@@ -23,6 +23,7 @@ func TestRewriteSecretsVisitsEverySecretAndNothingElse(t *testing.T) {
 		"action.request.authentication.pfx",
 		"action.request.authentication.secret",
 		"action.request.headers.authorization",
+		"action.request.headers.x-functions-key",
 		"action.serviceBusQueueMessage.authentication.sasKey",
 		"errorAction.queueMessage.sasToken",
 		"errorAction.request.authentication.password",
