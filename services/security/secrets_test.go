@@ -41,7 +41,7 @@ func secretJobs(t *testing.T, tg *target) map[string][]byte {
 		"basic": withSAS(map[string]any{"type": "Http", "request": map[string]any{"method": "POST", "uri": tg.url("/c/basic"),
 			"authentication": map[string]any{"type": "Basic", "username": "svc", "password": "BASIC-SECRET-4711"}}}),
 		"bearer": {"type": "Http", "request": map[string]any{"method": "POST", "uri": tg.url("/c/bearer"),
-			"headers": map[string]string{"Authorization": "Bearer HEADER-SECRET-0815"}}},
+			"headers": map[string]string{"Authorization": "Bearer HEADER-SECRET-0815", "x-functions-key": "FUNCTION-KEY-4242"}}},
 		"intake": {"type": "Http", "request": map[string]any{"method": "POST", "uri": tg.url("/c/intake"),
 			"authentication": map[string]any{"type": "Basic", "username": "svc", "password": "INTAKE-SECRET-2323"}}},
 	}
@@ -57,7 +57,7 @@ func secretJobs(t *testing.T, tg *target) map[string][]byte {
 	return out
 }
 
-var secretValues = []string{"BASIC-SECRET-4711", "SAS-SECRET-31337", "HEADER-SECRET-0815", "INTAKE-SECRET-2323"}
+var secretValues = []string{"BASIC-SECRET-4711", "SAS-SECRET-31337", "HEADER-SECRET-0815", "INTAKE-SECRET-2323", "FUNCTION-KEY-4242"}
 
 // wantAuthorization is what the target must receive from each job.
 var wantAuthorization = map[string]string{
@@ -242,8 +242,12 @@ func TestSecretsAreSealedEndToEnd(t *testing.T) {
 func checkDelivered(t *testing.T, sc *scheduler, since time.Time) {
 	t.Helper()
 	for name, want := range wantAuthorization {
-		if got := sc.target.waitDelivery(t, "/c/"+name, since); got.authorization != want {
+		got := sc.target.waitDelivery(t, "/c/"+name, since)
+		if got.authorization != want {
 			t.Errorf("%s: the target got Authorization %q, want %q", name, got.authorization, want)
+		}
+		if name == "bearer" && got.functionKey != "FUNCTION-KEY-4242" {
+			t.Errorf("%s: the target got x-functions-key %q, want the job's", name, got.functionKey)
 		}
 	}
 }

@@ -22,6 +22,7 @@ type target struct {
 type hit struct {
 	at            time.Time
 	authorization string // the Authorization header as received
+	functionKey   string // the x-functions-key header (an Azure Function's key)
 }
 
 func startTarget(t *testing.T) *target {
@@ -33,7 +34,8 @@ func startTarget(t *testing.T) *target {
 	tg := &target{addr: l.Addr().String(), hits: map[string][]hit{}}
 	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tg.mu.Lock()
-		tg.hits[r.URL.Path] = append(tg.hits[r.URL.Path], hit{at: time.Now(), authorization: r.Header.Get("Authorization")})
+		tg.hits[r.URL.Path] = append(tg.hits[r.URL.Path], hit{at: time.Now(), authorization: r.Header.Get("Authorization"),
+			functionKey: r.Header.Get("X-Functions-Key")})
 		tg.mu.Unlock()
 	})}
 	go func() { _ = srv.Serve(l) }()
