@@ -237,6 +237,41 @@ const consoleErrors = [];
     await page.click("dialog button >> text=Delete");
     await page.waitForSelector("h1 >> text=Jobs");
 
+    step("paging: the jobs list's next page, the history's older entries and its status filter");
+    // 55 jobs (a page is 50) and 27 runs of one of them (a history page is 25), through the API.
+    const made = await page.evaluate(async (target) => {
+      const call = async (method, path, body) => (await fetch("/dashboard/api/" + path, { method,
+        headers: { Authorization: "Bearer " + sessionStorage.getItem("resched-token"), "Content-Type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body) })).status;
+      const codes = [await call("PUT", "collections/many", {})];
+      const start = new Date(Date.now() + 86400000).toISOString().slice(0, 13) + ":00:00Z";
+      for (let i = 0; i < 55; i++) {
+        codes.push(await call("PUT", `jobs/many/j${String(i).padStart(2, "0")}`, { properties: { startTime: start,
+          action: { type: "Http", request: { uri: target + "/ok", method: "POST" } }, recurrence: { frequency: "Hour" } } }));
+      }
+      for (let i = 0; i < 27; i++) codes.push(await call("POST", "jobs/many/j00/run", {}));
+      return codes;
+    }, TARGET);
+    check(made.every((c) => c === 200 || c === 201), "55 jobs and 27 runs made: " + made.join(","));
+    await page.goto(BASE + "/dashboard/#/jobs?collection=many");
+    await page.waitForSelector("text=50 jobs shown");
+    await page.click("button >> text=Next page");
+    await page.waitForSelector("text=55 jobs shown");
+    const listed = await page.$$eval("tr[data-job]", (rs) => rs.map((r) => r.dataset.job));
+    check(new Set(listed).size === 55 && listed[54] === "many/j54", "each job once, in order: " + listed.slice(48).join(","));
+    check(await page.isHidden("button >> text=Next page"), "no next page after the last");
+    await page.goto(BASE + "/dashboard/#/job/many/j00");
+    await page.waitForSelector("h1 >> text=many/j00");
+    await page.waitForFunction(() => document.querySelectorAll("#history tbody tr").length === 25, null, { timeout: 30000 });
+    await page.click("button >> text=Older");
+    await page.waitForFunction(() => document.querySelectorAll("#history tbody tr").length === 27, null, { timeout: 30000 });
+    const started = await page.$$eval("#history tbody tr td:first-child", (tds) => tds.map((td) => td.textContent));
+    check(started.every((t, i) => i === 0 || t <= started[i - 1]), "newest first across both pages: " + started.join(" | "));
+    await page.selectOption("select[aria-label=Status]", "Failed");
+    await page.waitForFunction(() => document.querySelectorAll("#history tbody tr").length === 0);
+    await page.selectOption("select[aria-label=Status]", "Completed");
+    await page.waitForFunction(() => document.querySelectorAll("#history tbody tr td.status-Completed").length === 25);
+
     step("live connection lost");
     await page.route("**/dashboard/api/live", (r) => r.abort());
     await page.evaluate(() => live.start());
