@@ -14,6 +14,12 @@ func RedactURLs(list string) string {
 			parts[i] = redactUnparsable(strings.TrimSpace(raw))
 			continue
 		}
+		if u.User == nil && strings.Contains(raw, "@") {
+			// An '@' net/url did not take for the end of a user part (a password holding '/'
+			// ends the authority early): mask by hand.
+			parts[i] = redactUnparsable(strings.TrimSpace(raw))
+			continue
+		}
 		if u.User != nil {
 			if _, hasPassword := u.User.Password(); !hasPassword {
 				u.User = url.User("xxxxx") // nats://TOKEN@host: the user part is the secret
@@ -25,17 +31,16 @@ func RedactURLs(list string) string {
 }
 
 // redactUnparsable masks the user and password of a URL net/url does not parse (a bad port, a
-// space in the host): whatever stands between the scheme and the last '@' of the authority.
+// space in the host, a password holding '/'): whatever stands between the scheme and the last
+// '@'.
 func redactUnparsable(raw string) string {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
 		return "(unparsable URL)"
 	}
-	end := strings.IndexAny(rest, "/?#")
-	if end < 0 {
-		end = len(rest)
-	}
-	if at := strings.LastIndex(rest[:end], "@"); at >= 0 {
+	// The user part ends at the last '@': a password may hold '/' or '?' (NATS URLs have no
+	// path or query that would hold an '@').
+	if at := strings.LastIndex(rest, "@"); at >= 0 {
 		rest = "xxxxx" + rest[at:]
 	}
 	return scheme + "://" + rest

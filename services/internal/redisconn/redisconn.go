@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -103,31 +104,30 @@ func (o Options) LogValue() slog.Value {
 	return slog.GroupValue(attrs...)
 }
 
-// Redact masks the password of a Redis URL of any of the forms (config.RedactURLs would split
-// the hosts of a cluster or sentinel URL at their commas).
+// Redact masks the passwords of a Redis URL of any of the forms (config.RedactURLs would split
+// the hosts of a cluster or sentinel URL at their commas): the user's, whatever it holds (a
+// base64 password written unencoded has '/' and '+'), and a sentinel_password in the query.
 func Redact(raw string) string {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
 		return config.RedactURLs(raw)
 	}
-	authority, path, hasPath := strings.Cut(rest, "/")
-	at := strings.LastIndex(authority, "@")
+	rest = queryPassword.ReplaceAllString(rest, "${1}xxxxx")
+	// The userinfo ends at the last '@': a password may hold '/', '?' or ':', the hosts, the
+	// master's name and the database do not hold '@', and the query's passwords are masked.
+	at := strings.LastIndex(rest, "@")
 	if at < 0 {
-		return raw
+		return scheme + "://" + rest
 	}
-	user, _, hasPassword := strings.Cut(authority[:at], ":")
-	switch {
-	case hasPassword:
-		authority = user + ":xxxxx" + authority[at:]
-	default:
-		authority = "xxxxx" + authority[at:]
+	if user, _, hasPassword := strings.Cut(rest[:at], ":"); hasPassword && !strings.ContainsAny(user, "/?#") {
+		return scheme + "://" + user + ":xxxxx" + rest[at:]
 	}
-	out := scheme + "://" + authority
-	if hasPath {
-		out += "/" + path
-	}
-	return out
+	return scheme + "://xxxxx" + rest[at:]
 }
+
+// queryPassword is a query parameter whose name ends in "password" (sentinel_password), up to
+// the next parameter.
+var queryPassword = regexp.MustCompile(`(?i)([?&][a-z_]*password=)[^&]*`)
 
 // topology is a parsed URL.
 type topology struct {
@@ -142,9 +142,13 @@ type topology struct {
 	serverURL          string // the one-server URL as go-redis parses it
 }
 
-// withoutURL is err without the URL net/url writes into its errors (parse "redis://:pw@…"),
-// which holds the password: what is wrong stays, the URL is given redacted beside it.
-func withoutURL(err error) error {
+// parseReason is what may be said of a Redis URL that does not parse: net/url's and go-redis's
+// errors quote the URL or parts of it (a port, a database) that, when the URL has a user part,
+// may be pieces of a password holding '/' or '?'. Without a user part it is their reason.
+func parseReason(raw string, err error) error {
+	if strings.Contains(raw, "@") {
+		return errors.New("it does not parse (a password holding '/', '?', '#', '@' or '%' must be percent-encoded, or given as REDIS_PASSWORD)")
+	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		return ue.Err
@@ -178,7 +182,7 @@ func parse(raw string) (topology, error) {
 			return t, errors.New("one server only in a redis:// URL: for several, use redis+cluster:// or redis+sentinel://")
 		}
 		if _, err := redis.ParseURL(raw); err != nil {
-			return t, fmt.Errorf("%q: %w", Redact(raw), withoutURL(err))
+			return t, fmt.Errorf("%q: %w", Redact(raw), parseReason(raw, err))
 		}
 		t.serverURL = raw
 		return t, nil
@@ -292,7 +296,7 @@ func (o Options) Client(name string) (redis.UniversalClient, error) {
 	}
 	opts, err := redis.ParseURL(t.serverURL)
 	if err != nil {
-		return nil, fmt.Errorf("Redis URL %s: %w", Redact(o.URL), withoutURL(err))
+		return nil, fmt.Errorf("Redis URL %s: %w", Redact(o.URL), parseReason(t.serverURL, err))
 	}
 	opts.ClientName = name
 	opts.ContextTimeoutEnabled = true
