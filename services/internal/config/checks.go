@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -18,17 +17,7 @@ func ServerURLs(list string, schemes ...string) error {
 	for _, raw := range strings.Split(list, ",") {
 		u, err := url.Parse(strings.TrimSpace(raw))
 		if err != nil {
-			// url.Error quotes the raw URL, and its reason may quote a piece of it (a port)
-			// that, with a user part, can be a piece of a password holding '/': only what is
-			// wrong is kept, and nothing of a URL with a user part.
-			var ue *url.Error
-			switch {
-			case strings.Contains(raw, "@"):
-				err = errors.New("it does not parse (a password or token holding '/', '?', '#', '@' or '%' must be percent-encoded)")
-			case errors.As(err, &ue):
-				err = ue.Err
-			}
-			return fmt.Errorf("%q is not a URL: %w", RedactURLs(raw), err)
+			return fmt.Errorf("%q is not a URL: %w", RedactURLs(raw), URLReason(strings.TrimSpace(raw), err))
 		}
 		if !slices.Contains(schemes, u.Scheme) {
 			return fmt.Errorf("%q: scheme must be one of %s", u.Redacted(), strings.Join(schemes, ", "))

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"net/url"
 	"strings"
 )
@@ -44,4 +45,30 @@ func redactUnparsable(raw string) string {
 		rest = "xxxxx" + rest[at:]
 	}
 	return scheme + "://" + rest
+}
+
+// URLReason is what may be said of why a URL with credentials does not parse. net/url's errors
+// quote the whole URL, and their reasons (and go-redis's) quote pieces of it, a port or a
+// database, that are pieces of the password when it holds '/' or '?' unencoded. The reason is
+// kept unless it holds a piece of the user part; then it says only how to write the password.
+func URLReason(raw string, err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	_, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return err
+	}
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return err
+	}
+	separator := func(r rune) bool { return strings.ContainsRune(":/?#", r) }
+	for _, piece := range strings.FieldsFunc(rest[:at], separator) {
+		if strings.Contains(err.Error(), piece) {
+			return errors.New("it does not parse (a password or token holding '/', '?', '#', '@' or '%' must be percent-encoded)")
+		}
+	}
+	return err
 }

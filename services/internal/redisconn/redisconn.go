@@ -142,20 +142,6 @@ type topology struct {
 	serverURL          string // the one-server URL as go-redis parses it
 }
 
-// parseReason is what may be said of a Redis URL that does not parse: net/url's and go-redis's
-// errors quote the URL or parts of it (a port, a database) that, when the URL has a user part,
-// may be pieces of a password holding '/' or '?'. Without a user part it is their reason.
-func parseReason(raw string, err error) error {
-	if strings.Contains(raw, "@") {
-		return errors.New("it does not parse (a password holding '/', '?', '#', '@' or '%' must be percent-encoded, or given as REDIS_PASSWORD)")
-	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
-}
-
 func checkURL(v string) error {
 	_, err := parse(v)
 	return err
@@ -182,7 +168,7 @@ func parse(raw string) (topology, error) {
 			return t, errors.New("one server only in a redis:// URL: for several, use redis+cluster:// or redis+sentinel://")
 		}
 		if _, err := redis.ParseURL(raw); err != nil {
-			return t, fmt.Errorf("%q: %w", Redact(raw), parseReason(raw, err))
+			return t, fmt.Errorf("%q: %w", Redact(raw), config.URLReason(raw, err))
 		}
 		t.serverURL = raw
 		return t, nil
@@ -296,7 +282,7 @@ func (o Options) Client(name string) (redis.UniversalClient, error) {
 	}
 	opts, err := redis.ParseURL(t.serverURL)
 	if err != nil {
-		return nil, fmt.Errorf("Redis URL %s: %w", Redact(o.URL), parseReason(t.serverURL, err))
+		return nil, fmt.Errorf("Redis URL %s: %w", Redact(o.URL), config.URLReason(t.serverURL, err))
 	}
 	opts.ClientName = name
 	opts.ContextTimeoutEnabled = true
