@@ -55,7 +55,8 @@ func TestDashboardInChromium(t *testing.T) {
 	}
 	put("/jobs/http-ok", job("/ok", ""))
 	put("/jobs/http-fail", job("/fail", ""))
-	put("/jobs/report", job("/report", `, "authentication": {"type": "Basic", "username": "u", "password": "report-secret"}`))
+	put("/jobs/report", job("/report", `, "headers": {"x-functions-key": "report-function-key"},
+		"authentication": {"type": "Basic", "username": "u", "password": "report-secret"}`))
 
 	nc, err := nats.Connect(s.natsURL)
 	if err != nil {

@@ -418,7 +418,37 @@ func (s *Server) job(c *call) (any, error) {
 	}
 	_, _ = s.api.Call(c.ctx, map[string]int{"count": 20}, &runs, "jobs", "runs", coll.Name, c.r.PathValue("j"))
 	return map[string]any{"collection": infoOf(coll), "job": d, "runs": runs.Value, "local": inZone(runs.Value, d.Properties.Recurrence),
-		"reason": runs.Reason}, nil
+		"reason": runs.Reason, "secretHeaders": secretHeaders(d.Properties.Action)}, nil
+}
+
+// secretHeaders names the headers of an action and its error action that hold a secret (an
+// Authorization or API-key header): the planners answer their values empty, and the page says
+// they are set.
+func secretHeaders(a *job.Action) []string {
+	out := []string{}
+	if a == nil {
+		return out
+	}
+	specs := []*job.ActionSpec{&a.ActionSpec}
+	if a.ErrorAction != nil {
+		specs = append(specs, &a.ErrorAction.ActionSpec)
+	}
+	for i, spec := range specs {
+		if spec.Request == nil {
+			continue
+		}
+		var names []string
+		for name := range spec.Request.Headers {
+			if job.IsSecretMember("headers", name) {
+				names = append(names, name)
+			}
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			out = append(out, []string{"action", "errorAction"}[i]+".request.headers."+name)
+		}
+	}
+	return out
 }
 
 func (s *Server) history(c *call) (any, error) {
