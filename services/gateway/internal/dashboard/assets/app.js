@@ -337,7 +337,7 @@ function secretSummary(action) {
 // onJobPage reports whether the address is still job j of collection c: a read that ends after
 // the user went elsewhere must not draw over the page they went to.
 function onJobPage(c, j) {
-  const parts = location.hash.replace(/^#/, "").split("?")[0].split("/").filter(Boolean).map(decodeURIComponent);
+  const parts = addressParts();
   return parts.length === 3 && parts[0] === "job" && parts[1] === c && parts[2] === j;
 }
 
@@ -668,6 +668,11 @@ function saveForm(schedule) {
 
 // ---- routing ----------------------------------------------------------------------------------
 
+// addressParts is the page's address (#/job/<c>/<j>?…) as its decoded parts, without the query.
+function addressParts() {
+  return location.hash.replace(/^#/, "").split("?")[0].split("/").filter(Boolean).map(decodeURIComponent);
+}
+
 async function route() {
   const path = location.hash.replace(/^#/, "").split("?")[0] || "/";
   if (path === "/login") return loginPage();
@@ -677,7 +682,7 @@ async function route() {
     document.getElementById("signout").hidden = false;
     live.start();
   }
-  const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
+  const parts = addressParts();
   if (parts.length === 0) return overviewPage();
   if (parts[0] === "jobs") return jobsPage();
   if (parts[0] === "job" && parts.length === 3) return jobPage(parts[1], parts[2]);
@@ -688,7 +693,7 @@ async function route() {
 applyTheme();
 window.addEventListener("hashchange", route);
 // The overview counts results: it reads them again at most every 2 s while they come.
-function onOverview() { return (location.hash || "#/").split("?")[0] === "#/"; }
+function onOverview() { return addressParts().length === 0; }
 const overviewAgain = throttle(() => { if (onOverview()) overviewPage(true); }, 2000);
 live.on((m) => { if (onOverview() && m.kind === "result") overviewAgain(); });
 route();
