@@ -57,7 +57,7 @@ func (c *certCache) client(pfx, password string) (*http.Client, error) {
 	t := c.base.Clone()
 	t.TLSClientConfig = c.base.TLSClientConfig.Clone()
 	t.TLSClientConfig.Certificates = []tls.Certificate{cert}
-	client := &http.Client{Transport: t}
+	client := newClient(t)
 
 	c.mu.Lock()
 	defer c.mu.Unlock()

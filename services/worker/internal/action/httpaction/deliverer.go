@@ -4,7 +4,8 @@
 // success; any other answer, a transport error or the time-out is a retryable failure; an
 // action that can never be sent (no request, a bad URI or method, an unreadable certificate)
 // fails permanently. The history message summarises the answer in the original service's
-// format (reference, section 6.8).
+// format (reference, section 6.8). Redirects are followed without handing the action's
+// credentials to another origin (checkRedirect).
 //
 // Connections are kept alive: one transport serves every action without a client
 // certificate, and one transport per certificate serves the others, kept in a bounded cache.
@@ -93,7 +94,7 @@ func New(o Options) *Deliverer {
 		o.Clock = time.Now
 	}
 	base := newTransport(o.RootCAs)
-	client := &http.Client{Transport: base}
+	client := newClient(base)
 	return &Deliverer{
 		timeout: o.Timeout,
 		client:  client,
@@ -110,6 +111,11 @@ func newTransport(rootCAs *x509.CertPool) *http.Transport {
 	t.MaxIdleConnsPerHost = 64
 	t.TLSClientConfig = &tls.Config{RootCAs: rootCAs, MinVersion: tls.VersionTLS12}
 	return t
+}
+
+// newClient is a client of the transport with the redirect policy (checkRedirect).
+func newClient(t *http.Transport) *http.Client {
+	return &http.Client{Transport: t, CheckRedirect: checkRedirect}
 }
 
 // Close releases idle connections.
