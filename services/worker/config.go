@@ -11,6 +11,7 @@ import (
 	"github.com/resched/resched/services/internal/config"
 	"github.com/resched/resched/services/internal/natsconn"
 	"github.com/resched/resched/services/internal/secrets"
+	"github.com/resched/resched/services/worker/internal/action/httpaction"
 )
 
 // envPrefix starts the name of every worker-only environment variable. NATS_URL is unprefixed:
@@ -46,6 +47,7 @@ type Config struct {
 	StreamReplicas   int           // replicas of the streams, when a worker is the first to create them
 	PlacementTags    string        // comma-separated server tags the streams are placed on, when created
 
+	DenyNetworks         string // addresses no HTTP action may connect to (httpaction.ParseNetworks)
 	OAuthAuthority       string // where ActiveDirectoryOAuth tokens come from
 	StorageQueueEndpoint string // queue service URL template with {account}
 	StorageQueueBase64   bool   // base64-encode the envelope
@@ -71,6 +73,7 @@ func defaultConfig() Config {
 		ResultLinger:         100 * time.Millisecond,
 		ResultMaxWait:        500 * time.Millisecond,
 		StreamReplicas:       1,
+		DenyNetworks:         httpaction.DefaultDenyNetworks,
 		OAuthAuthority:       "https://login.microsoftonline.com",
 		StorageQueueEndpoint: "https://{account}.queue.core.windows.net",
 		ServiceBusEndpoint:   "sb://{namespace}.servicebus.windows.net",
@@ -100,6 +103,7 @@ func (c *Config) settings() []config.Setting {
 		config.Define("result linger", "result-linger", p+"RESULT_LINGER", "how long a result waits for others to go with it in one message to the planners (0: at once); the due message is settled after", config.Duration(&c.ResultLinger, 0)),
 		config.Define("stream replicas", "stream-replicas", p+"STREAM_REPLICAS", "JetStream replicas of the streams, when a worker is the first to create them", config.Int(&c.StreamReplicas, 1, 5)),
 		config.Define("stream placement tags", "stream-placement-tags", p+"STREAM_PLACEMENT_TAGS", "comma-separated server tags of the NATS servers that hold the streams, when a worker is the first to create them", config.OptionalText(&c.PlacementTags, checkTags)),
+		config.Define("deny networks", "deny-networks", p+"DENY_NETWORKS", "addresses no HTTP action may connect to, redirects and names resolved included: comma-separated networks (10.0.0.0/8), addresses, metadata (the cloud metadata services), loopback, private, or none", config.Text(&c.DenyNetworks, checkNetworks)),
 		config.Define("OAuth authority", "oauth-authority", p+"OAUTH_AUTHORITY", "where ActiveDirectoryOAuth tokens come from: <authority>/<tenant>/oauth2/token", config.Text(&c.OAuthAuthority, checkAuthority)),
 		config.Define("Storage Queue endpoint", "storage-queue-endpoint", p+"STORAGE_QUEUE_ENDPOINT", "queue service URL, {account} standing for the job's storage account (Azurite: http://127.0.0.1:10001/{account})", config.Text(&c.StorageQueueEndpoint, checkTemplate("{account}", "http", "https"))),
 		config.Define("Storage Queue base64", "storage-queue-base64", p+"STORAGE_QUEUE_BASE64", "base64-encode the Storage Queue envelope, for consumers that expect it", config.Bool(&c.StorageQueueBase64)),
@@ -160,12 +164,19 @@ func (c Config) LogValue() slog.Value {
 		slog.String("result_max_wait", config.FormatDuration(c.ResultMaxWait)),
 		slog.Int("stream_replicas", c.StreamReplicas),
 		slog.String("stream_placement_tags", c.PlacementTags),
+		slog.String("deny_networks", c.DenyNetworks),
 		slog.String("oauth_authority", config.RedactURLs(c.OAuthAuthority)),
 		slog.String("storage_queue_endpoint", redactTemplate(c.StorageQueueEndpoint, "{account}")),
 		slog.Bool("storage_queue_base64", c.StorageQueueBase64),
 		slog.String("servicebus_endpoint", redactTemplate(c.ServiceBusEndpoint, "{namespace}")),
 		slog.Bool("servicebus_emulator", c.ServiceBusEmulator),
 	)
+}
+
+// checkNetworks accepts a deny list httpaction reads.
+func checkNetworks(v string) error {
+	_, err := httpaction.ParseNetworks(v)
+	return err
 }
 
 // checkAuthority accepts one http(s) URL without a query: the tenant and the token path are

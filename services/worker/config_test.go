@@ -45,6 +45,7 @@ func TestParseConfig(t *testing.T) {
 				"RESCHED_WORKER_SHUTDOWN_TIMEOUT":       "45s",
 				"RESCHED_WORKER_STREAM_REPLICAS":        "3",
 				"RESCHED_WORKER_OAUTH_AUTHORITY":        "https://login.microsoftonline.us",
+				"RESCHED_WORKER_DENY_NETWORKS":          "metadata, private, 192.0.2.1",
 				"RESCHED_WORKER_STORAGE_QUEUE_ENDPOINT": "http://127.0.0.1:10001/{account}",
 				"RESCHED_WORKER_STORAGE_QUEUE_BASE64":   "true",
 				"RESCHED_WORKER_SERVICEBUS_ENDPOINT":    "sb://127.0.0.1:5672",
@@ -66,6 +67,7 @@ func TestParseConfig(t *testing.T) {
 				c.ShutdownTimeout = 45 * time.Second
 				c.StreamReplicas = 3
 				c.OAuthAuthority = "https://login.microsoftonline.us"
+				c.DenyNetworks = "metadata, private, 192.0.2.1"
 				c.StorageQueueEndpoint = "http://127.0.0.1:10001/{account}"
 				c.StorageQueueBase64 = true
 				c.ServiceBusEndpoint = "sb://127.0.0.1:5672"
@@ -132,6 +134,7 @@ func TestParseConfigRejects(t *testing.T) {
 		{name: "duration", args: []string{"-http-timeout", "soon"}, want: []string{"-http-timeout", `"soon"`}},
 		{name: "listen address", args: []string{"-http-addr", "8082"}, want: []string{"-http-addr"}},
 		{name: "authority", env: map[string]string{"RESCHED_WORKER_OAUTH_AUTHORITY": "ftp://login"}, want: []string{"RESCHED_WORKER_OAUTH_AUTHORITY", "scheme"}},
+		{name: "deny networks", env: map[string]string{"RESCHED_WORKER_DENY_NETWORKS": "metadata,10.0.0.0/33"}, want: []string{"RESCHED_WORKER_DENY_NETWORKS", `"10.0.0.0/33" is not a network`}},
 		{name: "storage endpoint with a query", env: map[string]string{"RESCHED_WORKER_STORAGE_QUEUE_ENDPOINT": "https://{account}.q.example/?sv=1"}, want: []string{"STORAGE_QUEUE_ENDPOINT", "{account}.q.example", "without a query"}},
 		{name: "service bus endpoint scheme", env: map[string]string{"RESCHED_WORKER_SERVICEBUS_ENDPOINT": "amqp://{namespace}.example"}, want: []string{"SERVICEBUS_ENDPOINT", "scheme"}},
 		{name: "boolean", env: map[string]string{"RESCHED_WORKER_SERVICEBUS_EMULATOR": "maybe"}, want: []string{"SERVICEBUS_EMULATOR", `"maybe"`}},

@@ -13,7 +13,11 @@ import (
 
 // deliverers builds the deliverer of every action type. close releases their connections.
 func deliverers(cfg Config) (reg action.Registry, close func(context.Context), err error) {
-	h := httpaction.New(httpaction.Options{Timeout: cfg.AttemptTimeout, OAuthAuthority: cfg.OAuthAuthority})
+	deny, err := httpaction.ParseNetworks(cfg.DenyNetworks)
+	if err != nil {
+		return nil, nil, fmt.Errorf("deny networks: %w", err)
+	}
+	h := httpaction.New(httpaction.Options{Timeout: cfg.AttemptTimeout, OAuthAuthority: cfg.OAuthAuthority, DenyNetworks: deny})
 	sq, err := storagequeue.New(storagequeue.Config{
 		Endpoint: cfg.StorageQueueEndpoint, Base64: cfg.StorageQueueBase64, Timeout: cfg.AttemptTimeout,
 	})

@@ -19,7 +19,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -69,6 +71,9 @@ type Options struct {
 	MaxCertificates int
 	// Clock tells the time for token expiry; default time.Now.
 	Clock func() time.Time
+	// DenyNetworks are the addresses no request may connect to (ParseNetworks); nil means
+	// DefaultDenyNetworks, an empty list none.
+	DenyNetworks []netip.Prefix
 }
 
 // Deliverer delivers HTTP actions. It is safe for concurrent use.
@@ -93,7 +98,10 @@ func New(o Options) *Deliverer {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
-	base := newTransport(o.RootCAs)
+	if o.DenyNetworks == nil {
+		o.DenyNetworks, _ = ParseNetworks(DefaultDenyNetworks)
+	}
+	base := newTransport(o.RootCAs, guard{o.DenyNetworks})
 	client := newClient(base)
 	return &Deliverer{
 		timeout: o.Timeout,
@@ -104,9 +112,11 @@ func New(o Options) *Deliverer {
 }
 
 // newTransport is the shared transport: keep-alive with enough idle connections for a busy
-// worker calling a few hosts often.
-func newTransport(rootCAs *x509.CertPool) *http.Transport {
+// worker calling a few hosts often, and no connection the guard refuses.
+func newTransport(rootCAs *x509.CertPool, g guard) *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
+	// net/http's own dialer settings, with the guard.
+	t.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: g.control}).DialContext
 	t.MaxIdleConns = 512
 	t.MaxIdleConnsPerHost = 64
 	t.TLSClientConfig = &tls.Config{RootCAs: rootCAs, MinVersion: tls.VersionTLS12}
@@ -151,6 +161,9 @@ func (d *Deliverer) Deliver(ctx context.Context, a *job.ActionSpec, m action.Met
 	}
 	resp, err := client.Do(req)
 	if err != nil {
+		if denied(err) { // the same address is refused again at every retry
+			return failure(host, action.Permanent(transportError(ctx, err)))
+		}
 		return failure(host, transportError(ctx, err))
 	}
 	msg := summarise(host, resp)
