@@ -89,6 +89,11 @@ func parseConfig(args []string, getenv func(string) string, output io.Writer) (C
 	}
 	if len(errs) == 0 {
 		errs = cfg.NATS.Check()
+		if cfg.OIDCIssuer != "" && cfg.OIDCAudience == "" {
+			// Without it, a token the issuer made for any other application (for Entra ID, any
+			// app of the tenant) would be accepted here.
+			errs = append(errs, errors.New("-oidc-audience (RESCHED_GATEWAY_OIDC_AUDIENCE) is required with -oidc-issuer: without it the gateway would accept the issuer's tokens for any application"))
+		}
 		if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 			errs = append(errs, errors.New("-tls-cert (RESCHED_GATEWAY_TLS_CERT) and -tls-key (RESCHED_GATEWAY_TLS_KEY): both or neither"))
 		}

@@ -29,6 +29,8 @@ func TestConfigRefusesWhatCannotWork(t *testing.T) {
 		{"a bad role and scope", map[string]string{"RESCHED_GATEWAY_ACCESS_FILE": bad}, `role "admin"`},
 		{"a certificate without its key", map[string]string{"RESCHED_GATEWAY_ACCESS_FILE": good, "RESCHED_GATEWAY_TLS_CERT": "c.pem"}, "both or neither"},
 		{"an issuer that is not a URL", map[string]string{"RESCHED_GATEWAY_ACCESS_FILE": good, "RESCHED_GATEWAY_OIDC_ISSUER": "login"}, "OIDC_ISSUER"},
+		{"an issuer without an audience", map[string]string{"RESCHED_GATEWAY_ACCESS_FILE": good, "RESCHED_GATEWAY_OIDC_ISSUER": "https://login.example"}, "RESCHED_GATEWAY_OIDC_AUDIENCE) is required"},
+		{"an issuer with an audience", map[string]string{"RESCHED_GATEWAY_ACCESS_FILE": good, "RESCHED_GATEWAY_OIDC_ISSUER": "https://login.example", "RESCHED_GATEWAY_OIDC_AUDIENCE": "api://resched"}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := parseConfig(nil, env(c.env), io.Discard)

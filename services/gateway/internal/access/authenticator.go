@@ -27,7 +27,7 @@ type Authenticator struct {
 // fetched from Issuer, the keys cached and fetched again when a token names an unknown one.
 type OIDC struct {
 	Issuer   string // e.g. https://login.microsoftonline.com/<tenant>/v2.0
-	Audience string // the "aud" every token must carry
+	Audience string // the "aud" every token must carry; required with an issuer
 }
 
 // New builds an authenticator over the access file and, when o.Issuer is set, the issuer. The
@@ -37,11 +37,14 @@ func New(ctx context.Context, f *File, o OIDC) (*Authenticator, error) {
 	if o.Issuer == "" {
 		return a, nil
 	}
+	if o.Audience == "" {
+		return nil, fmt.Errorf("OpenID Connect issuer %s without an audience: the issuer's tokens for any application would be accepted", o.Issuer)
+	}
 	provider, err := oidc.NewProvider(ctx, o.Issuer)
 	if err != nil {
 		return nil, fmt.Errorf("OpenID Connect issuer %s: %w", o.Issuer, err)
 	}
-	a.verifier = provider.Verifier(&oidc.Config{ClientID: o.Audience, SkipClientIDCheck: o.Audience == ""})
+	a.verifier = provider.Verifier(&oidc.Config{ClientID: o.Audience})
 	return a, nil
 }
 
