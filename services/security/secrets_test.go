@@ -40,7 +40,7 @@ func secretJobs(t *testing.T, tg *target) map[string][]byte {
 	jobs := map[string]map[string]any{
 		"basic": withSAS(map[string]any{"type": "Http", "request": map[string]any{"method": "POST", "uri": tg.url("/c/basic"),
 			"authentication": map[string]any{"type": "Basic", "username": "svc", "password": "BASIC-SECRET-4711"}}}),
-		"bearer": {"type": "Http", "request": map[string]any{"method": "POST", "uri": tg.url("/c/bearer"),
+		"bearer": {"type": "Http", "request": map[string]any{"method": "POST", "uri": tg.url("/c/bearer?code=FUNCTION-CODE-9090"),
 			"headers": map[string]string{"Authorization": "Bearer HEADER-SECRET-0815", "x-functions-key": "FUNCTION-KEY-4242"}}},
 		"intake": {"type": "Http", "request": map[string]any{"method": "POST", "uri": tg.url("/c/intake"),
 			"authentication": map[string]any{"type": "Basic", "username": "svc", "password": "INTAKE-SECRET-2323"}}},
@@ -57,7 +57,7 @@ func secretJobs(t *testing.T, tg *target) map[string][]byte {
 	return out
 }
 
-var secretValues = []string{"BASIC-SECRET-4711", "SAS-SECRET-31337", "HEADER-SECRET-0815", "INTAKE-SECRET-2323", "FUNCTION-KEY-4242"}
+var secretValues = []string{"BASIC-SECRET-4711", "SAS-SECRET-31337", "HEADER-SECRET-0815", "INTAKE-SECRET-2323", "FUNCTION-KEY-4242", "FUNCTION-CODE-9090"}
 
 // wantAuthorization is what the target must receive from each job.
 var wantAuthorization = map[string]string{
@@ -157,6 +157,10 @@ func TestSecretsAreSealedEndToEnd(t *testing.T) {
 		sc.ctl(t, "job", verb, "c/"+name, "-f", writeFile(t, dir, name+".json", def))
 	}
 	checkDelivered(t, sc, since)
+	answer := sc.ctl(t, "job", "get", "c/bearer", "-o", "json")
+	if found := holding(answer); len(found) > 0 || !strings.Contains(answer, "/c/bearer?code=") {
+		t.Errorf("the API answers %v, or not the URI without its code: %s", found, answer)
+	}
 
 	// Nothing in clear where it rests or travels.
 	testenv.Eventually(t, 10*time.Second, "due messages seen", func() bool { return len(due.all()) >= 6 })
@@ -246,8 +250,8 @@ func checkDelivered(t *testing.T, sc *scheduler, since time.Time) {
 		if got.authorization != want {
 			t.Errorf("%s: the target got Authorization %q, want %q", name, got.authorization, want)
 		}
-		if name == "bearer" && got.functionKey != "FUNCTION-KEY-4242" {
-			t.Errorf("%s: the target got x-functions-key %q, want the job's", name, got.functionKey)
+		if name == "bearer" && (got.functionKey != "FUNCTION-KEY-4242" || got.code != "FUNCTION-CODE-9090") {
+			t.Errorf("%s: the target got x-functions-key %q and code %q, want the job's", name, got.functionKey, got.code)
 		}
 	}
 }

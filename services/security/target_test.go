@@ -23,6 +23,7 @@ type hit struct {
 	at            time.Time
 	authorization string // the Authorization header as received
 	functionKey   string // the x-functions-key header (an Azure Function's key)
+	code          string // the query's code (the same, in the URL)
 }
 
 func startTarget(t *testing.T) *target {
@@ -35,7 +36,7 @@ func startTarget(t *testing.T) *target {
 	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tg.mu.Lock()
 		tg.hits[r.URL.Path] = append(tg.hits[r.URL.Path], hit{at: time.Now(), authorization: r.Header.Get("Authorization"),
-			functionKey: r.Header.Get("X-Functions-Key")})
+			functionKey: r.Header.Get("X-Functions-Key"), code: r.URL.Query().Get("code")})
 		tg.mu.Unlock()
 	})}
 	go func() { _ = srv.Serve(l) }()

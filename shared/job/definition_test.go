@@ -16,7 +16,7 @@ const secretJob = `{
     "action": {
       "type": "Https",
       "request": {
-        "uri": "https://localhost:8443/hook", "method": "POST",
+        "uri": "https://localhost:8443/hook?a=1&code=SECRET-CODE&empty=&Sig=SECRET-SIG#frag", "method": "POST",
         "headers": {"Content-Type": "application/json", "authorization": "Bearer SECRET-HEADER", "x-functions-key": "SECRET-FUNCTION-KEY"}, "body": "{}",
         "authentication": {"type": "ClientCertificate", "pfx": "SECRET-PFX", "password": "SECRET-CERT-PASSWORD"}
       },
@@ -31,7 +31,7 @@ const secretJob = `{
   }
 }`
 
-var secretValues = []string{"SECRET-HEADER", "SECRET-FUNCTION-KEY", "SECRET-PFX", "SECRET-CERT-PASSWORD", "SECRET-SAS", "SECRET-BASIC", "SECRET-OAUTH", "SECRET-SBKEY"}
+var secretValues = []string{"SECRET-HEADER", "SECRET-FUNCTION-KEY", "SECRET-CODE", "SECRET-SIG", "SECRET-APIKEY", "SECRET-PFX", "SECRET-CERT-PASSWORD", "SECRET-SAS", "SECRET-BASIC", "SECRET-OAUTH", "SECRET-SBKEY"}
 
 // secretDefinition returns secretJob plus the secrets that cannot share one action.
 func secretDefinition(t *testing.T) *Definition {
@@ -41,7 +41,7 @@ func secretDefinition(t *testing.T) *Definition {
 		t.Fatal(err)
 	}
 	basic := &ErrorAction{ActionSpec{Type: ActionHTTP, Request: &HTTPRequest{
-		URI: "http://localhost:8080/", Method: "GET",
+		URI: "http://localhost:8080/?api-key=SECRET-APIKEY", Method: "GET",
 		Authentication: &HTTPAuthentication{Type: AuthBasic, Username: "u", Password: "SECRET-BASIC"},
 	}}}
 	oauth := &HTTPAuthentication{Type: AuthActiveDirectoryOAuth, Tenant: "t", Audience: "a", ClientID: "c", Secret: "SECRET-OAUTH"}

@@ -58,8 +58,9 @@ type HTTPAuthentication struct {
 	Secret   string `json:"secret,omitempty"` // secret
 }
 
-// Redacted returns a deep copy with every secret cleared: the authentication's and the values
-// of the SecretHeaders (their names stay, to show that one is set).
+// Redacted returns a deep copy with every secret cleared: the authentication's, the values of
+// the SecretHeaders and of the URI's SecretQueryParameters (their names stay, to show that one
+// is set).
 func (r *HTTPRequest) Redacted() *HTTPRequest {
 	if r == nil {
 		return nil
@@ -71,6 +72,7 @@ func (r *HTTPRequest) Redacted() *HTTPRequest {
 			c.Headers[k] = ""
 		}
 	}
+	_ = rewriteQuery("", &c.URI, func(string, string) (string, error) { return "", nil })
 	c.Authentication = r.Authentication.Redacted()
 	return &c
 }

@@ -2,6 +2,7 @@ package job
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 )
 
@@ -10,9 +11,16 @@ import (
 // and the common API-key header), so it is kept, sealed and redacted the way passwords are.
 var SecretHeaders = []string{"Authorization", "Proxy-Authorization", "X-Functions-Key", "Ocp-Apim-Subscription-Key", "X-Api-Key"}
 
+// SecretQueryParameters are the parameters of a request URI's query whose values are keys: an
+// Azure Function's code, the signature of a Logic App trigger's URL or of any SAS URL, API
+// Management's subscription-key and the common API-key names. Each value is kept, sealed and
+// redacted the way passwords are; the rest of the URI is not a secret.
+var SecretQueryParameters = []string{"code", "sig", "subscription-key", "api-key", "apikey", "api_key", "access_token"}
+
 // RewriteSecrets calls f with every non-empty secret of the action and its error action and
 // stores what f returns in its place: the password, PFX and OAuth secret of an HTTP request,
-// the values of its SecretHeaders, the SAS token of a Storage Queue message and the
+// the values of its SecretHeaders and of its URI's SecretQueryParameters, the SAS token of a
+// Storage Queue message and the
 // shared access key of a Service Bus message. The path names the field the way an error
 // about it should ("errorAction.request.authentication.password"); it is stable, so it may
 // bind a sealed value to its field. The first error stops the walk and is returned.
@@ -72,9 +80,57 @@ func (s *ActionSpec) rewriteSecrets(at string, f func(path, value string) (strin
 		*fld.v = v
 	}
 	if s.Request != nil {
-		return rewriteHeaders(at, s.Request.Headers, f)
+		if err := rewriteHeaders(at, s.Request.Headers, f); err != nil {
+			return err
+		}
+		return rewriteQuery(at, &s.Request.URI, f)
 	}
 	return nil
+}
+
+// rewriteQuery rewrites the values of the SecretQueryParameters in the query of uri, as
+// written (a value still percent-encoded is given to f so, and put back so), leaving every
+// other byte of the URI as it was. The path of a value is <at>.request.uri.query.<name>.
+func rewriteQuery(at string, uri *string, f func(path, value string) (string, error)) error {
+	base, rest, ok := strings.Cut(*uri, "?")
+	if !ok {
+		return nil
+	}
+	query, fragment, hasFragment := strings.Cut(rest, "#")
+	params := strings.Split(query, "&")
+	changed := false
+	for i, p := range params {
+		name, v, ok := strings.Cut(p, "=")
+		if !ok || v == "" || !isSecretQueryParameter(name) {
+			continue
+		}
+		nv, err := f(at+".request.uri.query."+name, v)
+		if err != nil {
+			return err
+		}
+		params[i], changed = name+"="+nv, true
+	}
+	if changed {
+		*uri = base + "?" + strings.Join(params, "&")
+		if hasFragment {
+			*uri += "#" + fragment
+		}
+	}
+	return nil
+}
+
+// isSecretQueryParameter compares a name as written in a query (perhaps percent-encoded) with
+// the SecretQueryParameters, without case.
+func isSecretQueryParameter(name string) bool {
+	if n, err := url.QueryUnescape(name); err == nil {
+		name = n
+	}
+	for _, p := range SecretQueryParameters {
+		if strings.EqualFold(name, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func rewriteHeaders(at string, h map[string]string, f func(path, value string) (string, error)) error {
@@ -108,8 +164,11 @@ var secretMembers = []string{"password", "pfx", "secret", "sasToken", "sasKey"}
 // one of the fields RewriteSecrets walks, or one of SecretHeaders in a headers object. An
 // error about such a member must not quote its value.
 func IsSecretMember(parent, name string) bool {
-	if strings.EqualFold(parent, "headers") {
+	switch {
+	case strings.EqualFold(parent, "headers"):
 		return isSecretHeader(name)
+	case parent == "query": // only in RewriteSecrets' paths: no JSON member of a job has this name
+		return isSecretQueryParameter(name)
 	}
 	for _, m := range secretMembers {
 		if strings.EqualFold(name, m) {

@@ -24,9 +24,12 @@ func TestRewriteSecretsVisitsEverySecretAndNothingElse(t *testing.T) {
 		"action.request.authentication.secret",
 		"action.request.headers.authorization",
 		"action.request.headers.x-functions-key",
+		"action.request.uri.query.Sig",
+		"action.request.uri.query.code",
 		"action.serviceBusQueueMessage.authentication.sasKey",
 		"errorAction.queueMessage.sasToken",
 		"errorAction.request.authentication.password",
+		"errorAction.request.uri.query.api-key",
 		"errorAction.serviceBusTopicMessage.authentication.sasKey",
 	}
 	if !slices.Equal(paths, want) {
@@ -78,6 +81,28 @@ func TestIsSecretMemberNamesWhatRewriteSecretsWalks(t *testing.T) {
 		{"authentication", "type"}, {"serviceBusQueueMessage", "message"}, {"authentication", "sasKeyName"}} {
 		if IsSecretMember(m[0], m[1]) {
 			t.Errorf("%s.%s taken for a secret", m[0], m[1])
+		}
+	}
+}
+
+// A query's secret values are rewritten as written, and nothing else of the URI moves.
+func TestRewriteSecretsInAQuery(t *testing.T) {
+	for _, c := range []struct{ uri, want string }{
+		{"https://h/p?x=%2F&code=a%3D%3D&code=b&y#f?code=c", "https://h/p?x=%2F&code=<A%3D%3D>&code=<B>&y#f?code=c"},
+		{"https://h/p?CODE=k&co%64e=k2&sig=&subscription-key=s", "https://h/p?CODE=<K>&co%64e=<K2>&sig=&subscription-key=<S>"},
+		{"https://h/p?code", "https://h/p?code"},
+		{"https://h/code=x", "https://h/code=x"},
+		{"https://h/p?a=b&access_token=t&apikey=k&api_key=k&API-KEY=k", "https://h/p?a=b&access_token=<T>&apikey=<K>&api_key=<K>&API-KEY=<K>"},
+	} {
+		a := &Action{ActionSpec: ActionSpec{Type: ActionHTTP, Request: &HTTPRequest{URI: c.uri}}}
+		if err := a.RewriteSecrets(func(_, v string) (string, error) { return "<" + strings.ToUpper(v) + ">", nil }); err != nil {
+			t.Fatal(err)
+		}
+		if a.Request.URI != c.want {
+			t.Errorf("%s rewritten to %s, want %s", c.uri, a.Request.URI, c.want)
+		}
+		if r := a.Request.Redacted().URI; strings.Contains(r, "<") || !strings.HasPrefix(r, "https://h/") {
+			t.Errorf("%s redacted to %s", c.uri, r)
 		}
 	}
 }

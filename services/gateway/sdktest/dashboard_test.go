@@ -55,7 +55,7 @@ func TestDashboardInChromium(t *testing.T) {
 	}
 	put("/jobs/http-ok", job("/ok", ""))
 	put("/jobs/http-fail", job("/fail", ""))
-	put("/jobs/report", job("/report", `, "headers": {"x-functions-key": "report-function-key"},
+	put("/jobs/report", job("/report?code=report-function-code", `, "headers": {"x-functions-key": "report-function-key"},
 		"authentication": {"type": "Basic", "username": "u", "password": "report-secret"}`))
 
 	nc, err := nats.Connect(s.natsURL)

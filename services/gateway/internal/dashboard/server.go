@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"strconv"
@@ -418,13 +419,13 @@ func (s *Server) job(c *call) (any, error) {
 	}
 	_, _ = s.api.Call(c.ctx, map[string]int{"count": 20}, &runs, "jobs", "runs", coll.Name, c.r.PathValue("j"))
 	return map[string]any{"collection": infoOf(coll), "job": d, "runs": runs.Value, "local": inZone(runs.Value, d.Properties.Recurrence),
-		"reason": runs.Reason, "secretHeaders": secretHeaders(d.Properties.Action)}, nil
+		"reason": runs.Reason, "secrets": secretParts(d.Properties.Action)}, nil
 }
 
-// secretHeaders names the headers of an action and its error action that hold a secret (an
-// Authorization or API-key header): the planners answer their values empty, and the page says
-// they are set.
-func secretHeaders(a *job.Action) []string {
+// secretParts names the headers and query parameters of an action's and its error action's
+// request that hold a secret (an Authorization or API-key header, an Azure Function's code):
+// the planners answer their values empty, and the page says they are set.
+func secretParts(a *job.Action) []string {
 	out := []string{}
 	if a == nil {
 		return out
@@ -444,8 +445,21 @@ func secretHeaders(a *job.Action) []string {
 			}
 		}
 		sort.Strings(names)
+		at := []string{"action", "errorAction"}[i] + ".request."
 		for _, name := range names {
-			out = append(out, []string{"action", "errorAction"}[i]+".request.headers."+name)
+			out = append(out, at+"headers."+name)
+		}
+		if u, err := url.Parse(spec.Request.URI); err == nil {
+			names = names[:0]
+			for name := range u.Query() {
+				if job.IsSecretMember("query", name) {
+					names = append(names, name)
+				}
+			}
+			sort.Strings(names)
+			for _, name := range names {
+				out = append(out, at+"uri ?"+name)
+			}
 		}
 	}
 	return out

@@ -67,7 +67,9 @@ const consoleErrors = [];
     check((await page.textContent("main")).includes("action.request.authentication.password: set"), "a secret shown as set");
     check((await page.textContent("main")).includes("action.request.headers.x-functions-key: set"), "a secret header shown as set");
     check(!(await page.textContent("main")).includes("report-secret"), "the secret itself never reaches the page");
+    check((await page.textContent("main")).includes("action.request.uri ?code: set"), "a secret query parameter shown as set");
     check(!(await page.content()).includes("report-function-key"), "the header's key never reaches the page");
+    check(!(await page.content()).includes("report-function-code"), "the URL's code never reaches the page");
     check((await page.$$(".cal .on")).length > 0, "the month view marks the runs");
     check(!(await page.evaluate(() => [...document.querySelectorAll("main > :not(pre)")].map((e) => e.textContent).join(" "))).includes("null"),
       "no stray null on the job page");

@@ -369,7 +369,7 @@ async function jobPage(c, j, view) {
     act("Delete", "", "DELETE", `Delete job ${title}? Its history goes with it.`)) : null;
   const shown = JSON.parse(JSON.stringify(d.job));
   delete shown.properties.status;
-  const secrets = secretSummary(props.action).concat((d.secretHeaders || []).map((h) => h + ": set"));
+  const secrets = secretSummary(props.action).concat((d.secrets || []).map((h) => h + ": set"));
   const hist = el("div", {});
   show(el("h1", {}, title), actions, note,
     el("div", { class: "cards" },
