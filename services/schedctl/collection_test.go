@@ -85,6 +85,10 @@ func TestCollectionCommands(t *testing.T) {
 		if out := p.mustRun(t, "", "collection", "list", "--filter", "name~c[13]", "--filter", "state!=disabled"); strings.Count(out, "\n") != 3 {
 			t.Fatalf("list with two filters:\n%s", out)
 		}
+		if out := p.mustRun(t, "", "collection", "list", "--filter", "name~c[13],state!=disabled"); strings.Count(out, "\n") != 3 {
+			t.Fatalf("list with two filters in one flag:\n%s", out)
+		}
+		p.mustFail(t, "", 2, []string{`"colour=red": no field "colour"`}, "collection", "list", "--filter", "plan=standard,colour=red")
 		p.mustFail(t, "", 2, []string{`no field "colour"`, "name, state, plan"}, "collection", "list", "--filter", "colour=red")
 		p.mustFail(t, "", 2, []string{"FIELD=VALUE"}, "collection", "list", "--filter", "state")
 		wantLines(t, p.mustRun(t, "", "collection", "enable", "c2"), "State:  +Enabled")

@@ -10,12 +10,14 @@ import (
 
 // filters are the --filter expressions of a listing, all of which an item must match:
 // FIELD=VALUE, FIELD!=VALUE or FIELD~PATTERN (a glob: report-*), values compared ignoring
-// case, as `gcloud --filter` reads its simplest forms.
+// case, as `gcloud --filter` reads its simplest forms. One flag may hold several, separated by
+// commas, as kubectl's selectors do: no value of a field holds a comma, so a comma always ends
+// an expression (read as part of the value, state=Enabled,type=Http matched nothing).
 type filters struct{ exprs listFlag }
 
 func filterFlags(fs *flag.FlagSet) *filters {
 	f := &filters{}
-	fs.Var(&f.exprs, "filter", "keep the items where `FIELD=VALUE`, FIELD!=VALUE or FIELD~GLOB (repeat: all must hold)")
+	fs.Var(&f.exprs, "filter", "keep the items where `FIELD=VALUE`, FIELD!=VALUE or FIELD~GLOB (repeat, or separate with commas: all must hold)")
 	return f
 }
 
@@ -25,7 +27,11 @@ func (f *filters) compile(fields []string) (func(map[string]string) bool, error)
 		field, op, value string
 	}
 	var conds []cond
+	var exprs []string
 	for _, e := range f.exprs {
+		exprs = append(exprs, strings.Split(e, ",")...)
+	}
+	for _, e := range exprs {
 		c, err := func() (cond, error) {
 			for _, op := range []string{"!=", "=", "~"} {
 				if field, value, ok := strings.Cut(e, op); ok {
