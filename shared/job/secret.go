@@ -92,11 +92,12 @@ func (s *ActionSpec) rewriteSecrets(at string, f func(path, value string) (strin
 // written (a value still percent-encoded is given to f so, and put back so), leaving every
 // other byte of the URI as it was. The path of a value is <at>.request.uri.query.<name>.
 func rewriteQuery(at string, uri *string, f func(path, value string) (string, error)) error {
-	base, rest, ok := strings.Cut(*uri, "?")
+	// A fragment starts at the first '#', and a query at the first '?' before it.
+	rest, fragment, hasFragment := strings.Cut(*uri, "#")
+	base, query, ok := strings.Cut(rest, "?")
 	if !ok {
 		return nil
 	}
-	query, fragment, hasFragment := strings.Cut(rest, "#")
 	params := strings.Split(query, "&")
 	changed := false
 	for i, p := range params {

@@ -2,6 +2,7 @@ package job
 
 import (
 	"encoding/json"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -92,6 +93,7 @@ func TestRewriteSecretsInAQuery(t *testing.T) {
 		{"https://h/p?CODE=k&co%64e=k2&sig=&subscription-key=s", "https://h/p?CODE=<K>&co%64e=<K2>&sig=&subscription-key=<S>"},
 		{"https://h/p?code", "https://h/p?code"},
 		{"https://h/code=x", "https://h/code=x"},
+		{"https://h/p#?code=x", "https://h/p#?code=x"}, // a fragment, not a query (found by FuzzRewriteQuery)
 		{"https://h/p?a=b&access_token=t&apikey=k&api_key=k&API-KEY=k", "https://h/p?a=b&access_token=<T>&apikey=<K>&api_key=<K>&API-KEY=<K>"},
 	} {
 		a := &Action{ActionSpec: ActionSpec{Type: ActionHTTP, Request: &HTTPRequest{URI: c.uri}}}
@@ -105,4 +107,40 @@ func TestRewriteSecretsInAQuery(t *testing.T) {
 			t.Errorf("%s redacted to %s", c.uri, r)
 		}
 	}
+}
+
+// Rewriting a query's secrets touches nothing else: put back, the URI is as written, and a
+// URI that parsed still parses, with the same host, path and other parameters.
+func FuzzRewriteQuery(f *testing.F) {
+	for _, s := range []string{"https://h/p?code=a&x=1#f", "https://h/p?co%64e=%ZZ&sig=1&&code", "http://h?a=b?code=c", "https://h/p#?code=x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, uri string) {
+		a := &Action{ActionSpec: ActionSpec{Type: ActionHTTP, Request: &HTTPRequest{URI: uri}}}
+		var values []string
+		if err := a.RewriteSecrets(func(_, v string) (string, error) { values = append(values, v); return "SEALED", nil }); err != nil {
+			t.Fatal(err)
+		}
+		sealed := a.Request.URI
+		i := 0
+		if err := a.RewriteSecrets(func(_, v string) (string, error) { i++; return values[i-1], nil }); err != nil {
+			t.Fatal(err)
+		}
+		if a.Request.URI != uri || i != len(values) {
+			t.Fatalf("%q sealed as %q opened as %q (%d of %d values)", uri, sealed, a.Request.URI, i, len(values))
+		}
+		before, err1 := url.Parse(uri)
+		after, err2 := url.Parse(sealed)
+		if err1 != nil {
+			return
+		}
+		if err2 != nil || after.Host != before.Host || after.Path != before.Path || after.Fragment != before.Fragment {
+			t.Fatalf("%q sealed as %q: %v", uri, sealed, err2)
+		}
+		for k, v := range before.Query() {
+			if !isSecretQueryParameter(k) && !slices.Equal(after.Query()[k], v) {
+				t.Fatalf("%q sealed as %q changed %s", uri, sealed, k)
+			}
+		}
+	})
 }
