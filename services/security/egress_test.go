@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/resched/resched/services/internal/natstest"
-	"github.com/resched/resched/services/internal/redistest"
 	"github.com/resched/resched/services/internal/testenv"
 )
 
@@ -18,9 +16,7 @@ import (
 // credentials, would be in the job's history for its owner to read), and a target's redirect
 // elsewhere gets none of the job's credentials. Both through real processes and schedctl.
 func TestAJobCannotReachTheMetadataServiceNorCarryItsKeysElsewhere(t *testing.T) {
-	srv := natstest.Start(t)
-	rdb := redistest.Start(t)
-	sc := run(t, setup{natsURL: srv.ClientURL(), redis: []string{"REDIS_URL=" + rdb.URL()}})
+	srv, sc := runOpen(t)
 	nc := srv.Connect(t)
 	sc.ctl(t, "collection", "create", "c")
 

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/resched/resched/services/internal/natstest"
+	"github.com/resched/resched/services/internal/redistest"
 )
 
 // setup says how one scenario's processes reach NATS and Redis, as environment variables.
@@ -35,6 +38,15 @@ func run(t *testing.T, s setup) *scheduler {
 	sc.planner.waitReady(t)
 	sc.worker.waitReady(t)
 	return sc
+}
+
+// runOpen starts a NATS server and a Redis without credentials, and a planner and a worker on
+// them.
+func runOpen(t *testing.T) (*natstest.Server, *scheduler) {
+	t.Helper()
+	srv := natstest.Start(t)
+	rdb := redistest.Start(t)
+	return srv, run(t, setup{natsURL: srv.ClientURL(), redis: []string{"REDIS_URL=" + rdb.URL()}})
 }
 
 // startPlanner starts a(nother) planner of the setup with extra settings.

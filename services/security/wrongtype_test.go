@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/resched/resched/services/internal/natstest"
-	"github.com/resched/resched/services/internal/redistest"
 	"github.com/resched/resched/services/internal/testenv"
 )
 
@@ -14,9 +12,7 @@ import (
 // field without writing the value back: not in the answer, not in the rejected event other
 // subscribers see, not in the planner's log.
 func TestASecretOfTheWrongTypeIsNotWrittenBack(t *testing.T) {
-	srv := natstest.Start(t)
-	rdb := redistest.Start(t)
-	sc := run(t, setup{natsURL: srv.ClientURL(), redis: []string{"REDIS_URL=" + rdb.URL()}})
+	srv, sc := runOpen(t)
 	events := &recorder{}
 	nc := srv.Connect(t)
 	if _, err := nc.Subscribe("scheduler.events.>", events.add); err != nil {
