@@ -5,7 +5,8 @@
 // action that can never be sent (no request, a bad URI or method, an unreadable certificate)
 // fails permanently. The history message summarises the answer in the original service's
 // format (reference, section 6.8). Redirects are followed without handing the action's
-// credentials to another origin (checkRedirect).
+// credentials to another origin (checkRedirect), and no connection is made to an address of
+// Options.DenyNetworks (guard), which fails the attempt permanently.
 //
 // Connections are kept alive: one transport serves every action without a client
 // certificate, and one transport per certificate serves the others, kept in a bounded cache.
