@@ -147,6 +147,8 @@ func (c *client) request(body []byte, headers map[string]string, tokens ...strin
 		}
 	}
 	switch {
+	case errors.Is(err, nats.ErrMaxPayload):
+		return nil, c.tooLarge(len(body))
 	case errors.Is(err, nats.ErrNoResponders):
 		return nil, &noPlannerError{subject: subject, server: c.server}
 	case errors.Is(err, nats.ErrTimeout):
@@ -172,12 +174,21 @@ func (c *client) publishDurable(msg *nats.Msg) error {
 		if perr := c.permissionError(msg.Subject); perr != nil {
 			return perr
 		}
+		if errors.Is(err, nats.ErrMaxPayload) {
+			return c.tooLarge(len(msg.Data))
+		}
 		if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
 			return fmt.Errorf("publish on %s: no stream takes it (NATS at %s) — has a planner ever run against this NATS with this prefix?", msg.Subject, c.server)
 		}
 		return fmt.Errorf("publish on %s: %w", msg.Subject, err)
 	}
 	return nil
+}
+
+// tooLarge is the error of a message the NATS server refuses for its size: nats.go says only
+// "maximum payload exceeded", and what is too large is nearly always a job definition.
+func (c *client) tooLarge(n int) error {
+	return fmt.Errorf("the request is %d bytes, more than the NATS server takes (%d); a job definition may be at most 16 KiB (16,384 bytes)", n, c.nc.MaxPayload())
 }
 
 // apiError is an error the planner answered: {"error": {"code", "message", "details"}} with

@@ -49,6 +49,14 @@ func TestJobCommands(t *testing.T) {
 		t.Fatalf("job create:\n%s\nwant:\n%s", out, want)
 	}
 	p.mustFail(t, "", 1, []string{"job c/j1 already exists: update it, or put it to replace it"}, "job", "create", "c/j1", "-f", file)
+	huge := filepath.Join(t.TempDir(), "huge.json")
+	if err := os.WriteFile(huge, []byte(`{"properties": {"action": {"type": "Http", "request": {"method": "POST",
+		"uri": "http://localhost/", "body": "`+strings.Repeat("a", 2<<20)+`"}}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, verb := range []string{"put", "publish"} {
+		p.mustFail(t, "", 1, []string{"more than the NATS server takes (1048576); a job definition may be at most 16 KiB"}, "job", verb, "c/huge", "-f", huge)
+	}
 
 	var d job.Definition
 	code, out, errOut := p.schedctl(t, hourlyJob, "job", "put", "c", "j1", "-f", "-", "-o", "json")
