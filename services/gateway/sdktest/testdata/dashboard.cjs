@@ -225,6 +225,22 @@ const consoleErrors = [];
     await page.waitForSelector("#history tbody tr td.status-Completed", { timeout: 20000 });
     check(early === 1, "a history read answered before the result was recorded: " + early);
 
+    step("the builder does not replace a job of the same name");
+    await page.goto(BASE + "/dashboard/#/builder");
+    await page.fill("#builder-json", JSON.stringify({ recurrence: { frequency: "Hour", interval: 1 } }));
+    await page.waitForFunction(() => document.getElementById("f-frequency").value === "Hour");
+    await page.fill("#s-new", "made-here");
+    await page.fill("#s-name", "from-builder");
+    await page.fill("#s-uri", TARGET + "/replaced");
+    await page.click("button >> text=Save job");
+    await page.waitForSelector("text=A job made-here/from-builder already exists");
+    const kept = await page.evaluate(async () => (await fetch("/dashboard/api/jobs/made-here/from-builder",
+      { headers: { Authorization: "Bearer " + sessionStorage.getItem("resched-token") } })).json());
+    check(kept.job.properties.action.request.uri === TARGET + "/builder" && kept.job.properties.recurrence.frequency === "Second",
+      "the existing job is unchanged: " + JSON.stringify(kept.job.properties).slice(0, 200));
+    await page.click("a >> text=open it");
+    await page.waitForSelector("h1 >> text=made-here/from-builder");
+
     step("the overview follows a system that never pauses: a result every second");
     await page.goto(BASE + "/dashboard/#/");
     await page.waitForSelector("#stat-fires");

@@ -57,7 +57,7 @@ class APIError extends Error {
 }
 
 async function api(path, opts = {}) {
-  const headers = { Authorization: "Bearer " + sessionStorage.getItem(TOKEN) };
+  const headers = Object.assign({ Authorization: "Bearer " + sessionStorage.getItem(TOKEN) }, opts.headers);
   if (opts.body !== undefined) headers["Content-Type"] = "application/json";
   const resp = await fetch("/dashboard/api/" + path, {
     method: opts.method || "GET", headers,
@@ -652,8 +652,17 @@ function saveForm(schedule) {
         await api(`collections/${encodeURIComponent(c)}`, { method: "PUT", body: {} }).catch((err) => { if (err.status !== 409) throw err; });
       }
       const props = Object.assign(schedule(), { action: { type: uri.value.startsWith("https:") ? "Https" : "Http", request: { uri: uri.value, method: method.value } } });
-      await api(`jobs/${encodeURIComponent(c)}/${encodeURIComponent(name.value)}`, { method: "PUT", body: { properties: props } });
-      location.hash = `#/job/${encodeURIComponent(c)}/${encodeURIComponent(name.value)}`;
+      // Create only: a job of the same name is not replaced (its action and secrets would go).
+      const at = `${encodeURIComponent(c)}/${encodeURIComponent(name.value)}`;
+      try {
+        await api(`jobs/${at}`, { method: "PUT", body: { properties: props }, headers: { "If-None-Match": "*" } });
+      } catch (err) {
+        if (err.status !== 409) throw err;
+        msg.replaceChildren(el("p", { class: "error", role: "alert" }, `A job ${c}/${name.value} already exists: choose another name, or `,
+          el("a", { href: `#/job/${at}` }, "open it"), " to edit it."));
+        return;
+      }
+      location.hash = `#/job/${at}`;
     } catch (err) { msg.replaceChildren(errorBox(err), el("ul", {}, (err.details || []).map((x) => el("li", {}, `${x.path}: ${x.message}`)))); }
   } },
     el("div", { class: "row" },
