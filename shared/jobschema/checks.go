@@ -3,6 +3,7 @@ package jobschema
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -85,13 +86,23 @@ func (c checker) request(req map[string]any, at jsonPath) {
 			// A URL is no secret: it is answered, shown and sent as it is. Credentials in it
 			// would be too, where authentication's are sealed and never answered.
 			c.probs.add(string(at.key("uri")), `must not hold a user name or password (they would be stored, answered and shown in clear); give them as "authentication": {"type": "Basic", "username": …, "password": …}, which is sealed and never answered`)
+		} else {
+			for name, values := range u.Query() {
+				if job.IsSecretMember("query", name) && slices.Contains(values, "") {
+					c.probs.add(string(at.key("uri")), fmt.Sprintf("the query's %s is empty: its value is a secret, answered empty, so give it again (or leave the parameter out)", name))
+				}
+			}
 		}
 	}
 	if h, ok := req["headers"].(map[string]any); ok {
 		n := 0
 		for k, v := range h {
-			s, _ := v.(string)
+			s, isText := v.(string)
 			n += utf8.RuneCountInString(k) + utf8.RuneCountInString(s)
+			if isText && s == "" && job.IsSecretMember("headers", k) {
+				// A client that puts back what it read would otherwise store the key as "".
+				c.probs.add(string(at.key("headers").key(k)), "must not be empty: the value of a secret header is answered empty, so give it again (or leave the header out)")
+			}
 		}
 		if n > MaxHeaderChars {
 			c.probs.add(string(at.key("headers")), fmt.Sprintf("the headers add up to %d characters; at most 4,096 are allowed", n))

@@ -436,3 +436,27 @@ func TestAURLWithCredentialsIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// A secret header or query key given empty is refused: the API answers secrets empty, so a
+// client that puts back what it read would store the key as "" and its target be refused.
+func TestAnEmptySecretIsRefused(t *testing.T) {
+	v, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for req, want := range map[string]string{
+		`{"uri":"https://fn.example/api/x?code=","method":"POST"}`:                             "request.uri: the query's code is empty",
+		`{"uri":"https://fn.example/api/x?a=1&SIG=&b=2","method":"POST"}`:                      "request.uri: the query's SIG is empty",
+		`{"uri":"https://fn.example/","method":"POST","headers":{"x-functions-key":""}}`:       `request.headers["x-functions-key"]: must not be empty`,
+		`{"uri":"https://fn.example/","method":"POST","headers":{"Authorization":""}}`:         "request.headers.Authorization: must not be empty",
+		`{"uri":"https://fn.example/?code=k&other=","method":"POST","headers":{"X-Other":""}}`: "",
+	} {
+		_, err := v.Decode([]byte(`{"properties":{"action":{"type":"Http","request":` + req + `}}}`))
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s: %v; want it accepted", req, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("%s: %v; want %q", req, err, want)
+		}
+	}
+}
