@@ -313,7 +313,7 @@ func (p *planner) start(ctx context.Context, parts *sync.WaitGroup, fail context
 	if err != nil {
 		return nil, fmt.Errorf("subscribe to wake-ups: %w", err)
 	}
-	svc := jobs.New(jobs.Config{Store: p.store, Validator: validator, Events: p.nc, Runner: disp,
+	svc := jobs.New(jobs.Config{Store: p.store, Validator: validator, Events: p.nc, Runner: disp, Purger: duePurger{p.js, p.subjects.DueStream()},
 		Waker: natsWaker{p.nc, p.subjects}, WakeWithin: p.cfg.MaxIdle + p.cfg.Lookahead, Subjects: p.subjects, Keys: p.cfg.keys, Logger: p.log})
 	state := &status.Source{Store: p.store, JS: p.js, Subjects: p.subjects, ID: p.id, Clock: time.Now}
 	apiSrv, err := api.New(p.nc, svc, p.subjects, p.log, api.Options{Concurrency: p.cfg.APIConcurrency, Status: state.Status})
@@ -354,6 +354,20 @@ type natsWaker struct {
 
 func (w natsWaker) Wake(partition int) {
 	_ = w.nc.Publish(w.subjects.Wake(strconv.Itoa(partition)), nil)
+}
+
+// duePurger purges subjects of the due stream (jobs.Purger).
+type duePurger struct {
+	js     jetstream.JetStream
+	stream string
+}
+
+func (p duePurger) PurgeDue(ctx context.Context, subject string) error {
+	st, err := p.js.Stream(ctx, p.stream)
+	if err != nil {
+		return fmt.Errorf("due stream %s: %w", p.stream, err)
+	}
+	return st.Purge(ctx, jetstream.WithPurgeSubject(subject))
 }
 
 // stop takes the planner down in order: no new API requests; the intake, results and the

@@ -70,6 +70,11 @@ func (s Subjects) Due(collection, job string) string {
 	return s.Prefix + ".due." + collection + "." + job
 }
 
+// DueOf is the subjects of every due occurrence of a collection.
+func (s Subjects) DueOf(collection string) string {
+	return s.Prefix + ".due." + collection + ".>"
+}
+
 // Result is the subject a worker reports an attempt on.
 func (s Subjects) Result(collection, job string) string {
 	return s.Prefix + ".results." + collection + "." + job

@@ -74,7 +74,7 @@ func (s *Service) Apply(ctx context.Context, changes []Change) []Outcome {
 			out[i].Err = storeError(a.Err, ch.Collection, ch.Name)
 			continue
 		}
-		s.applied(ch, writes[k], a)
+		s.applied(ctx, ch, writes[k], a)
 		if p := writes[k].Put; p != nil && !a.Stale {
 			out[i].Stored = &store.Job{Collection: p.Collection, Name: p.Name, Definition: p.Definition, Version: a.Version,
 				Next: p.Next, State: p.State, Counters: a.Counters}
@@ -174,12 +174,13 @@ func (s *Service) recheck(ctx context.Context, writes []store.Write, props []*jo
 }
 
 // applied tells the world about a change that was made.
-func (s *Service) applied(ch Change, w store.Write, a store.Applied) {
+func (s *Service) applied(ctx context.Context, ch Change, w store.Write, a store.Applied) {
 	if a.Stale {
 		return
 	}
 	if ch.Delete {
 		if a.Created {
+			s.purgeDue(ctx, s.subjects.Due(ch.Collection, ch.Name))
 			s.emit(bus.Event{Kind: bus.EventDeleted, Collection: ch.Collection, Job: ch.Name, Time: s.now().UTC()})
 		}
 		return

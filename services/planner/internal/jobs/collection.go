@@ -153,6 +153,7 @@ func (s *Service) DeleteCollection(ctx context.Context, c string) error {
 	if !ok {
 		return notFound("job collection %s not found", c)
 	}
+	s.purgeDue(ctx, s.subjects.DueOf(c))
 	return nil
 }
 

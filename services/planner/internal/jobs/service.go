@@ -30,12 +30,19 @@ type Runner interface {
 	RunNow(ctx context.Context, collection, job string) error
 }
 
+// Purger removes from the due stream the messages of a subject: what a deleted job or
+// collection still had there.
+type Purger interface {
+	PurgeDue(ctx context.Context, subject string) error
+}
+
 // Service implements the operations. It is safe for concurrent use.
 type Service struct {
 	store      *store.Store
 	validator  *jobschema.Validator
 	events     Publisher
 	runner     Runner
+	purger     Purger
 	waker      Waker
 	wakeWithin time.Duration
 	subjects   bus.Subjects
@@ -53,6 +60,8 @@ type Config struct {
 	Validator *jobschema.Validator
 	Events    Publisher
 	Runner    Runner
+	// Purger, when set, removes what the due stream holds for a job or collection deleted.
+	Purger Purger
 	// Waker, when set, is told about jobs due within WakeWithin of their put, so that the
 	// planner dispatching their partition looks at once rather than at its next idle check.
 	Waker      Waker
@@ -72,7 +81,7 @@ func New(c Config) *Service {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{store: c.Store, validator: c.Validator, events: c.Events, runner: c.Runner,
+	return &Service{store: c.Store, validator: c.Validator, events: c.Events, runner: c.Runner, purger: c.Purger,
 		waker: c.Waker, wakeWithin: c.WakeWithin, subjects: c.Subjects, keys: c.Keys, now: c.Clock, log: c.Logger,
 		puts: newPutBatcher(), collections: newCollectionCache()}
 }
@@ -81,6 +90,21 @@ func New(c Config) *Service {
 func (s *Service) wake(c string) {
 	if s.waker != nil {
 		s.waker.Wake(s.store.PartitionOf(c))
+	}
+}
+
+// purgeDue removes what the due stream still holds for a job or collection just deleted: its
+// retries waiting for their interval, its error actions, an occurrence not yet delivered.
+// Without it a deleted job went on calling its target until its retries ran out, and a job put
+// again under its name was handed the old one's retries, their results landing in its history.
+// A failure is logged: the delete itself is done.
+func (s *Service) purgeDue(ctx context.Context, subject string) {
+	if s.purger == nil {
+		return
+	}
+	if err := s.purger.PurgeDue(ctx, subject); err != nil {
+		s.log.Warn("what the due stream holds for a deleted job could not be removed: its retries may still run",
+			"subject", subject, "error", err)
 	}
 }
 
