@@ -356,18 +356,44 @@ func (w natsWaker) Wake(partition int) {
 	_ = w.nc.Publish(w.subjects.Wake(strconv.Itoa(partition)), nil)
 }
 
-// duePurger purges subjects of the due stream (jobs.Purger).
+// duePurger removes the messages of subjects of the due stream (jobs.Purger), one at a time. A
+// purge by subject would be one request, but with nats-server 2.15 it lost a retry another
+// job had waiting in the workers' consumer: never redelivered, its error action never run
+// (seen twice of two with make run; a message deleted alone is dropped from the consumer
+// alone).
 type duePurger struct {
 	js     jetstream.JetStream
 	stream string
 }
+
+// maxPurged bounds the messages removed for one subject: a job has a few (an occurrence, its
+// retry, its error action); a collection's subjects are each bounded alike.
+const maxPurged = 1000
 
 func (p duePurger) PurgeDue(ctx context.Context, subject string) error {
 	st, err := p.js.Stream(ctx, p.stream)
 	if err != nil {
 		return fmt.Errorf("due stream %s: %w", p.stream, err)
 	}
-	return st.Purge(ctx, jetstream.WithPurgeSubject(subject))
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		return fmt.Errorf("due stream %s: %w", p.stream, err)
+	}
+	for subj := range info.State.Subjects {
+		for range maxPurged {
+			m, err := st.GetLastMsgForSubject(ctx, subj)
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("due stream %s, %s: %w", p.stream, subj, err)
+			}
+			if err := st.DeleteMsg(ctx, m.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+				return fmt.Errorf("due stream %s, %s: %w", p.stream, subj, err)
+			}
+		}
+	}
+	return nil
 }
 
 // stop takes the planner down in order: no new API requests; the intake, results and the
