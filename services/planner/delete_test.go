@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -23,10 +22,7 @@ func TestADeletedJobLeavesNothingOnTheDueStream(t *testing.T) {
 	ns := natstest.Start(t)
 	rs := redistest.Start(t)
 	base, _, _ := started(t, testConfig(ns.ClientURL(), rs.URL()))
-	testenv.Eventually(t, 20*time.Second, "/readyz answers 200", func() bool {
-		code, _ := httpGet(t, base+"/readyz")
-		return code == http.StatusOK
-	})
+	waitReady(t, base)
 	nc := ns.Connect(t)
 	once := `{"action":{"type":"Http","request":{"method":"POST","uri":"http://localhost:9/x"}}}` // at once
 	for _, c := range []string{"c", "c2"} {

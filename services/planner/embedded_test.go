@@ -2,7 +2,6 @@ package main
 
 import (
 	"net"
-	"net/http"
 	"testing"
 	"time"
 
@@ -19,10 +18,7 @@ func TestEmbeddedNATS(t *testing.T) {
 	cfg := testConfig("nats://127.0.0.1:1", rs.URL()) // NATS_URL is ignored in this mode
 	cfg.EmbeddedNATS, cfg.EmbeddedNATSDir = addr, t.TempDir()
 	base, _, stop := started(t, cfg)
-	testenv.Eventually(t, 20*time.Second, "/readyz answers 200", func() bool {
-		code, _ := httpGet(t, base+"/readyz")
-		return code == http.StatusOK
-	})
+	waitReady(t, base)
 	nc, err := nats.Connect("nats://" + addr)
 	if err != nil {
 		t.Fatalf("connect to the embedded server: %v", err)

@@ -113,6 +113,15 @@ func started(t *testing.T, cfg Config) (base string, logs *testenv.LogBuffer, st
 	return "http://" + rec["addr"].(string), logs, stop
 }
 
+// waitReady waits until the planner at base answers /readyz with 200.
+func waitReady(t *testing.T, base string) {
+	t.Helper()
+	testenv.Eventually(t, 20*time.Second, "/readyz answers 200", func() bool {
+		code, _ := httpGet(t, base+"/readyz")
+		return code == http.StatusOK
+	})
+}
+
 // testConfig points the planner at test servers, on a free HTTP port.
 func testConfig(natsURL, redisURL string) Config {
 	cfg := defaultConfig()

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os/exec"
 	"strings"
 	"testing"
@@ -31,14 +30,8 @@ func TestDataMovesFromOneRedisToACluster(t *testing.T) {
 	ns := natstest.Start(t)
 	nc := ns.Connect(t)
 	single := redistest.Start(t)
-	ready := func(base string) {
-		testenv.Eventually(t, 20*time.Second, "/readyz answers 200", func() bool {
-			code, _ := httpGet(t, base+"/readyz")
-			return code == http.StatusOK
-		})
-	}
 	base, _, stop := started(t, testConfig(ns.ClientURL(), single.URL()))
-	ready(base)
+	waitReady(t, base)
 	request(t, nc, "scheduler.api.collections.put.c", `{"properties":{}}`)
 	start := time.Now().UTC().Truncate(time.Second).Add(2 * time.Second)
 	request(t, nc, "scheduler.api.jobs.put.c.j", fmt.Sprintf(`{"startTime":%q,"action":{"type":"Http","request":{"method":"POST","uri":"http://localhost:9/x"}},
@@ -79,7 +72,7 @@ func TestDataMovesFromOneRedisToACluster(t *testing.T) {
 	cfg.Partitions = 64
 	base, _, stop = started(t, cfg)
 	defer func() { _ = stop() }()
-	ready(base)
+	waitReady(t, base)
 	after := getJob(t, nc)
 	was, is := before.Properties, after.Properties
 	was.Status, is.Status = nil, nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/internal/natstest"
 	"github.com/resched/resched/services/internal/redistest"
-	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/shared/job"
 )
 
@@ -25,10 +23,7 @@ func TestPlannerEndToEnd(t *testing.T) {
 	ns := natstest.Start(t)
 	rs := redistest.Start(t)
 	base, logs, stop := started(t, testConfig(ns.ClientURL(), rs.URL()))
-	testenv.Eventually(t, 20*time.Second, "/readyz answers 200", func() bool {
-		code, _ := httpGet(t, base+"/readyz")
-		return code == http.StatusOK
-	})
+	waitReady(t, base)
 	nc := ns.Connect(t)
 	events := make(chan *nats.Msg, 16)
 	sub, err := nc.ChanSubscribe("scheduler.events.c.j.>", events)
