@@ -16,7 +16,8 @@ func (p planners) call(ctx context.Context, body any, out any, tokens ...string)
 	return reply, armError(err)
 }
 
-// armError gives a planner's error ARM's shape: its details name the field under properties.
+// armError gives a planner's error ARM's shape: its details name the field under properties,
+// and none when the error is the body's as a whole (not JSON at all).
 func armError(err error) error {
 	var e *schedapi.Error
 	if !errors.As(err, &e) {
@@ -24,7 +25,11 @@ func armError(err error) error {
 	}
 	a := &apiError{Status: e.Status, Code: e.Code, Message: e.Message}
 	for _, d := range e.Details {
-		a.Details = append(a.Details, errorDetail{Code: e.Code, Target: "properties." + d.Path, Message: d.Message})
+		detail := errorDetail{Code: e.Code, Message: d.Message}
+		if d.Path != "" {
+			detail.Target = "properties." + d.Path
+		}
+		a.Details = append(a.Details, detail)
 	}
 	return a
 }
