@@ -217,7 +217,7 @@ func (s *Server) listCollections(c *call, rg string) error {
 // allCollections reads every collection of the planners.
 func (s *Server) allCollections(c *call) ([]job.Collection, error) {
 	all, err := s.planners.client.Collections(c.ctx)
-	return all, armError(err)
+	return all, armError(err, "")
 }
 
 // createdStatus is 201 when the planner says it created the resource, else 200.
