@@ -46,8 +46,12 @@ func newGateway(ctx context.Context, cfg Config, logger *slog.Logger) (*gateway,
 		return nil, err
 	}
 	subjects := bus.NewSubjects(cfg.SubjectPrefix)
-	rest := arm.New(arm.Config{NATS: g.conn, Subjects: subjects, Auth: auth, Logger: logger,
+	rest, err := arm.New(arm.Config{NATS: g.conn, Subjects: subjects, Auth: auth, Logger: logger,
 		PublicURL: cfg.PublicURL, Timeout: cfg.RequestTimeout, Metrics: reg})
+	if err != nil {
+		g.conn.Close()
+		return nil, err
+	}
 	board, err := dashboard.New(dashboard.Config{NATS: g.conn.Conn, Requests: g.conn, Subjects: subjects, Auth: auth, Logger: logger, Timeout: cfg.RequestTimeout})
 	if err != nil {
 		g.conn.Close()

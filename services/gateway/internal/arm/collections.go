@@ -2,11 +2,13 @@ package arm
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/resched/resched/shared/job"
+	"github.com/resched/resched/shared/jobschema"
 )
 
 // armCollection is a job collection as ARM answers it.
@@ -86,11 +88,30 @@ func (s *Server) getCollection(c *call) error {
 }
 
 func (s *Server) putCollection(c *call) error {
-	var in job.Collection
-	if err := json.Unmarshal(c.body, &in); err != nil {
-		return badRequest("the body is not a job collection: %v", err)
+	in, err := s.decodeCollection(c.body)
+	if err != nil {
+		return err
 	}
 	return s.storeCollection(c, in)
+}
+
+// decodeCollection checks a collection's body as the planners do before the gateway reads it,
+// so a field the model does not hold (a misspelt one) or would read as absent (an interval of
+// 0) is refused, named, rather than dropped or given its default.
+func (s *Server) decodeCollection(raw []byte) (job.Collection, error) {
+	coll, err := s.cfg.Validator.DecodeCollection(raw)
+	var verr *jobschema.ValidationError
+	if errors.As(err, &verr) {
+		e := badRequest("the definition is invalid")
+		for _, p := range verr.Problems {
+			e.Details = append(e.Details, errorDetail{Code: e.Code, Target: p.Path, Message: p.Message})
+		}
+		return job.Collection{}, e
+	}
+	if err != nil {
+		return job.Collection{}, badRequest("the body is not a job collection: %v", err)
+	}
+	return *coll, nil
 }
 
 // storeCollection checks what only the gateway knows (the ARM name, the subscription's Free
@@ -154,9 +175,9 @@ func (s *Server) patchCollection(c *call) error {
 	if err != nil {
 		return err
 	}
-	var in job.Collection
-	if err := json.Unmarshal(merged, &in); err != nil {
-		return badRequest("the patched job collection is invalid: %v", err)
+	in, err := s.decodeCollection(merged)
+	if err != nil {
+		return err
 	}
 	return s.storeCollection(c, in)
 }

@@ -3,6 +3,7 @@ package arm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"github.com/resched/resched/services/gateway/internal/access"
 	"github.com/resched/resched/services/gateway/internal/schedapi"
 	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/shared/jobschema"
 )
 
 // APIVersion is the only api-version served. 2014-08-01-preview and 2016-01-01 are refused
@@ -43,6 +45,9 @@ type Config struct {
 	PublicURL string
 	Timeout   time.Duration // bound on one request to the planners (default 30 s)
 	Metrics   prometheus.Registerer
+	// Validator checks a collection's body before the gateway reads it, so a bad field is
+	// named as the planners name it rather than dropped or misread; nil builds one.
+	Validator *jobschema.Validator
 }
 
 // Server serves the ARM surface.
@@ -54,7 +59,14 @@ type Server struct {
 }
 
 // New builds the server.
-func New(cfg Config) *Server {
+func New(cfg Config) (*Server, error) {
+	if cfg.Validator == nil {
+		v, err := jobschema.New()
+		if err != nil {
+			return nil, fmt.Errorf("collection validator: %w", err)
+		}
+		cfg.Validator = v
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -63,7 +75,7 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, planners: planners{client: schedapi.Client{NC: cfg.NATS, Subjects: cfg.Subjects}}, metrics: newMetrics(cfg.Metrics)}
 	s.routes = s.routeTable()
-	return s
+	return s, nil
 }
 
 // call is one request being served.

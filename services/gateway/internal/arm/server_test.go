@@ -49,7 +49,10 @@ func TestAnswersWithoutPlanners(t *testing.T) {
 		{"wrong method", "POST", job, nil, 405, "InvalidHttpVerb", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			srv := New(Config{NATS: planner{err: c.err}, Subjects: bus.NewSubjects(""), Auth: anyone{}})
+			srv, err := New(Config{NATS: planner{err: c.err}, Subjects: bus.NewSubjects(""), Auth: anyone{}})
+			if err != nil {
+				t.Fatal(err)
+			}
 			rec := httptest.NewRecorder()
 			srv.ServeHTTP(rec, httptest.NewRequest(c.method, c.path, nil))
 			var body struct {
