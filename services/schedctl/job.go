@@ -193,7 +193,7 @@ func (inv *invocation) showJob(data []byte) error {
 	return tw.Flush()
 }
 
-// collectionDisabled asks whether a collection is disabled (its jobs are then paused).
+// collectionDisabled asks whether a collection is paused (Disabled or Suspended: its jobs are then paused).
 func (inv *invocation) collectionDisabled(c string) (bool, error) {
 	msg, err := inv.request(nil, "collections", "get", c)
 	if err != nil {
@@ -203,7 +203,7 @@ func (inv *invocation) collectionDisabled(c string) (bool, error) {
 	if err := json.Unmarshal(msg.Data, &coll); err != nil {
 		return false, fmt.Errorf("decode the planner's reply: %w", err)
 	}
-	return coll.Properties.State == job.CollectionDisabled, nil
+	return coll.Properties.State.Pauses(), nil
 }
 
 func jobDescribe(inv *invocation, args []string) error {
@@ -318,7 +318,7 @@ func jobList(inv *invocation, args []string) error {
 	var out listReply
 	paused := map[string]bool{}
 	for _, c := range colls {
-		paused[c.Name] = c.Properties.State == job.CollectionDisabled
+		paused[c.Name] = c.Properties.State.Pauses()
 		_, reply, err := inv.list(p, listRequest{State: *state}, "jobs", "list", c.Name)
 		if err != nil {
 			return err

@@ -59,6 +59,13 @@ const (
 
 var collectionStates = []CollectionState{CollectionEnabled, CollectionDisabled, CollectionSuspended, CollectionDeleted}
 
+// Pauses reports whether a collection in this state holds its jobs back: Disabled, and
+// Suspended, which the original service set on a suspended subscription and which a client may
+// set too. The planners' scripts (advance, put_jobs, set_collection_state) say the same.
+func (s CollectionState) Pauses() bool {
+	return s == CollectionDisabled || s == CollectionSuspended
+}
+
 // ParseCollectionState matches a collection state case-insensitively.
 func ParseCollectionState(s string) (CollectionState, error) {
 	return parseName("collection state", s, collectionStates)

@@ -356,7 +356,7 @@ func (s *Server) collectionJobs(c *call, coll job.Collection, after, prefix, sta
 			if row.State == "" {
 				row.State = string(job.StateEnabled)
 			}
-			if coll.Properties.State != job.CollectionEnabled && coll.Properties.State != "" && row.State == string(job.StateEnabled) {
+			if coll.Properties.State.Pauses() && row.State == string(job.StateEnabled) {
 				row.State = "Paused"
 			}
 			if d.Properties.Action != nil {

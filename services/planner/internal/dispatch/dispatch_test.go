@@ -379,6 +379,45 @@ func TestDisabledJobsAndCollectionsDoNotFire(t *testing.T) {
 	}
 }
 
+// A Suspended collection pauses its jobs as a Disabled one does, those put while it is
+// suspended too, and a put moving it from one paused state to the other keeps the new state.
+// Suspended once paused nothing: the scripts looked for Disabled alone, while the API, schedctl
+// and the dashboard called the jobs paused.
+func TestASuspendedCollectionPausesItsJobs(t *testing.T) {
+	ctx := context.Background()
+	e := setup(t)
+	e.put("j", `{"startTime":"2026-03-01T12:00:00Z",`+action+`,"recurrence":{"frequency":"Minute"}}`)
+	d := e.dispatcher(nil)
+	putState := func(state job.CollectionState) {
+		t.Helper()
+		c, _, err := e.svc.PutCollection(ctx, "c", []byte(`{"properties":{"state":"`+state+`"}}`), false)
+		if err != nil || c.Properties.State != state {
+			t.Fatalf("put the collection %s: %+v, %v", state, c, err)
+		}
+	}
+	putState(job.CollectionSuspended)
+	e.put("k", `{"startTime":"2026-03-01T12:00:00Z",`+action+`,"recurrence":{"frequency":"Minute"}}`)
+	e.clock.set(t0.Add(10 * time.Minute))
+	if n := e.once(d); n != 0 {
+		t.Fatalf("a suspended collection fired %d", n)
+	}
+	runs, err := e.svc.Runs(ctx, "c", "j", 3)
+	if err != nil || len(runs.Value) != 0 || !strings.Contains(runs.Reason, "suspended") {
+		t.Fatalf("the next runs of a job of a suspended collection: %+v, %v", runs, err)
+	}
+	putState(job.CollectionDisabled)
+	e.clock.set(t0.Add(15 * time.Minute))
+	if n := e.once(d); n != 0 {
+		t.Fatalf("a disabled collection fired %d", n)
+	}
+	putState(job.CollectionEnabled)
+	e.clock.set(t0.Add(16 * time.Minute))
+	e.once(d)
+	if got := e.drain(); fmt.Sprint(times(got)) != "[2026-03-01T12:16:00Z 2026-03-01T12:16:00Z]" {
+		t.Fatalf("after enabling: %v", times(got))
+	}
+}
+
 func TestDeletionStopsFutureFires(t *testing.T) {
 	e := setup(t)
 	e.put("j", `{"startTime":"2026-03-01T12:00:00Z",`+action+`,"recurrence":{"frequency":"Minute"}}`)

@@ -63,7 +63,7 @@ func (s *Service) PutCollection(ctx context.Context, c string, raw []byte, creat
 	if err != nil {
 		return nil, false, err
 	}
-	if (state == job.CollectionEnabled) != (oldState == job.CollectionEnabled) {
+	if state != oldState {
 		if err := s.setState(ctx, c, state); err != nil {
 			return nil, false, err
 		}

@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/resched/resched/shared/timezone"
@@ -73,8 +74,8 @@ func (s *Service) Runs(ctx context.Context, c, j string, n int) (Runs, error) {
 	switch {
 	case rec.State != job.StateEnabled:
 		return Runs{Value: []time.Time{}, Reason: "the job is " + string(rec.State)}, nil
-	case coll.Properties.State == job.CollectionDisabled:
-		return Runs{Value: []time.Time{}, Reason: "its collection is disabled: the job is paused"}, nil
+	case coll.Properties.State.Pauses():
+		return Runs{Value: []time.Time{}, Reason: "its collection is " + strings.ToLower(string(coll.Properties.State)) + ": the job is paused"}, nil
 	case rec.Next.IsZero():
 		return Runs{Value: []time.Time{}, Reason: "no execution is left"}, nil
 	}

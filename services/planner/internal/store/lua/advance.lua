@@ -58,7 +58,7 @@ for i = 1, (#KEYS - 2) / 3 do
     if collState[coll] == nil then
       collState[coll] = redis.call('HGET', coll, 'state') or ''
     end
-    if nxt ~= '' and state == 'Enabled' and collState[coll] ~= 'Disabled' then
+    if nxt ~= '' and state == 'Enabled' and collState[coll] ~= 'Disabled' and collState[coll] ~= 'Suspended' then
       rescore[#rescore + 1] = score
       rescore[#rescore + 1] = member
     else

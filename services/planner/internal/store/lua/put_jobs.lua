@@ -111,7 +111,7 @@ local function put(collKey, jobsKey, defKey, stKey, a)
     end
   end
   local isDue = 0
-  if nextAt ~= '' and state == 'Enabled' and coll[1] ~= 'Disabled' then
+  if nextAt ~= '' and state == 'Enabled' and coll[1] ~= 'Disabled' and coll[1] ~= 'Suspended' then
     redis.call('ZADD', due, nextAt, member)
     isDue = 1
   else

@@ -1,4 +1,4 @@
--- Enables or disables a collection. Disabling takes every job out of the due set. Enabling puts
+-- Enables or pauses (Disabled, Suspended) a collection. Pausing takes every job out of the due set. Enabling puts
 -- back the jobs the caller computed a next time for (each checked against its version and
 -- state; an empty next ends the job Completed: its series ran out while the collection was
 -- disabled), then returns the jobs that are still not in the due set: the caller schedules the
@@ -8,7 +8,7 @@
 --       version
 -- Returns the names of the collection's jobs not in the due set (none when disabling).
 redis.call('HSET', KEYS[1], 'state', ARGV[1])
-if ARGV[1] == 'Disabled' then
+if ARGV[1] == 'Disabled' or ARGV[1] == 'Suspended' then
   for _, j in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
     redis.call('ZREM', KEYS[3], ARGV[2] .. '/' .. j)
   end
