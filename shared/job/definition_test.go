@@ -17,7 +17,7 @@ const secretJob = `{
       "type": "Https",
       "request": {
         "uri": "https://localhost:8443/hook?a=1&code=SECRET-CODE&empty=&Sig=SECRET-SIG#frag", "method": "POST",
-        "headers": {"Content-Type": "application/json", "authorization": "Bearer SECRET-HEADER", "x-functions-key": "SECRET-FUNCTION-KEY"}, "body": "{}",
+        "headers": {"Content-Type": "application/json", "authorization": "Bearer SECRET-HEADER", "x-functions-key": "SECRET-FUNCTION-KEY", "api-key": "SECRET-AZURE-API-KEY"}, "body": "{}",
         "authentication": {"type": "ClientCertificate", "pfx": "SECRET-PFX", "password": "SECRET-CERT-PASSWORD"}
       },
       "retryPolicy": {"retryType": "Fixed", "retryInterval": "00:01:00", "retryCount": 3},
@@ -31,7 +31,7 @@ const secretJob = `{
   }
 }`
 
-var secretValues = []string{"SECRET-HEADER", "SECRET-FUNCTION-KEY", "SECRET-CODE", "SECRET-SIG", "SECRET-APIKEY", "SECRET-PFX", "SECRET-CERT-PASSWORD", "SECRET-SAS", "SECRET-BASIC", "SECRET-OAUTH", "SECRET-SBKEY"}
+var secretValues = []string{"SECRET-HEADER", "SECRET-AZURE-API-KEY", "SECRET-FUNCTION-KEY", "SECRET-CODE", "SECRET-SIG", "SECRET-APIKEY", "SECRET-PFX", "SECRET-CERT-PASSWORD", "SECRET-SAS", "SECRET-BASIC", "SECRET-OAUTH", "SECRET-SBKEY"}
 
 // secretDefinition returns secretJob plus the secrets that cannot share one action.
 func secretDefinition(t *testing.T) *Definition {

@@ -7,9 +7,12 @@ import (
 )
 
 // SecretHeaders are the request headers whose values are secrets like passwords: each carries
-// a credential to the target (Authorization, and the keys of Azure Functions, API Management
-// and the common API-key header), so it is kept, sealed and redacted the way passwords are.
-var SecretHeaders = []string{"Authorization", "Proxy-Authorization", "X-Functions-Key", "Ocp-Apim-Subscription-Key", "X-Api-Key"}
+// a credential to the target (Authorization, the keys of Azure Functions, API Management and
+// of Azure OpenAI, AI Search and the other Cognitive Services (api-key), the common API-key
+// and token headers, a session's cookies), so it is kept, sealed and redacted the way
+// passwords are.
+var SecretHeaders = []string{"Authorization", "Proxy-Authorization", "X-Functions-Key", "Ocp-Apim-Subscription-Key", "X-Api-Key",
+	"Api-Key", "X-Auth-Token", "Cookie"}
 
 // SecretQueryParameters are the parameters of a request URI's query whose values are keys: an
 // Azure Function's code, the signature of a Logic App trigger's URL or of any SAS URL, API

@@ -23,6 +23,7 @@ func TestRewriteSecretsVisitsEverySecretAndNothingElse(t *testing.T) {
 		"action.request.authentication.password",
 		"action.request.authentication.pfx",
 		"action.request.authentication.secret",
+		"action.request.headers.api-key",
 		"action.request.headers.authorization",
 		"action.request.headers.x-functions-key",
 		"action.request.uri.query.Sig",
