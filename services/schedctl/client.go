@@ -162,27 +162,66 @@ func (c *client) request(body []byte, headers map[string]string, tokens ...strin
 	return msg, nil
 }
 
-// publishDurable publishes msg to JetStream and waits for the stream's acknowledgement.
-func (c *client) publishDurable(msg *nats.Msg) error {
+// publishDurable publishes msg to JetStream, waits for the stream's acknowledgement and
+// returns the message's sequence in the stream.
+func (c *client) publishDurable(msg *nats.Msg) (uint64, error) {
 	js, err := jetstream.New(c.nc)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	ctx, done := c.waitCtx()
 	defer done()
-	if _, err := js.PublishMsg(ctx, msg); err != nil {
+	ack, err := js.PublishMsg(ctx, msg)
+	if err != nil {
 		if perr := c.permissionError(msg.Subject); perr != nil {
-			return perr
+			return 0, perr
 		}
 		if errors.Is(err, nats.ErrMaxPayload) {
-			return c.tooLarge(len(msg.Data))
+			return 0, c.tooLarge(len(msg.Data))
 		}
 		if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
-			return fmt.Errorf("publish on %s: no stream takes it (NATS at %s) — has a planner ever run against this NATS with this prefix?", msg.Subject, c.server)
+			return 0, fmt.Errorf("publish on %s: no stream takes it (NATS at %s) — has a planner ever run against this NATS with this prefix?", msg.Subject, c.server)
 		}
-		return fmt.Errorf("publish on %s: %w", msg.Subject, err)
+		return 0, fmt.Errorf("publish on %s: %w", msg.Subject, err)
 	}
-	return nil
+	return ack.Sequence, nil
+}
+
+// watch subscribes to subject and makes sure the server took the subscription: one its
+// permissions refuse is a *permissionError, and is not left to end the requests that follow.
+func (c *client) watch(subject string) (*nats.Subscription, error) {
+	sub, err := c.nc.SubscribeSync(subject)
+	if err != nil {
+		return nil, fmt.Errorf("subscribe to %s: %w", subject, err)
+	}
+	perr := c.permissionError(subject)
+	if perr == nil {
+		return sub, nil
+	}
+	_ = sub.Unsubscribe()
+	c.mu.Lock()
+	c.denied = nil
+	c.mu.Unlock()
+	return nil, perr
+}
+
+// outcome waits up to wait on sub for the planners' event about the intake message seq: the
+// one carrying that sequence. It is nil when none came in time.
+func outcome(sub *nats.Subscription, seq uint64, wait time.Duration) (*bus.Event, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		m, err := sub.NextMsg(time.Until(deadline))
+		if errors.Is(err, nats.ErrTimeout) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("wait for the outcome on %s: %w", sub.Subject, err)
+		}
+		var e bus.Event
+		if json.Unmarshal(m.Data, &e) == nil && e.IntakeSequence == seq {
+			return &e, nil
+		}
+	}
 }
 
 // tooLarge is the error of a message the NATS server refuses for its size: nats.go says only

@@ -262,15 +262,7 @@ func (inv *invocation) requestMsg(body []byte, headers map[string]string, tokens
 	return inv.client.request(body, headers, tokens...)
 }
 
-// publishDurable publishes msg to JetStream (the intake stream) and waits for the stream to
-// have stored it.
-func (inv *invocation) publishDurable(msg *nats.Msg) error {
-	if err := inv.connect(); err != nil {
-		return err
-	}
-	return inv.client.publishDurable(msg)
-}
-
+// connect dials NATS once, at the first command that needs it.
 func (inv *invocation) connect() error {
 	if inv.client != nil {
 		return nil

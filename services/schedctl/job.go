@@ -452,30 +452,73 @@ func historyCells(e job.HistoryEntry) []string {
 func jobPublish(inv *invocation, args []string) error {
 	file := inv.fs.String("f", "", "job definition `file`, or - for standard input")
 	del := inv.fs.Bool("delete", false, "publish a delete of the job")
+	wait := inv.fs.Duration("wait", 5*time.Second, "wait up to `duration` for a planner to apply it and say how it went (0: do not wait)")
 	c, j, err := jobArgs(inv, args)
 	if err != nil {
 		return err
 	}
-	msg := nats.NewMsg(bus.NewSubjects(inv.prefix).Job(c, j))
+	subjects := bus.NewSubjects(inv.prefix)
+	msg := nats.NewMsg(subjects.Job(c, j))
+	what := "definition"
 	switch {
 	case *del == (*file != ""):
 		return usagef("give -f FILE, or --delete")
 	case *del:
+		what = "delete"
 		msg.Header.Set(bus.HeaderOperation, "delete")
 	default:
 		if msg.Data, err = inv.readFile(*file); err != nil {
 			return err
 		}
 	}
-	if err := inv.publishDurable(msg); err != nil {
+	if err := inv.connect(); err != nil {
 		return err
 	}
-	what := "definition"
-	if *del {
-		what = "delete"
+	// Watched before publishing, so that the outcome cannot come before the subscription.
+	var sub *nats.Subscription
+	if *wait > 0 {
+		if sub, err = inv.client.watch(subjects.Event(c, j, "*")); err != nil {
+			fmt.Fprintf(inv.stderr, "schedctl: not waiting for the outcome: %v\n", err)
+		} else {
+			defer func() { _ = sub.Unsubscribe() }()
+		}
 	}
-	fmt.Fprintf(inv.stdout, "job %s/%s: %s published on %s; refusals come on %s\n", c, j, what, msg.Subject,
-		bus.NewSubjects(inv.prefix).Event(c, j, bus.EventRejected))
+	seq, err := inv.client.publishDurable(msg)
+	if err != nil {
+		return err
+	}
+	rejected := subjects.Event(c, j, bus.EventRejected)
+	if sub == nil {
+		fmt.Fprintf(inv.stdout, "job %s/%s: %s published on %s; refusals come on %s\n", c, j, what, msg.Subject, rejected)
+		return nil
+	}
+	e, err := outcome(sub, seq, *wait)
+	if err != nil {
+		return err
+	}
+	return publishOutcome(inv, c+"/"+j, what, e, *wait, rejected)
+}
+
+// publishOutcome says what became of a published definition or delete: applied (with the
+// job's next run), refused (an error naming each bad field, as a put's), or not yet applied.
+func publishOutcome(inv *invocation, name, what string, e *bus.Event, wait time.Duration, rejected string) error {
+	switch {
+	case e == nil:
+		unreported := ""
+		if what == "delete" {
+			unreported = " (the delete of a job that does not exist is not reported)"
+		}
+		fmt.Fprintf(inv.stdout, "job %s: %s published; no planner reported it within %v%s: it waits on the intake stream until one applies it, and a refusal comes on %s\n",
+			name, what, wait, unreported, rejected)
+	case e.Kind == bus.EventRejected:
+		return &apiError{Status: 400, Code: "BadRequest", Message: fmt.Sprintf("job %s: the published %s was refused", name, what), Details: e.Errors}
+	case e.Kind == bus.EventDeleted:
+		fmt.Fprintf(inv.stdout, "job %s: deleted\n", name)
+	case e.NextExecutionTime != nil:
+		fmt.Fprintf(inv.stdout, "job %s: applied; next run %s\n", name, e.NextExecutionTime.UTC().Format(time.RFC3339))
+	default:
+		fmt.Fprintf(inv.stdout, "job %s: applied; no run is due (the job is disabled, or its series is over)\n", name)
+	}
 	return nil
 }
 

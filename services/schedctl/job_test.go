@@ -240,18 +240,29 @@ func TestJobCommands(t *testing.T) {
 	})
 
 	t.Run("publish through the intake", func(t *testing.T) {
-		out := p.mustRun(t, onceJob, "job", "publish", "c/published", "-f", "-")
-		if !strings.Contains(out, "published on scheduler.jobs.c.published; refusals come on scheduler.events.c.published.rejected") {
+		// By default it waits for the planners' word on its own message and says it.
+		if out := p.mustRun(t, onceJob, "job", "publish", "c/published", "-f", "-"); out != "job c/published: applied; no run is due (the job is disabled, or its series is over)\n" {
 			t.Fatalf("job publish printed %q", out)
+		}
+		if code, _, _ := p.schedctl(t, "", "job", "get", "c/published"); code != 0 {
+			t.Fatal("the published job is not there once applied")
+		}
+		p.mustFail(t, `{"properties": {"action": {"type": "Http"}, "recurrence": {"frequency": "Hour", "interval": 0}}}`, 2,
+			[]string{"job c/published: the published definition was refused", "  recurrence.interval: must be at least 1"}, "job", "publish", "c/published", "-f", "-")
+		if out := p.mustRun(t, "", "job", "publish", "c/published", "--delete"); out != "job c/published: deleted\n" {
+			t.Fatalf("job publish --delete printed %q", out)
+		}
+		if code, _, _ := p.schedctl(t, "", "job", "get", "c/published"); code != 1 {
+			t.Fatal("the job is still there once its delete is applied")
+		}
+		// Without waiting, it says where the refusals come.
+		out := p.mustRun(t, onceJob, "job", "publish", "c/published", "-f", "-", "--wait", "0")
+		if !strings.Contains(out, "published on scheduler.jobs.c.published; refusals come on scheduler.events.c.published.rejected") {
+			t.Fatalf("job publish --wait 0 printed %q", out)
 		}
 		testenv.Eventually(t, 10*time.Second, "the published job", func() bool {
 			code, _, _ := p.schedctl(t, "", "job", "get", "c/published")
 			return code == 0
-		})
-		p.mustRun(t, "", "job", "publish", "c/published", "--delete")
-		testenv.Eventually(t, 10*time.Second, "the published delete", func() bool {
-			code, _, _ := p.schedctl(t, "", "job", "get", "c/published")
-			return code == 1
 		})
 		p.mustFail(t, "", 2, []string{"give -f FILE, or --delete"}, "job", "publish", "c/x")
 	})

@@ -151,12 +151,16 @@ const (
 
 // Event tells anyone listening what happened to a job.
 type Event struct {
-	Kind              string       `json:"kind"`
-	Collection        string       `json:"collection"`
-	Job               string       `json:"job"`
-	Time              time.Time    `json:"time"`
-	NextExecutionTime *time.Time   `json:"nextExecutionTime,omitempty"`
-	Errors            []ErrorEntry `json:"errors,omitempty"` // rejected: one entry per bad field
+	Kind              string     `json:"kind"`
+	Collection        string     `json:"collection"`
+	Job               string     `json:"job"`
+	Time              time.Time  `json:"time"`
+	NextExecutionTime *time.Time `json:"nextExecutionTime,omitempty"`
+	// IntakeSequence is the intake stream's sequence of the published definition or delete
+	// the event reports (accepted, rejected, deleted), so that its publisher can tell its own
+	// outcome from another's; absent for a change made through the API.
+	IntakeSequence uint64       `json:"intakeSequence,omitempty"`
+	Errors         []ErrorEntry `json:"errors,omitempty"` // rejected: one entry per bad field
 }
 
 // ErrorEntry is one problem of a rejected definition: the JSON path and a plain sentence.
@@ -189,6 +193,10 @@ func AppendEvent(b []byte, e Event) []byte {
 		b = append(b, `,"nextExecutionTime":"`...)
 		b = e.NextExecutionTime.AppendFormat(b, time.RFC3339Nano)
 		b = append(b, '"')
+	}
+	if e.IntakeSequence != 0 {
+		b = append(b, `,"intakeSequence":`...)
+		b = strconv.AppendUint(b, e.IntakeSequence, 10)
 	}
 	return append(b, '}')
 }

@@ -83,7 +83,7 @@ func (s *Service) Apply(ctx context.Context, changes []Change) []Outcome {
 	}
 	for i, ch := range changes {
 		if out[i].Err != nil {
-			s.rejected(ch.Collection, ch.Name, out[i].Err)
+			s.rejected(ch.Collection, ch.Name, ch.Stamp.Seq, out[i].Err)
 		}
 	}
 	return out
@@ -181,11 +181,11 @@ func (s *Service) applied(ctx context.Context, ch Change, w store.Write, a store
 	if ch.Delete {
 		if a.Created {
 			s.purgeDue(ctx, s.subjects.Due(ch.Collection, ch.Name))
-			s.emit(bus.Event{Kind: bus.EventDeleted, Collection: ch.Collection, Job: ch.Name, Time: s.now().UTC()})
+			s.emit(bus.Event{Kind: bus.EventDeleted, Collection: ch.Collection, Job: ch.Name, Time: s.now().UTC(), IntakeSequence: ch.Stamp.Seq})
 		}
 		return
 	}
-	e := bus.Event{Kind: bus.EventAccepted, Collection: ch.Collection, Job: ch.Name, Time: s.now().UTC()}
+	e := bus.Event{Kind: bus.EventAccepted, Collection: ch.Collection, Job: ch.Name, Time: s.now().UTC(), IntakeSequence: ch.Stamp.Seq}
 	if a.Due {
 		next := w.Put.Next.UTC()
 		e.NextExecutionTime = &next

@@ -25,7 +25,7 @@ func (s *Service) PutJob(ctx context.Context, c, j string, raw []byte, createOnl
 	def, err := s.validator.Decode(raw)
 	if err != nil {
 		err = invalid(err)
-		s.rejected(c, j, err)
+		s.rejected(c, j, 0, err)
 		return nil, false, err
 	}
 	p := &pendingPut{change: Change{Collection: c, Name: j, Decoded: def, CreateOnly: createOnly}, done: make(chan struct{})}
@@ -316,14 +316,15 @@ func (s *Service) RunJob(ctx context.Context, c, j string) error {
 	return s.runner.RunNow(ctx, c, j)
 }
 
-// rejected announces a definition refused for a reason the client can fix. Internal errors
-// (Redis down) are not rejections: the intake retries them and may still accept the job.
-func (s *Service) rejected(c, j string, err error) {
+// rejected announces a definition refused for a reason the client can fix, with its intake
+// sequence when it was published (0 through the API). Internal errors (Redis down) are not
+// rejections: the intake retries them and may still accept the job.
+func (s *Service) rejected(c, j string, seq uint64, err error) {
 	var apiErr *Error
 	if !errors.As(err, &apiErr) {
 		return
 	}
-	e := bus.Event{Kind: bus.EventRejected, Collection: c, Job: j, Time: s.now().UTC(), Errors: apiErr.Details}
+	e := bus.Event{Kind: bus.EventRejected, Collection: c, Job: j, Time: s.now().UTC(), IntakeSequence: seq, Errors: apiErr.Details}
 	if len(e.Errors) == 0 {
 		e.Errors = []bus.ErrorEntry{{Message: apiErr.Message}}
 	}

@@ -28,7 +28,7 @@ func (s *Service) PatchJob(ctx context.Context, c, j string, raw []byte) (*job.D
 		}
 		if err != nil {
 			err = storeError(err, c, j)
-			s.rejected(c, j, err)
+			s.rejected(c, j, 0, err)
 			return nil, err
 		}
 		got, err := s.GetJob(ctx, c, j)
