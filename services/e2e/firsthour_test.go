@@ -45,7 +45,7 @@ func TestFreshCloneMakeRunAndTheReadmeTour(t *testing.T) {
 		t.Fatalf("the README's tour failed: %v\n%s", err, out)
 	}
 	for _, want := range []string{"job reports/weekly created", "every Monday and Friday at 09:30 and 17:30 (Europe/Paris)",
-		"Next runs:", "published on scheduler.jobs.reports.nightly", "collection reports deleted"} {
+		"Next runs:", "job reports/nightly: applied; next run ", "collection reports deleted"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the tour's output lacks %q:\n%s", want, out)
 		}
