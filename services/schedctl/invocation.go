@@ -333,12 +333,12 @@ func (inv *invocation) exit(err error) int {
 		fmt.Fprintf(inv.stderr, "schedctl: %v\n", err)
 		return exitUsage
 	case errors.As(err, &api):
-		fmt.Fprintf(inv.stderr, "schedctl: %s\n", api.Message)
+		fmt.Fprintf(inv.stderr, "schedctl: %s\n", printable(api.Message))
 		for _, d := range api.Details {
 			if d.Path == "" {
-				fmt.Fprintf(inv.stderr, "  %s\n", d.Message)
+				fmt.Fprintf(inv.stderr, "  %s\n", printable(d.Message))
 			} else {
-				fmt.Fprintf(inv.stderr, "  %s: %s\n", d.Path, d.Message)
+				fmt.Fprintf(inv.stderr, "  %s: %s\n", printable(d.Path), printable(d.Message))
 			}
 		}
 		if api.Status == 400 {

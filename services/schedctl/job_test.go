@@ -210,8 +210,12 @@ func TestJobCommands(t *testing.T) {
 
 	t.Run("history, to the millisecond", func(t *testing.T) {
 		long := "HTTP 500 Internal Server Error: " + strings.Repeat("x", 100)
+		// A target chooses its reason phrase, headers and body, which the message holds:
+		// escape sequences (set the terminal's title, clear the screen) and a right-to-left
+		// override are shown, not played.
+		const sly, shown = "HTTP 200 OK \x1b]0;PWNED\x07\x1b[2J\u202e", `HTTP 200 OK \x1b]0;PWNED\x07\x1b[2J\u202e`
 		at := time.Now().UTC().Truncate(time.Hour).Add(-time.Hour)
-		publishResults(t, p, resultOf("j1", at, 0, job.ExecutionFailed, long), resultOf("j1", at, 1, job.ExecutionCompleted, "HTTP 200 OK"))
+		publishResults(t, p, resultOf("j1", at, 0, job.ExecutionFailed, long), resultOf("j1", at, 1, job.ExecutionCompleted, sly))
 		var page listReply
 		testenv.Eventually(t, 10*time.Second, "the results in the history", func() bool {
 			decode(t, p.mustRun(t, "", "job", "history", "c/j1", "-o", "json"), &page)
@@ -222,7 +226,7 @@ func TestJobCommands(t *testing.T) {
 			return at.Add(time.Duration(attempt)*time.Minute + 250*time.Millisecond).Format("2006-01-02T15:04:05.000Z07:00")
 		}
 		want := "EXPECTED                  ACTION      ATTEMPT  STATUS     STARTED                   MESSAGE\n" +
-			expected + "  MainAction  2        Completed  " + started(1) + "  HTTP 200 OK\n" +
+			expected + "  MainAction  2        Completed  " + started(1) + "  " + shown + "\n" +
 			expected + "  MainAction  1        Failed     " + started(0) + "  " + truncate(long, historyMessageWidth) + "\n"
 		if out := p.mustRun(t, "", "job", "history", "c/j1"); out != want {
 			t.Fatalf("job history:\n%s\nwant:\n%s", out, want)
@@ -236,7 +240,7 @@ func TestJobCommands(t *testing.T) {
 			t.Fatalf("job history --top 1 -o json: %+v", page)
 		}
 		wantLines(t, p.mustRun(t, "", "job", "describe", "c/j1", "-n", "1"), "Last results:",
-			"  "+expected+"  MainAction  2  Completed  "+started(1)+"  HTTP 200 OK")
+			"  "+expected+"  MainAction  2  Completed  "+started(1)+"  "+shown)
 	})
 
 	t.Run("publish through the intake", func(t *testing.T) {

@@ -65,10 +65,39 @@ func row(w io.Writer, cells ...string) {
 func field(w io.Writer, key, value string) { row(w, key+":", value) }
 
 func oneLine(s string) string {
-	if !strings.ContainsAny(s, "\t\r\n") {
+	if strings.ContainsAny(s, "\t\r\n") {
+		s = strings.Join(strings.Fields(s), " ")
+	}
+	return printable(s)
+}
+
+// printable shows the control characters of s as escapes (\x1b), and the characters that
+// reorder text (U+202E) too. What schedctl prints comes partly from targets: a history
+// message holds the target's reason phrase, headers and body, and an ESC there would have
+// been read by the operator's terminal as a command (clear the screen, set the title, hide
+// the text that follows).
+func printable(s string) string {
+	if !strings.ContainsFunc(s, unprintable) {
 		return s
 	}
-	return strings.Join(strings.Fields(s), " ")
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case !unprintable(r):
+			b.WriteRune(r)
+		case r < 0x100:
+			fmt.Fprintf(&b, "\\x%02x", r)
+		default:
+			fmt.Fprintf(&b, "\\u%04x", r)
+		}
+	}
+	return b.String()
+}
+
+// unprintable is a control character other than the tab (C0, DEL, C1) or a bidirectional
+// embedding, override or isolate.
+func unprintable(r rune) bool {
+	return (r < 0x20 && r != '\t') || (r >= 0x7f && r < 0xa0) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
 }
 
 // truncate shortens s to at most n characters, marking the cut.
