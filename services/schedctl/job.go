@@ -500,9 +500,17 @@ func jobPublish(inv *invocation, args []string) error {
 }
 
 // publishOutcome says what became of a published definition or delete: applied (with the
-// job's next run), refused (an error naming each bad field, as a put's), or not yet applied.
+// job's next run), refused (an error naming each bad field, as a put's), or not yet applied;
+// with -o json or yaml, the planners' event.
 func publishOutcome(inv *invocation, name, what string, e *bus.Event, wait time.Duration, rejected string) error {
 	switch {
+	case inv.structured() && (e == nil || e.Kind != bus.EventRejected):
+		// The planners' event as it came ({} when none did in time), for scripts.
+		data := []byte("{}")
+		if e != nil {
+			data = bus.AppendEvent(nil, *e)
+		}
+		return inv.print(data)
 	case e == nil:
 		unreported := ""
 		if what == "delete" {

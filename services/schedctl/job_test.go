@@ -253,6 +253,11 @@ func TestJobCommands(t *testing.T) {
 		}
 		p.mustFail(t, `{"properties": {"action": {"type": "Http"}, "recurrence": {"frequency": "Hour", "interval": 0}}}`, 2,
 			[]string{"job c/published: the published definition was refused", "  recurrence.interval: must be at least 1"}, "job", "publish", "c/published", "-f", "-")
+		var e bus.Event
+		decode(t, p.mustRun(t, onceJob, "job", "publish", "c/published", "-f", "-", "-o", "json"), &e)
+		if e.Kind != bus.EventAccepted || e.Job != "published" || e.IntakeSequence == 0 {
+			t.Fatalf("job publish -o json: %+v", e)
+		}
 		if out := p.mustRun(t, "", "job", "publish", "c/published", "--delete"); out != "job c/published: deleted\n" {
 			t.Fatalf("job publish --delete printed %q", out)
 		}
