@@ -1,10 +1,12 @@
 package main
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -48,13 +50,15 @@ type Config struct {
 	PlacementTags    string        // comma-separated server tags the streams are placed on, when created
 
 	DenyNetworks         string // addresses no HTTP action may connect to (httpaction.ParseNetworks)
+	TargetCA             string // PEM file of CAs trusted for HTTPS targets, besides the system's
 	OAuthAuthority       string // where ActiveDirectoryOAuth tokens come from
 	StorageQueueEndpoint string // queue service URL template with {account}
 	StorageQueueBase64   bool   // base64-encode the envelope
 	ServiceBusEndpoint   string // sb:// endpoint template with {namespace}
 	ServiceBusEmulator   bool   // plain AMQP to the Service Bus emulator
 
-	keys *secrets.Keyring // Secrets, read
+	keys      *secrets.Keyring // Secrets, read
+	targetCAs *x509.CertPool   // the system's CAs and TargetCA's, read; nil: the system's
 }
 
 func defaultConfig() Config {
@@ -104,6 +108,7 @@ func (c *Config) settings() []config.Setting {
 		config.Define("stream replicas", "stream-replicas", p+"STREAM_REPLICAS", "JetStream replicas of the streams, when a worker is the first to create them", config.Int(&c.StreamReplicas, 1, 5)),
 		config.Define("stream placement tags", "stream-placement-tags", p+"STREAM_PLACEMENT_TAGS", "comma-separated server tags of the NATS servers that hold the streams, when a worker is the first to create them", config.OptionalText(&c.PlacementTags, checkTags)),
 		config.Define("deny networks", "deny-networks", p+"DENY_NETWORKS", "addresses no HTTP action may connect to, redirects and names resolved included: comma-separated networks (10.0.0.0/8), addresses, metadata (the cloud metadata services), loopback, private, or none", config.Text(&c.DenyNetworks, checkNetworks)),
+		config.Define("target CA", "target-ca", p+"TARGET_CA", "PEM file of the CAs (a private CA) trusted for HTTPS targets and OAuth token endpoints, besides the system's", config.OptionalText(&c.TargetCA, checkTargetCA)),
 		config.Define("OAuth authority", "oauth-authority", p+"OAUTH_AUTHORITY", "where ActiveDirectoryOAuth tokens come from: <authority>/<tenant>/oauth2/token", config.Text(&c.OAuthAuthority, checkAuthority)),
 		config.Define("Storage Queue endpoint", "storage-queue-endpoint", p+"STORAGE_QUEUE_ENDPOINT", "queue service URL, {account} standing for the job's storage account (Azurite: http://127.0.0.1:10001/{account})", config.Text(&c.StorageQueueEndpoint, checkTemplate("{account}", "http", "https"))),
 		config.Define("Storage Queue base64", "storage-queue-base64", p+"STORAGE_QUEUE_BASE64", "base64-encode the Storage Queue envelope, for consumers that expect it", config.Bool(&c.StorageQueueBase64)),
@@ -136,11 +141,41 @@ func parseConfig(args []string, getenv func(string) string, output io.Writer) (C
 		if cfg.keys, err = cfg.Secrets.Load(); err != nil {
 			errs = append(errs, err)
 		}
+		if cfg.targetCAs, err = targetCAs(cfg.TargetCA); err != nil {
+			errs = append(errs, fmt.Errorf("target CA (-target-ca, %sTARGET_CA): %w", envPrefix, err))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("invalid configuration:\n%w", err)
 	}
 	return cfg, nil
+}
+
+// checkTargetCA reads the file as the worker will.
+func checkTargetCA(file string) error {
+	_, err := targetCAs(file)
+	return err
+}
+
+// targetCAs is the system's pool with the certificates of file added; nil for no file. A
+// private CA is added to the public ones rather than replacing them, so that one worker calls
+// internal and public targets alike.
+func targetCAs(file string) (*x509.CertPool, error) {
+	if file == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %w", file, errors.Unwrap(err))
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool() // no system pool on this platform: the file's alone
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s holds no PEM certificate", file)
+	}
+	return pool, nil
 }
 
 // LogValue is what the worker logs of its configuration: credentials in URLs are masked, and
@@ -165,6 +200,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("stream_replicas", c.StreamReplicas),
 		slog.String("stream_placement_tags", c.PlacementTags),
 		slog.String("deny_networks", c.DenyNetworks),
+		slog.String("target_ca", c.TargetCA),
 		slog.String("oauth_authority", config.RedactURLs(c.OAuthAuthority)),
 		slog.String("storage_queue_endpoint", redactTemplate(c.StorageQueueEndpoint, "{account}")),
 		slog.Bool("storage_queue_base64", c.StorageQueueBase64),

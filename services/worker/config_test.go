@@ -135,6 +135,8 @@ func TestParseConfigRejects(t *testing.T) {
 		{name: "listen address", args: []string{"-http-addr", "8082"}, want: []string{"-http-addr"}},
 		{name: "authority", env: map[string]string{"RESCHED_WORKER_OAUTH_AUTHORITY": "ftp://login"}, want: []string{"RESCHED_WORKER_OAUTH_AUTHORITY", "scheme"}},
 		{name: "deny networks", env: map[string]string{"RESCHED_WORKER_DENY_NETWORKS": "metadata,10.0.0.0/33"}, want: []string{"RESCHED_WORKER_DENY_NETWORKS", `"10.0.0.0/33" is not a network`}},
+		{name: "target CA missing", env: map[string]string{"RESCHED_WORKER_TARGET_CA": "/nonexistent/ca.pem"}, want: []string{"RESCHED_WORKER_TARGET_CA", "-target-ca", "cannot read /nonexistent/ca.pem"}},
+		{name: "target CA not PEM", env: map[string]string{"RESCHED_WORKER_TARGET_CA": "config_test.go"}, want: []string{"RESCHED_WORKER_TARGET_CA", "holds no PEM certificate"}},
 		{name: "storage endpoint with a query", env: map[string]string{"RESCHED_WORKER_STORAGE_QUEUE_ENDPOINT": "https://{account}.q.example/?sv=1"}, want: []string{"STORAGE_QUEUE_ENDPOINT", "{account}.q.example", "without a query"}},
 		{name: "service bus endpoint scheme", env: map[string]string{"RESCHED_WORKER_SERVICEBUS_ENDPOINT": "amqp://{namespace}.example"}, want: []string{"SERVICEBUS_ENDPOINT", "scheme"}},
 		{name: "boolean", env: map[string]string{"RESCHED_WORKER_SERVICEBUS_EMULATOR": "maybe"}, want: []string{"SERVICEBUS_EMULATOR", `"maybe"`}},

@@ -17,7 +17,8 @@ func deliverers(cfg Config) (reg action.Registry, close func(context.Context), e
 	if err != nil {
 		return nil, nil, fmt.Errorf("deny networks: %w", err)
 	}
-	h := httpaction.New(httpaction.Options{Timeout: cfg.AttemptTimeout, OAuthAuthority: cfg.OAuthAuthority, DenyNetworks: deny})
+	h := httpaction.New(httpaction.Options{Timeout: cfg.AttemptTimeout, OAuthAuthority: cfg.OAuthAuthority, DenyNetworks: deny,
+		RootCAs: cfg.targetCAs})
 	sq, err := storagequeue.New(storagequeue.Config{
 		Endpoint: cfg.StorageQueueEndpoint, Base64: cfg.StorageQueueBase64, Timeout: cfg.AttemptTimeout,
 	})

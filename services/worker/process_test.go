@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -138,7 +140,13 @@ func newE2E(t *testing.T) *e2e {
 
 func (e *e2e) publishDue(t *testing.T, jobName string) string {
 	t.Helper()
-	act, _ := json.Marshal(job.Action{ActionSpec: job.ActionSpec{Type: job.ActionHTTP, Request: &job.HTTPRequest{URI: e.target.URL, Method: "POST"}}})
+	return e.publishDueTo(t, jobName, e.target.URL)
+}
+
+// publishDueTo is publishDue with the job's URI given.
+func (e *e2e) publishDueTo(t *testing.T, jobName, uri string) string {
+	t.Helper()
+	act, _ := json.Marshal(job.Action{ActionSpec: job.ActionSpec{Type: job.ActionHTTP, Request: &job.HTTPRequest{URI: uri, Method: "POST"}}})
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	m := nats.NewMsg(e.subjects.Due("c", jobName))
 	m.Data = bus.AppendDue(nil, "c", jobName, at, 1, act)
@@ -199,6 +207,25 @@ func TestWorkerProcessDeliversAndServesHealth(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
 			t.Errorf("GET %s: %d, body lacks %s:\n%.2000s", path, resp.StatusCode, want, body)
 		}
+	}
+}
+
+// An HTTPS target whose certificate a private CA signed is called when that CA is given
+// (RESCHED_WORKER_TARGET_CA), besides the system's: without it, every attempt failed with
+// "certificate signed by unknown authority", and a worker had no setting to trust one.
+func TestWorkerProcessTrustsTheTargetCA(t *testing.T) {
+	e := newE2E(t)
+	secure := httptest.NewTLSServer(e.target.Config.Handler) // its own CA, nobody else's
+	t.Cleanup(secure.Close)
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: secure.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w := startChild(t, "NATS_URL="+e.srv.ClientURL(), "RESCHED_WORKER_TARGET_CA="+ca)
+	w.waitLog(t, "consuming due occurrences")
+	tag := e.publishDueTo(t, "secure", secure.URL)
+	if r := e.nextResult(t); r.ExecutionTag != tag || r.Status != job.ExecutionCompleted {
+		t.Errorf("result %+v, want the HTTPS target called", r)
 	}
 }
 
