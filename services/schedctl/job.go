@@ -478,7 +478,7 @@ func jobPublish(inv *invocation, args []string) error {
 	var sub *nats.Subscription
 	if *wait > 0 {
 		if sub, err = inv.client.watch(subjects.Event(c, j, "*")); err != nil {
-			fmt.Fprintf(inv.stderr, "schedctl: not waiting for the outcome: %v\n", err)
+			fmt.Fprintf(inv.stderr, "schedctl: not waiting for the outcome (--wait 0 does not try): %v\n", err)
 		} else {
 			defer func() { _ = sub.Unsubscribe() }()
 		}
