@@ -20,7 +20,7 @@ func deliverers(cfg Config) (reg action.Registry, close func(context.Context), e
 	h := httpaction.New(httpaction.Options{Timeout: cfg.AttemptTimeout, OAuthAuthority: cfg.OAuthAuthority, DenyNetworks: deny,
 		RootCAs: cfg.targetCAs})
 	sq, err := storagequeue.New(storagequeue.Config{
-		Endpoint: cfg.StorageQueueEndpoint, Base64: cfg.StorageQueueBase64, Timeout: cfg.AttemptTimeout,
+		Endpoint: cfg.StorageQueueEndpoint, Base64: cfg.StorageQueueBase64, Timeout: cfg.AttemptTimeout, RootCAs: cfg.targetCAs,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("storage queue deliverer: %w", err)

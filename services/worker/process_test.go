@@ -3,23 +3,25 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
-	"encoding/pem"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/v2/sas"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/resched/resched/services/internal/azuritetest"
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/internal/natstest"
+	"github.com/resched/resched/services/internal/tlstest"
 	"github.com/resched/resched/services/worker/internal/action/httpaction"
 	"github.com/resched/resched/shared/job"
 )
@@ -140,13 +142,13 @@ func newE2E(t *testing.T) *e2e {
 
 func (e *e2e) publishDue(t *testing.T, jobName string) string {
 	t.Helper()
-	return e.publishDueTo(t, jobName, e.target.URL)
+	return e.publishAction(t, jobName, job.ActionSpec{Type: job.ActionHTTP, Request: &job.HTTPRequest{URI: e.target.URL, Method: "POST"}})
 }
 
-// publishDueTo is publishDue with the job's URI given.
-func (e *e2e) publishDueTo(t *testing.T, jobName, uri string) string {
+// publishAction is publishDue with the job's action given.
+func (e *e2e) publishAction(t *testing.T, jobName string, spec job.ActionSpec) string {
 	t.Helper()
-	act, _ := json.Marshal(job.Action{ActionSpec: job.ActionSpec{Type: job.ActionHTTP, Request: &job.HTTPRequest{URI: uri, Method: "POST"}}})
+	act, _ := json.Marshal(job.Action{ActionSpec: spec})
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	m := nats.NewMsg(e.subjects.Due("c", jobName))
 	m.Data = bus.AppendDue(nil, "c", jobName, at, 1, act)
@@ -210,22 +212,42 @@ func TestWorkerProcessDeliversAndServesHealth(t *testing.T) {
 	}
 }
 
-// An HTTPS target whose certificate a private CA signed is called when that CA is given
-// (RESCHED_WORKER_TARGET_CA), besides the system's: without it, every attempt failed with
-// "certificate signed by unknown authority", and a worker had no setting to trust one.
+// An HTTPS target and a Storage Queue endpoint whose certificates a private CA signed are
+// reached when that CA is given (RESCHED_WORKER_TARGET_CA), besides the system's: without it,
+// every attempt failed with "certificate signed by unknown authority", and a worker had no
+// setting to trust one.
 func TestWorkerProcessTrustsTheTargetCA(t *testing.T) {
 	e := newE2E(t)
-	secure := httptest.NewTLSServer(e.target.Config.Handler) // its own CA, nobody else's
-	t.Cleanup(secure.Close)
-	ca := filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: secure.Certificate().Raw}), 0o600); err != nil {
+	ca := tlstest.NewCA(t, "company")
+	pair := ca.Server(t, "target")
+	cert, err := tls.LoadX509KeyPair(pair.CertFile, pair.KeyFile)
+	if err != nil {
 		t.Fatal(err)
 	}
-	w := startChild(t, "NATS_URL="+e.srv.ClientURL(), "RESCHED_WORKER_TARGET_CA="+ca)
+	secure := httptest.NewUnstartedServer(e.target.Config.Handler)
+	secure.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	secure.StartTLS()
+	t.Cleanup(secure.Close)
+	queues := azuritetest.StartTLS(t, ca.Server(t, "azurite"), ca.CertFile)
+	q := queues.Queue(t, "jobs")
+	token := queues.SASToken(t, "jobs", sas.QueuePermissions{Add: true}, time.Now().Add(time.Hour))
+
+	w := startChild(t, "NATS_URL="+e.srv.ClientURL(), "RESCHED_WORKER_TARGET_CA="+ca.CertFile,
+		"RESCHED_WORKER_STORAGE_QUEUE_ENDPOINT="+queues.Endpoint())
 	w.waitLog(t, "consuming due occurrences")
-	tag := e.publishDueTo(t, "secure", secure.URL)
-	if r := e.nextResult(t); r.ExecutionTag != tag || r.Status != job.ExecutionCompleted {
-		t.Errorf("result %+v, want the HTTPS target called", r)
+	for name, spec := range map[string]job.ActionSpec{
+		"https": {Type: job.ActionHTTPS, Request: &job.HTTPRequest{URI: secure.URL, Method: "POST"}},
+		"queue": {Type: job.ActionStorageQueue, QueueMessage: &job.StorageQueueMessage{
+			StorageAccount: azuritetest.Account, QueueName: "jobs", SASToken: token, Message: "queued over TLS"}},
+	} {
+		tag := e.publishAction(t, name, spec)
+		if r := e.nextResult(t); r.ExecutionTag != tag || r.Status != job.ExecutionCompleted {
+			t.Errorf("%s: result %+v, want delivered", name, r)
+		}
+	}
+	msgs, err := q.DequeueMessage(context.Background(), nil)
+	if err != nil || len(msgs.Messages) != 1 || !strings.Contains(*msgs.Messages[0].MessageText, "queued over TLS") {
+		t.Errorf("the queue holds %+v, %v", msgs.Messages, err)
 	}
 }
 

@@ -11,7 +11,10 @@ package azuritetest
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +26,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/v2"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/v2/sas"
 	"github.com/resched/resched/services/internal/testenv"
+	"github.com/resched/resched/services/internal/tlstest"
 )
 
 // The well-known development account every Azurite instance has (it is public, not a secret).
@@ -40,16 +44,42 @@ const stopTimeout = 10 * time.Second
 // Azurite is a running azurite-queue child process.
 type Azurite struct {
 	// Addr is host:port of the queue service.
-	Addr string
-	cmd  *exec.Cmd
-	out  *testenv.Tail
-	done chan struct{}
+	Addr   string
+	scheme string       // http, or https with StartTLS
+	client *http.Client // the helpers' transport: nil for the default, one trusting the CA with TLS
+	cmd    *exec.Cmd
+	out    *testenv.Tail
+	done   chan struct{}
 }
 
 var listening = regexp.MustCompile(`successfully listens on https?://([0-9.]+:[0-9]+)`)
 
 // Start starts Azurite's queue service for the test.
 func Start(t testing.TB) *Azurite {
+	t.Helper()
+	return start(t, "http", nil)
+}
+
+// StartTLS starts it on HTTPS with server, a certificate a private CA signed (tlstest), whose
+// certificate caFile the helpers trust; deliverers must be told to trust it too.
+func StartTLS(t testing.TB, server tlstest.Pair, caFile string) *Azurite {
+	t.Helper()
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatalf("azuritetest: %v", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		t.Fatalf("azuritetest: no certificate in %s", caFile)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	a := start(t, "https", &http.Client{Transport: tr}, "--cert", server.CertFile, "--key", server.KeyFile)
+	t.Cleanup(tr.CloseIdleConnections)
+	return a
+}
+
+func start(t testing.TB, scheme string, client *http.Client, args ...string) *Azurite {
 	t.Helper()
 	bin := filepath.Join(testenv.EmulatorsDir(t), "node_modules", ".bin", "azurite-queue")
 	if _, err := os.Stat(bin); err != nil {
@@ -58,14 +88,14 @@ func Start(t testing.TB) *Azurite {
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Fatalf("azuritetest: node is not on PATH; install Node.js, then run `npm ci --prefix scripts/emulators`: %v", err)
 	}
-	cmd := exec.Command(bin, "--queueHost", "127.0.0.1", "--queuePort", "0", "--inMemoryPersistence",
-		"--extentMemoryLimit", "64", "--disableTelemetry", "--silent", "--skipApiVersionCheck")
+	cmd := exec.Command(bin, append([]string{"--queueHost", "127.0.0.1", "--queuePort", "0", "--inMemoryPersistence",
+		"--extentMemoryLimit", "64", "--disableTelemetry", "--silent", "--skipApiVersionCheck"}, args...)...)
 	cmd.Dir = t.TempDir() // Azurite may leave files in its working directory
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatalf("azuritetest: %v", err)
 	}
-	a := &Azurite{cmd: cmd, out: &testenv.Tail{}, done: make(chan struct{})}
+	a := &Azurite{scheme: scheme, client: client, cmd: cmd, out: &testenv.Tail{}, done: make(chan struct{})}
 	cmd.Stderr = a.out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("azuritetest: start azurite-queue: %v", err)
@@ -108,11 +138,11 @@ func (a *Azurite) stop(t testing.TB) {
 }
 
 // Endpoint is the queue service URL template of the dev account, as storagequeue.Config wants
-// it: path style, http://127.0.0.1:PORT/{account}.
-func (a *Azurite) Endpoint() string { return "http://" + a.Addr + "/{account}" }
+// it: path style, http://127.0.0.1:PORT/{account} (https with StartTLS).
+func (a *Azurite) Endpoint() string { return a.scheme + "://" + a.Addr + "/{account}" }
 
 // ServiceURL is the dev account's queue service URL.
-func (a *Azurite) ServiceURL() string { return "http://" + a.Addr + "/" + Account }
+func (a *Azurite) ServiceURL() string { return a.scheme + "://" + a.Addr + "/" + Account }
 
 // Credential is the dev account's shared key.
 func (a *Azurite) Credential(t testing.TB) *azqueue.SharedKeyCredential {
@@ -133,7 +163,11 @@ func ClientOptions() *azqueue.ClientOptions {
 // Queue creates a queue in the dev account and returns a shared-key client for it.
 func (a *Azurite) Queue(t testing.TB, name string) *azqueue.QueueClient {
 	t.Helper()
-	svc, err := azqueue.NewServiceClientWithSharedKeyCredential(a.ServiceURL()+"/", a.Credential(t), ClientOptions())
+	opts := ClientOptions()
+	if a.client != nil {
+		opts.Transport = a.client
+	}
+	svc, err := azqueue.NewServiceClientWithSharedKeyCredential(a.ServiceURL()+"/", a.Credential(t), opts)
 	if err != nil {
 		t.Fatalf("azuritetest: service client: %v", err)
 	}

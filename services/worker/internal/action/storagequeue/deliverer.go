@@ -11,6 +11,8 @@ package storagequeue
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -49,6 +51,10 @@ type Config struct {
 	// ClientOptions tunes the azqueue pipeline (transport, retries); nil means
 	// DefaultClientOptions.
 	ClientOptions *azqueue.ClientOptions
+	// RootCAs are the authorities trusted for the endpoint (a private CA besides the system's,
+	// an endpoint behind TLS inspection); nil means the system's. Used when ClientOptions
+	// brings no transport of its own.
+	RootCAs *x509.CertPool
 }
 
 // DefaultClientOptions keep the SDK's own retries few and quick: the job's retry policy is the
@@ -84,6 +90,13 @@ func New(cfg Config) (*Deliverer, error) {
 	}
 	if cfg.ClientOptions == nil {
 		cfg.ClientOptions = DefaultClientOptions()
+	}
+	if cfg.RootCAs != nil && cfg.ClientOptions.Transport == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.TLSClientConfig = &tls.Config{RootCAs: cfg.RootCAs, MinVersion: tls.VersionTLS12}
+		opts := *cfg.ClientOptions
+		opts.Transport = &http.Client{Transport: t}
+		cfg.ClientOptions = &opts
 	}
 	return &Deliverer{endpoint: strings.TrimRight(cfg.Endpoint, "/"), base64: cfg.Base64, timeout: cfg.Timeout,
 		options: cfg.ClientOptions}, nil

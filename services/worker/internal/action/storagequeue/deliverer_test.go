@@ -2,10 +2,12 @@ package storagequeue_test
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/xml"
 	"errors"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/v2/sas"
 
 	"github.com/resched/resched/services/internal/azuritetest"
+	"github.com/resched/resched/services/internal/tlstest"
 	"github.com/resched/resched/services/worker/internal/action"
 	"github.com/resched/resched/services/worker/internal/action/storagequeue"
 	"github.com/resched/resched/shared/job"
@@ -86,6 +89,34 @@ func dequeue(t *testing.T, q *azqueue.QueueClient) string {
 		t.Fatalf("dequeued %d messages, want 1", len(resp.Messages))
 	}
 	return *resp.Messages[0].MessageText
+}
+
+// An endpoint whose certificate a private CA signed (Azure Stack Hub, a TLS-inspecting proxy)
+// is reached when the deliverer trusts that CA (RESCHED_WORKER_TARGET_CA), and refused when it
+// does not.
+func TestDeliverOverTLSWithAPrivateCA(t *testing.T) {
+	ca := tlstest.NewCA(t, "private")
+	a := azuritetest.StartTLS(t, ca.Server(t, "azurite"), ca.CertFile)
+	q := a.Queue(t, "jobs")
+	token := addToken(t, a, "jobs")
+	pem, err := os.ReadFile(ca.CertFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+
+	untrusting := newDeliverer(t, storagequeue.Config{Endpoint: a.Endpoint()})
+	if _, err := untrusting.Deliver(testContext(t), spec("jobs", token, "x"), meta); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("a deliverer without the CA: %v, want a certificate error", err)
+	}
+	trusting := newDeliverer(t, storagequeue.Config{Endpoint: a.Endpoint(), RootCAs: pool})
+	if _, err := trusting.Deliver(testContext(t), spec("jobs", token, "over TLS"), meta); err != nil {
+		t.Fatalf("a deliverer with the CA: %v", err)
+	}
+	if got := parse(t, dequeue(t, q)); got.Message != "over TLS" {
+		t.Errorf("dequeued %+v", got)
+	}
 }
 
 func TestDeliverToAzurite(t *testing.T) {
