@@ -184,17 +184,17 @@ func (inv *invocation) showJob(data []byte) error {
 		return fmt.Errorf("decode the planner's reply: %w", err)
 	}
 	c, _, _ := strings.Cut(d.Name, "/")
-	disabled, err := inv.collectionDisabled(c)
+	paused, err := inv.collectionPaused(c)
 	if err != nil {
 		return err
 	}
 	tw := newTable(inv.stdout)
-	writeJob(tw, d, disabled)
+	writeJob(tw, d, paused)
 	return tw.Flush()
 }
 
-// collectionDisabled asks whether a collection is paused (Disabled or Suspended: its jobs are then paused).
-func (inv *invocation) collectionDisabled(c string) (bool, error) {
+// collectionPaused asks whether a collection holds its jobs back (Disabled or Suspended).
+func (inv *invocation) collectionPaused(c string) (bool, error) {
 	msg, err := inv.request(nil, "collections", "get", c)
 	if err != nil {
 		return false, err
@@ -553,10 +553,10 @@ func jobArgs(inv *invocation, args []string) (string, string, error) {
 }
 
 // writeJob prints a job as a key: value summary.
-func writeJob(w io.Writer, d job.Definition, collectionDisabled bool) {
+func writeJob(w io.Writer, d job.Definition, collectionPaused bool) {
 	p, s := d.Properties, d.Properties.Status
 	field(w, "Name", d.Name)
-	field(w, "State", effectiveState(d, collectionDisabled))
+	field(w, "State", effectiveState(d, collectionPaused))
 	if p.Action != nil {
 		field(w, "Action", actionText(&p.Action.ActionSpec))
 		if p.Action.ErrorAction != nil {
@@ -569,26 +569,26 @@ func writeJob(w io.Writer, d job.Definition, collectionDisabled bool) {
 	}
 	field(w, "Start", start)
 	field(w, "Schedule", recurrenceWords(p.Recurrence))
-	field(w, "Next", nextText(d, collectionDisabled))
+	field(w, "Next", nextText(d, collectionPaused))
 	field(w, "Last", timeText(statusTime(s, false)))
 	field(w, "Executions", countOf(s, func(s *job.Status) int { return s.ExecutionCount }))
 	field(w, "Failures", countOf(s, func(s *job.Status) int { return s.FailureCount }))
 	field(w, "Faulted", countOf(s, func(s *job.Status) int { return s.FaultedCount }))
 }
 
-// effectiveState is the state a job is in for a user: Enabled jobs of a disabled collection
+// effectiveState is the state a job is in for a user: Enabled jobs of a paused collection
 // are paused, whatever their own state says.
-func effectiveState(d job.Definition, collectionDisabled bool) string {
-	if d.Properties.State == job.StateEnabled && collectionDisabled {
-		return "Paused (collection disabled)"
+func effectiveState(d job.Definition, collectionPaused bool) string {
+	if d.Properties.State == job.StateEnabled && collectionPaused {
+		return "Paused (by its collection)"
 	}
 	return string(d.Properties.State)
 }
 
 // nextText is the next run, or why there is none.
-func nextText(d job.Definition, collectionDisabled bool) string {
+func nextText(d job.Definition, collectionPaused bool) string {
 	switch {
-	case d.Properties.State == job.StateEnabled && collectionDisabled:
+	case d.Properties.State == job.StateEnabled && collectionPaused:
 		return "- (paused)"
 	case d.Properties.State == job.StateDisabled:
 		return "- (disabled)"

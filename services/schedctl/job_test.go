@@ -175,8 +175,8 @@ func TestJobCommands(t *testing.T) {
 		p.mustRun(t, "", "job", "create", "other/o1", "--every", "1h", "--at", "2099-01-01T00:00:00Z", "--http-get", "http://x/")
 		p.mustRun(t, "", "collection", "disable", "other")
 		out = p.mustRun(t, "", "job", "list", "--filter", "name~?1")
-		wantLines(t, out, "c/j1      Enabled                       every hour  Https   2099-01-01T00:00:00.000Z  -     0           0",
-			"other/o1  Paused (collection disabled)  every hour  Http    - (paused)                -     0           0")
+		wantLines(t, out, "c/j1      Enabled                     every hour  Https   2099-01-01T00:00:00.000Z  -     0           0",
+			"other/o1  Paused (by its collection)  every hour  Http    - (paused)                -     0           0")
 		if out := p.mustRun(t, "", "job", "list", "--filter", "state=paused", "--filter", "type=http"); strings.Count(out, "\n") != 2 || !strings.Contains(out, "other/o1") {
 			t.Fatalf("list --filter state=paused --filter type=http:\n%s", out)
 		}
