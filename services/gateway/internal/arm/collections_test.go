@@ -11,8 +11,8 @@ import (
 )
 
 // A collection's body is checked as the planners check it before the gateway reads it: its
-// model once dropped a misspelt member, read an interval of 0 as the default 1 and a
-// maxJobCount of 0 as the plan's, and answered a number given as text with Go's words.
+// model once dropped a misspelt member, read an interval of 0 as the default 1, and answered
+// a number given as text with Go's words.
 func TestACollectionBodyIsCheckedBeforeItIsRead(t *testing.T) {
 	srv, err := New(Config{NATS: planner{err: nats.ErrNoResponders}, Subjects: bus.NewSubjects(""), Auth: anyone{}})
 	if err != nil {
