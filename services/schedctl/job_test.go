@@ -264,6 +264,11 @@ func TestJobCommands(t *testing.T) {
 		if code, _, _ := p.schedctl(t, "", "job", "get", "c/published"); code != 1 {
 			t.Fatal("the job is still there once its delete is applied")
 		}
+		// The delete of a job that does not exist is not reported: it says so once --wait is over.
+		if out := p.mustRun(t, "", "job", "publish", "c/ghost", "--delete", "--wait", "200ms"); !strings.Contains(out,
+			"job c/ghost: delete published; no planner reported it within 200ms (the delete of a job that does not exist is not reported)") {
+			t.Fatalf("job publish --delete of a missing job printed %q", out)
+		}
 		// Without waiting, it says where the refusals come.
 		out := p.mustRun(t, onceJob, "job", "publish", "c/published", "-f", "-", "--wait", "0")
 		if !strings.Contains(out, "published on scheduler.jobs.c.published; refusals come on scheduler.events.c.published.rejected") {
