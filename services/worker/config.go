@@ -108,7 +108,7 @@ func (c *Config) settings() []config.Setting {
 		config.Define("stream replicas", "stream-replicas", p+"STREAM_REPLICAS", "JetStream replicas of the streams, when a worker is the first to create them", config.Int(&c.StreamReplicas, 1, 5)),
 		config.Define("stream placement tags", "stream-placement-tags", p+"STREAM_PLACEMENT_TAGS", "comma-separated server tags of the NATS servers that hold the streams, when a worker is the first to create them", config.OptionalText(&c.PlacementTags, checkTags)),
 		config.Define("deny networks", "deny-networks", p+"DENY_NETWORKS", "addresses no HTTP action may connect to, redirects and names resolved included: comma-separated networks (10.0.0.0/8), addresses, metadata (the cloud metadata services), loopback, private, or none", config.Text(&c.DenyNetworks, checkNetworks)),
-		config.Define("target CA", "target-ca", p+"TARGET_CA", "PEM file of the CAs (a private CA) trusted for HTTPS targets and OAuth token endpoints, besides the system's", config.OptionalText(&c.TargetCA, checkTargetCA)),
+		config.Define("target CA", "target-ca", p+"TARGET_CA", "PEM file of the CAs (a private CA) trusted for HTTPS targets and OAuth token endpoints, besides the system's", config.OptionalText(&c.TargetCA, c.readTargetCA)),
 		config.Define("OAuth authority", "oauth-authority", p+"OAUTH_AUTHORITY", "where ActiveDirectoryOAuth tokens come from: <authority>/<tenant>/oauth2/token", config.Text(&c.OAuthAuthority, checkAuthority)),
 		config.Define("Storage Queue endpoint", "storage-queue-endpoint", p+"STORAGE_QUEUE_ENDPOINT", "queue service URL, {account} standing for the job's storage account (Azurite: http://127.0.0.1:10001/{account})", config.Text(&c.StorageQueueEndpoint, checkTemplate("{account}", "http", "https"))),
 		config.Define("Storage Queue base64", "storage-queue-base64", p+"STORAGE_QUEUE_BASE64", "base64-encode the Storage Queue envelope, for consumers that expect it", config.Bool(&c.StorageQueueBase64)),
@@ -141,9 +141,6 @@ func parseConfig(args []string, getenv func(string) string, output io.Writer) (C
 		if cfg.keys, err = cfg.Secrets.Load(); err != nil {
 			errs = append(errs, err)
 		}
-		if cfg.targetCAs, err = targetCAs(cfg.TargetCA); err != nil {
-			errs = append(errs, fmt.Errorf("target CA (-target-ca, %sTARGET_CA): %w", envPrefix, err))
-		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("invalid configuration:\n%w", err)
@@ -151,9 +148,10 @@ func parseConfig(args []string, getenv func(string) string, output io.Writer) (C
 	return cfg, nil
 }
 
-// checkTargetCA reads the file as the worker will.
-func checkTargetCA(file string) error {
-	_, err := targetCAs(file)
+// readTargetCA checks the file by reading it, once, into the pool the deliverers use.
+func (c *Config) readTargetCA(file string) error {
+	var err error
+	c.targetCAs, err = targetCAs(file)
 	return err
 }
 
