@@ -228,7 +228,7 @@ func TestWorkerProcessTrustsTheTargetCA(t *testing.T) {
 	secure.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
 	secure.StartTLS()
 	t.Cleanup(secure.Close)
-	queues := azuritetest.StartTLS(t, ca.Server(t, "azurite"), ca.CertFile)
+	queues := azuritetest.StartTLS(t, ca)
 	q := queues.Queue(t, "jobs")
 	token := queues.SASToken(t, "jobs", sas.QueuePermissions{Add: true}, time.Now().Add(time.Hour))
 

@@ -12,7 +12,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"io"
 	"net/http"
 	"os"
@@ -60,20 +59,13 @@ func Start(t testing.TB) *Azurite {
 	return start(t, "http", nil)
 }
 
-// StartTLS starts it on HTTPS with server, a certificate a private CA signed (tlstest), whose
-// certificate caFile the helpers trust; deliverers must be told to trust it too.
-func StartTLS(t testing.TB, server tlstest.Pair, caFile string) *Azurite {
+// StartTLS starts it on HTTPS with a server certificate ca signs (a private CA), which the
+// helpers trust; deliverers must be told to trust it too.
+func StartTLS(t testing.TB, ca *tlstest.CA) *Azurite {
 	t.Helper()
-	pem, err := os.ReadFile(caFile)
-	if err != nil {
-		t.Fatalf("azuritetest: %v", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		t.Fatalf("azuritetest: no certificate in %s", caFile)
-	}
+	server := ca.Server(t, "azurite")
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	tr.TLSClientConfig = &tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12}
 	a := start(t, "https", &http.Client{Transport: tr}, "--cert", server.CertFile, "--key", server.KeyFile)
 	t.Cleanup(tr.CloseIdleConnections)
 	return a

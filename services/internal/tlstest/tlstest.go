@@ -51,6 +51,13 @@ func NewCA(t testing.TB, name string) *CA {
 	return ca
 }
 
+// Pool is a pool of the CA's certificate alone: what a client told to trust it holds.
+func (ca *CA) Pool() *x509.CertPool {
+	p := x509.NewCertPool()
+	p.AddCert(ca.cert)
+	return p
+}
+
 // Server issues a certificate for a server on the loopback interface (127.0.0.1, ::1,
 // localhost).
 func (ca *CA) Server(t testing.TB, name string) Pair {

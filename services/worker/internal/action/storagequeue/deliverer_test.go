@@ -2,12 +2,10 @@ package storagequeue_test
 
 import (
 	"context"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/xml"
 	"errors"
 	"io"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -96,21 +94,15 @@ func dequeue(t *testing.T, q *azqueue.QueueClient) string {
 // does not.
 func TestDeliverOverTLSWithAPrivateCA(t *testing.T) {
 	ca := tlstest.NewCA(t, "private")
-	a := azuritetest.StartTLS(t, ca.Server(t, "azurite"), ca.CertFile)
+	a := azuritetest.StartTLS(t, ca)
 	q := a.Queue(t, "jobs")
 	token := addToken(t, a, "jobs")
-	pem, err := os.ReadFile(ca.CertFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pem)
 
 	untrusting := newDeliverer(t, storagequeue.Config{Endpoint: a.Endpoint()})
 	if _, err := untrusting.Deliver(testContext(t), spec("jobs", token, "x"), meta); err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Fatalf("a deliverer without the CA: %v, want a certificate error", err)
 	}
-	trusting := newDeliverer(t, storagequeue.Config{Endpoint: a.Endpoint(), RootCAs: pool})
+	trusting := newDeliverer(t, storagequeue.Config{Endpoint: a.Endpoint(), RootCAs: ca.Pool()})
 	if _, err := trusting.Deliver(testContext(t), spec("jobs", token, "over TLS"), meta); err != nil {
 		t.Fatalf("a deliverer with the CA: %v", err)
 	}
