@@ -99,7 +99,7 @@ func (s *Server) putCollection(c *call) error {
 // so a field the model does not hold (a misspelt one) or would read as absent (an interval of
 // 0) is refused, named, rather than dropped or given its default.
 func (s *Server) decodeCollection(raw []byte) (job.Collection, error) {
-	coll, err := s.cfg.Validator.DecodeCollection(raw)
+	coll, err := s.collections.DecodeCollection(raw)
 	var verr *jobschema.ValidationError
 	if errors.As(err, &verr) {
 		e := badRequest("the definition is invalid")

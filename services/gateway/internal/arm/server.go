@@ -45,27 +45,24 @@ type Config struct {
 	PublicURL string
 	Timeout   time.Duration // bound on one request to the planners (default 30 s)
 	Metrics   prometheus.Registerer
-	// Validator checks a collection's body before the gateway reads it, so a bad field is
-	// named as the planners name it rather than dropped or misread; nil builds one.
-	Validator *jobschema.Validator
 }
 
 // Server serves the ARM surface.
 type Server struct {
-	cfg      Config
-	planners planners
-	routes   []route
-	metrics  *metrics
+	cfg         Config
+	planners    planners
+	collections *jobschema.Validator // a collection's body checked before it is read
+	routes      []route
+	metrics     *metrics
 }
 
 // New builds the server.
 func New(cfg Config) (*Server, error) {
-	if cfg.Validator == nil {
-		v, err := jobschema.New()
-		if err != nil {
-			return nil, fmt.Errorf("collection validator: %w", err)
-		}
-		cfg.Validator = v
+	// A collection's body is checked before the gateway reads it, so a bad field is named as
+	// the planners name it rather than dropped or misread.
+	collections, err := jobschema.New()
+	if err != nil {
+		return nil, fmt.Errorf("collection validator: %w", err)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -73,7 +70,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 30 * time.Second
 	}
-	s := &Server{cfg: cfg, planners: planners{client: schedapi.Client{NC: cfg.NATS, Subjects: cfg.Subjects}}, metrics: newMetrics(cfg.Metrics)}
+	s := &Server{cfg: cfg, planners: planners{client: schedapi.Client{NC: cfg.NATS, Subjects: cfg.Subjects}},
+		collections: collections, metrics: newMetrics(cfg.Metrics)}
 	s.routes = s.routeTable()
 	return s, nil
 }
