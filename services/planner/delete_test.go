@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/resched/resched/services/internal/natstest"
 	"github.com/resched/resched/services/internal/redistest"
 	"github.com/resched/resched/services/internal/testenv"
+	"github.com/resched/resched/shared/job"
 )
 
 // A job deleted (through the API or the intake), or its collection, leaves nothing on the due
@@ -19,11 +21,7 @@ import (
 // an error action) went on calling the target after the delete, and a job put again under the
 // name was handed it. No worker runs here: the test takes the occurrences as one would.
 func TestADeletedJobLeavesNothingOnTheDueStream(t *testing.T) {
-	ns := natstest.Start(t)
-	rs := redistest.Start(t)
-	base, _, _ := started(t, testConfig(ns.ClientURL(), rs.URL()))
-	waitReady(t, base)
-	nc := ns.Connect(t)
+	nc := readyPlanner(t)
 	once := `{"action":{"type":"Http","request":{"method":"POST","uri":"http://localhost:9/x"}}}` // at once
 	for _, c := range []string{"c", "c2"} {
 		request(t, nc, "scheduler.api.collections.put."+c, `{"properties":{}}`)
@@ -102,4 +100,56 @@ func TestADeletedJobLeavesNothingOnTheDueStream(t *testing.T) {
 	if len(again) != 1 || again[0] != "scheduler.due.c.keep" {
 		t.Errorf("retried after the deletes: %v, want c/keep's alone", again)
 	}
+}
+
+// readyPlanner starts a planner on test servers, waits until it is ready and connects to its
+// NATS server.
+func readyPlanner(t *testing.T) *nats.Conn {
+	t.Helper()
+	ns := natstest.Start(t)
+	base, _, _ := started(t, testConfig(ns.ClientURL(), redistest.Start(t).URL()))
+	waitReady(t, base)
+	return ns.Connect(t)
+}
+
+// A job deleted while a worker runs its attempt, then created again under its name, is another
+// job: the attempt's result, reported after, is the deleted job's. It was recorded for the new
+// one (seen with make run: a job never run showed an execution and its history an entry), and
+// is not now; a result of the new job is.
+func TestAResultOfADeletedJobIsNotRecordedForItsSuccessor(t *testing.T) {
+	nc := readyPlanner(t)
+	request(t, nc, "scheduler.api.collections.put.c", `{"properties":{}}`)
+	request(t, nc, "scheduler.api.jobs.put.c.j", `{"action":{"type":"Http","request":{"method":"POST","uri":"http://localhost:9/x"}}}`)
+	old := fetchDue(t, nc, 1)[0] // taken by a worker, which runs it
+	request(t, nc, "scheduler.api.jobs.delete.c.j", "")
+	request(t, nc, "scheduler.api.jobs.put.c.j",
+		`{"startTime":"2100-01-01T00:00:00Z","action":{"type":"Http","request":{"method":"POST","uri":"http://localhost:9/y"}}}`)
+	waitApplied(t, nc, recordResult(t, nc, old))
+	if n, hist := jobRecord(t, nc); n != 0 || len(hist) != 0 {
+		t.Fatalf("the job created after the delete: %d executions, history %+v; want none", n, hist)
+	}
+
+	request(t, nc, "scheduler.api.jobs.run.c.j", "")
+	now := fetchDue(t, nc, 1)[0]
+	if now.Incarnation == 0 || now.Incarnation == old.Incarnation {
+		t.Fatalf("incarnations: %d before the delete, %d after", old.Incarnation, now.Incarnation)
+	}
+	waitApplied(t, nc, recordResult(t, nc, now))
+	if n, hist := jobRecord(t, nc); n != 1 || len(hist) != 1 || !hist[0].ExpectedExecutionTime.Equal(now.Scheduled) {
+		t.Fatalf("after its own run: %d executions, history %+v; want its run alone", n, hist)
+	}
+}
+
+// jobRecord reads c/j's execution count and history through the API.
+func jobRecord(t *testing.T, nc *nats.Conn) (int, []job.HistoryEntry) {
+	t.Helper()
+	d := getJob(t, nc)
+	var page struct{ Value []job.HistoryEntry }
+	if err := json.Unmarshal(request(t, nc, "scheduler.api.jobs.history.c.j", ""), &page); err != nil {
+		t.Fatal(err)
+	}
+	if d.Properties.Status == nil {
+		return 0, page.Value
+	}
+	return d.Properties.Status.ExecutionCount, page.Value
 }

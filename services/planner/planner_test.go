@@ -13,6 +13,7 @@ import (
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/internal/natstest"
 	"github.com/resched/resched/services/internal/redistest"
+	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/shared/job"
 )
 
@@ -84,20 +85,41 @@ func TestPlannerEndToEnd(t *testing.T) {
 	}
 }
 
-// recordResult publishes the result a worker would of d's attempt: Completed, its last.
-func recordResult(t *testing.T, nc *nats.Conn, d bus.Due) {
+// recordResult publishes the result a worker would of d's attempt: Completed, its last. It
+// returns the result's sequence on the results stream.
+func recordResult(t *testing.T, nc *nats.Conn, d bus.Due) uint64 {
 	t.Helper()
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := bus.Result{Collection: "c", Job: "j", Scheduled: d.Scheduled, ExecutionTag: d.ExecutionTag, Occurrence: d.Occurrence,
-		ActionName: job.ActionNameMain, StartTime: d.Scheduled, EndTime: d.Scheduled.Add(time.Millisecond),
+		Incarnation: d.Incarnation, ActionName: job.ActionNameMain, StartTime: d.Scheduled, EndTime: d.Scheduled.Add(time.Millisecond),
 		Status: job.ExecutionCompleted, MainDone: true, Final: true}
 	b, _ := json.Marshal(r)
-	if _, err := js.Publish(context.Background(), "scheduler.results.c.j", b, jetstream.WithMsgID(bus.ResultMsgID(r))); err != nil {
+	ack, err := js.Publish(context.Background(), "scheduler.results.c.j", b, jetstream.WithMsgID(bus.ResultMsgID(r)))
+	if err != nil {
 		t.Fatal(err)
 	}
+	return ack.Sequence
+}
+
+// waitApplied waits until the planners have applied (and acknowledged) the results stream up
+// to seq: what a result changes is in Redis then, and what it did not change never will be.
+func waitApplied(t *testing.T, nc *nats.Conn, seq uint64) {
+	t.Helper()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 20*time.Second, fmt.Sprintf("results up to %d applied", seq), func() bool {
+		c, err := js.Consumer(context.Background(), "SCHEDULER_RESULTS", bus.ResultsConsumer)
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(context.Background())
+		return err == nil && info.AckFloor.Stream >= seq
+	})
 }
 
 // request sends an API request and returns the reply body, failing on an error reply.

@@ -216,7 +216,7 @@ func (e *benchEnv) dueMsg(b *testing.B, i int) *nats.Msg {
 		b.Fatal(err)
 	}
 	m := nats.NewMsg(e.subjects.Due(benchCollection, jobName))
-	m.Data = bus.AppendDue(nil, benchCollection, jobName, at, i/benchJobCount+1, act)
+	m.Data = bus.AppendDue(nil, benchCollection, jobName, 0, at, i/benchJobCount+1, act)
 	m.Header.Set(bus.HeaderMsgID, bus.MsgID(benchCollection, jobName, at))
 	return m
 }

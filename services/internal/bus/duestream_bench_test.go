@@ -46,7 +46,7 @@ func benchDueStream(b *testing.B, per int) {
 		b.Fatal(err)
 	}
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	one := bus.AppendDue(nil, "c", "j", at, 1, []byte(`{"type":"Http","request":{"uri":"http://127.0.0.1:8080/hook","method":"POST","body":"ping"}}`))
+	one := bus.AppendDue(nil, "c", "j", 0, at, 1, []byte(`{"type":"Http","request":{"uri":"http://127.0.0.1:8080/hook","method":"POST","body":"ping"}}`))
 	data := make([]byte, 0, per*len(one))
 	for range per {
 		data = append(data, one...)

@@ -16,28 +16,33 @@ import (
 // It carries the action with its secrets: the due stream belongs to the system and must be
 // protected like Redis (NATS TLS and accounts in production).
 type Due struct {
-	Collection   string          `json:"collection"`
-	Job          string          `json:"job"`
-	Scheduled    time.Time       `json:"scheduledTime"` // the expected execution time
-	ExecutionTag string          `json:"executionTag"`  // same for every attempt of this occurrence
-	Occurrence   int             `json:"occurrence"`    // the job's occurrence number, from 1 (history repeatCount)
-	Action       json.RawMessage `json:"action"`        // a job.Action, as JSON
+	Collection   string    `json:"collection"`
+	Job          string    `json:"job"`
+	Scheduled    time.Time `json:"scheduledTime"` // the expected execution time
+	ExecutionTag string    `json:"executionTag"`  // same for every attempt of this occurrence
+	Occurrence   int       `json:"occurrence"`    // the job's occurrence number, from 1 (history repeatCount)
+	// Incarnation names the job the occurrence belongs to (store.Job.Incarnation): a job
+	// deleted and created again under its name is another job, and the results of an attempt
+	// of the deleted one, still running at the delete, must not count for the new one. 0 from a
+	// planner of an earlier release, or for a job stored before incarnations were kept.
+	Incarnation int64           `json:"incarnation,omitempty"`
+	Action      json.RawMessage `json:"action"` // a job.Action, as JSON
 }
 
 // DueSize is at least the length of the JSON AppendDue writes: it grows its buffer once.
 func DueSize(collection, job string, action json.RawMessage) int {
-	return len(collection) + len(job) + len(action) + 192
+	return len(collection) + len(job) + len(action) + 224
 }
 
 // AppendDue appends the JSON of a Due to b without reflection: the planner writes one per
 // fire. Names are safe to write unquoted-escaped (CheckName allows only A-Z a-z 0-9 - _) and
 // action is JSON already, stored as the planner accepted it.
-func AppendDue(b []byte, collection, job string, scheduled time.Time, occurrence int, action json.RawMessage) []byte {
-	return AppendDueTagged(b, collection, job, scheduled, ExecutionTag(collection, job, scheduled), occurrence, action)
+func AppendDue(b []byte, collection, job string, incarnation int64, scheduled time.Time, occurrence int, action json.RawMessage) []byte {
+	return AppendDueTagged(b, collection, job, incarnation, scheduled, ExecutionTag(collection, job, scheduled), occurrence, action)
 }
 
 // AppendDueTagged is AppendDue with the execution tag given (a run-now has its own).
-func AppendDueTagged(b []byte, collection, job string, scheduled time.Time, tag string, occurrence int, action json.RawMessage) []byte {
+func AppendDueTagged(b []byte, collection, job string, incarnation int64, scheduled time.Time, tag string, occurrence int, action json.RawMessage) []byte {
 	b = slices.Grow(b, DueSize(collection, job, action))
 	b = append(b, `{"collection":"`...)
 	b = append(b, collection...)
@@ -49,6 +54,10 @@ func AppendDueTagged(b []byte, collection, job string, scheduled time.Time, tag 
 	b = append(b, tag...)
 	b = append(b, `","occurrence":`...)
 	b = strconv.AppendInt(b, int64(occurrence), 10)
+	if incarnation != 0 {
+		b = append(b, `,"incarnation":`...)
+		b = strconv.AppendInt(b, incarnation, 10)
+	}
 	b = append(b, `,"action":`...)
 	if len(action) == 0 {
 		action = json.RawMessage("null")
@@ -78,6 +87,9 @@ func decodeDueFast(data []byte) (due Due, ok bool) {
 	due.Scheduled = d.field(`,"scheduledTime":`).time()
 	due.ExecutionTag = d.field(`,"executionTag":`).str()
 	due.Occurrence = d.field(`,"occurrence":`).int()
+	if d.has(`,"incarnation":`) {
+		due.Incarnation = int64(d.field(`,"incarnation":`).int())
+	}
 	d.field(`,"action":`)
 	n := len(d.b) - 1
 	if !d.ok || n < 1 || d.b[n] != '}' || jsonSpace(d.b[0]) || jsonSpace(d.b[n-1]) || !json.Valid(d.b[:n]) {
@@ -98,6 +110,7 @@ type Result struct {
 	Scheduled    time.Time           `json:"scheduledTime"`
 	ExecutionTag string              `json:"executionTag"`
 	Occurrence   int                 `json:"occurrence"`
+	Incarnation  int64               `json:"incarnation,omitempty"` // the Due's
 	ActionName   job.ActionName      `json:"actionName"`
 	Attempt      int                 `json:"attempt"` // 0 for the first attempt (history retryCount)
 	StartTime    time.Time           `json:"startTime"`

@@ -15,7 +15,7 @@ import (
 func TestDueSizeFitsTheLongestMessage(t *testing.T) {
 	at := time.Date(2026, 3, 1, 12, 0, 0, 999_999_999, time.FixedZone("x", 3600))
 	for _, action := range []json.RawMessage{nil, json.RawMessage(`{"type":"Http"}`)} {
-		if b := bus.AppendDue(nil, "c", "j", at, math.MinInt, action); len(b) > bus.DueSize("c", "j", action) {
+		if b := bus.AppendDue(nil, "c", "j", math.MinInt64, at, math.MinInt, action); len(b) > bus.DueSize("c", "j", action) {
 			t.Errorf("AppendDue wrote %d bytes, DueSize said %d", len(b), bus.DueSize("c", "j", action))
 		}
 	}
@@ -25,10 +25,10 @@ func TestAppendDueMatchesEncodingJSON(t *testing.T) {
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	action := json.RawMessage(`{"type":"Http","request":{"uri":"http://x/\u00e9","method":"GET"}}`)
 	var got, want bus.Due
-	if err := json.Unmarshal(bus.AppendDue(nil, "c-1", "job_2", at, 7, action), &got); err != nil {
+	if err := json.Unmarshal(bus.AppendDue(nil, "c-1", "job_2", 12, at, 7, action), &got); err != nil {
 		t.Fatalf("not JSON: %v", err)
 	}
-	b, _ := json.Marshal(bus.Due{Collection: "c-1", Job: "job_2", Scheduled: at, ExecutionTag: bus.ExecutionTag("c-1", "job_2", at), Occurrence: 7, Action: action})
+	b, _ := json.Marshal(bus.Due{Collection: "c-1", Job: "job_2", Scheduled: at, ExecutionTag: bus.ExecutionTag("c-1", "job_2", at), Occurrence: 7, Incarnation: 12, Action: action})
 	if err := json.Unmarshal(b, &want); err != nil {
 		t.Fatal(err)
 	}
@@ -60,11 +60,13 @@ func TestAppendEventWritesWhatMarshalWrites(t *testing.T) {
 func dueInputs() map[string]string {
 	at := time.Date(2026, 3, 1, 12, 0, 0, 123, time.UTC)
 	action := `{"type":"Http","request":{"uri":"http://x/\u00e9","method":"POST","body":"x"},"retryPolicy":{"retryType":"None"}}`
-	written := string(bus.AppendDue(nil, "c-1", "job_2", at, 7, json.RawMessage(action)))
+	written := string(bus.AppendDue(nil, "c-1", "job_2", 0, at, 7, json.RawMessage(action)))
 	replace := func(old, new string) string { return strings.Replace(written, old, new, 1) }
 	return map[string]string{
 		"written":                      written,
-		"no action":                    string(bus.AppendDue(nil, "c", "j", at, 1, nil)),
+		"no action":                    string(bus.AppendDue(nil, "c", "j", 0, at, 1, nil)),
+		"incarnation":                  string(bus.AppendDue(nil, "c", "j", 77, at, 1, nil)),
+		"incarnation a float":          replace(`"occurrence":7`, `"occurrence":7,"incarnation":7.5`),
 		"action a string":              replace(action, `"x"`),
 		"white space before action":    replace(`"action":{`, `"action": {`),
 		"white space after action":     replace(`"None"}}}`, `"None"}} }`),

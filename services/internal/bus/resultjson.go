@@ -34,6 +34,10 @@ func (r Result) AppendJSON(b []byte) []byte {
 	b = appendString(b, r.ExecutionTag)
 	b = append(b, `,"occurrence":`...)
 	b = strconv.AppendInt(b, int64(r.Occurrence), 10)
+	if r.Incarnation != 0 {
+		b = append(b, `,"incarnation":`...)
+		b = strconv.AppendInt(b, r.Incarnation, 10)
+	}
 	b = append(b, `,"actionName":`...)
 	b = appendString(b, string(r.ActionName))
 	b = append(b, `,"attempt":`...)
@@ -122,6 +126,9 @@ func (d *layoutReader) result() (r Result) {
 	r.Scheduled = d.field(`,"scheduledTime":`).time()
 	r.ExecutionTag = d.field(`,"executionTag":`).str()
 	r.Occurrence = d.field(`,"occurrence":`).int()
+	if d.has(`,"incarnation":`) {
+		r.Incarnation = int64(d.field(`,"incarnation":`).int())
+	}
 	r.ActionName = job.ActionName(d.field(`,"actionName":`).enum(string(job.ActionNameMain), string(job.ActionNameError)))
 	r.Attempt = d.field(`,"attempt":`).int()
 	r.StartTime = d.field(`,"startTime":`).time()

@@ -40,6 +40,7 @@ func resultCases() map[string]bus.Result {
 		"zero times":        edit(func(r *bus.Result) { r.Scheduled, r.StartTime, r.EndTime = time.Time{}, time.Time{}, time.Time{} }),
 		"negative numbers":  edit(func(r *bus.Result) { r.Occurrence, r.Attempt = -1, -20 }),
 		"zero numbers":      edit(func(r *bus.Result) { r.Occurrence, r.Attempt = 0, 0 }),
+		"incarnation":       edit(func(r *bus.Result) { r.Incarnation = 9007199254740993 }),
 		"year out of range": edit(func(r *bus.Result) { r.EndTime = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) }),
 	}
 }

@@ -216,7 +216,7 @@ func TestRepublishIsDeduplicated(t *testing.T) {
 	e.put("j", `{"startTime":"2026-03-01T12:00:00Z",`+action+`,"recurrence":{"frequency":"Hour"}}`)
 	d := e.dispatcher(nil)
 	msg := jetstream.WithMsgID(bus.MsgID("c", "j", t0))
-	if _, err := e.js.Publish(context.Background(), e.subj.Due("c", "j"), bus.AppendDue(nil, "c", "j", t0, 1, nil), msg); err != nil {
+	if _, err := e.js.Publish(context.Background(), e.subj.Due("c", "j"), bus.AppendDue(nil, "c", "j", 0, t0, 1, nil), msg); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.set(t0.Add(3 * time.Second))

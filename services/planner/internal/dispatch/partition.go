@@ -407,7 +407,7 @@ func (pd *partitionDispatcher) prepare(rec *store.Job, held *compiled, now time.
 	pj.move = move
 	for _, at := range f.fire {
 		move.Occurrence++
-		data := bus.AppendDue(nil, rec.Collection, rec.Name, at, move.Occurrence, e.action)
+		data := bus.AppendDue(nil, rec.Collection, rec.Name, rec.Incarnation, at, move.Occurrence, e.action)
 		pj.msgs = append(pj.msgs, &outgoing{at: at, msg: (&natsMsg{subject: pd.cfg.Subjects.Due(rec.Collection, rec.Name), data: data,
 			id: bus.MsgID(rec.Collection, rec.Name, at)}).build()})
 		pj.move.Published = at

@@ -41,6 +41,10 @@ type Outcome struct {
 	Tag        string    // the occurrence's execution tag: it counts once, whichever attempts end it
 	Final      bool      // no further attempt follows for this occurrence
 	Faulted    bool      // the main action failed through every retry
+	// Incarnation is that of the job the attempt ran for (Job.Incarnation, carried by the
+	// occurrence): an attempt of a deleted job is not recorded for the job created after it.
+	// 0 when unknown (a worker of an earlier release): recorded.
+	Incarnation int64
 }
 
 // Result is an attempt of a job to record.
@@ -75,7 +79,7 @@ func (s *Store) ApplyResults(ctx context.Context, results []Result, now time.Tim
 	calls := s.applyCalls(results)
 	cmds := s.evalAll(ctx, "apply_results", len(calls), func(c int) ([]string, []any) {
 		keys := make([]string, 0, 3*len(calls[c]))
-		args := make([]any, 0, 4+10*len(calls[c]))
+		args := make([]any, 0, 4+11*len(calls[c]))
 		args = append(args, now.Add(-s.historyAge).UnixMilli(), s.historyMax, now.UnixMilli(), s.resultMemory.Milliseconds())
 		for _, i := range calls[c] {
 			r := results[i]
@@ -83,7 +87,7 @@ func (s *Store) ApplyResults(ctx context.Context, results []Result, now time.Tim
 			keys = append(keys, s.k.state(r.Collection, r.Job), s.k.history(r.Collection, r.Job), s.k.results(r.Collection, r.Job))
 			args = append(args, historyLine(o.Entry, s.historyMessage), string(o.Entry.ActionName), string(o.Entry.Status),
 				o.Entry.StartTime.UnixMilli(), boolArg(o.Final), boolArg(o.Faulted), o.Scheduled.UnixMilli(), o.ID,
-				o.Occurrence, doneArg(o))
+				o.Occurrence, doneArg(o), o.Incarnation)
 		}
 		return keys, args
 	})

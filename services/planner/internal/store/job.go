@@ -22,6 +22,11 @@ type Job struct {
 	Fired            int       // executions made since acceptance, for recurrence.count
 	Occurrence       int       // occurrences published over the job's life (history repeatCount)
 	State            job.State
+	// Incarnation is the version the job was created with: a job deleted and created again
+	// under its name is another job, with another incarnation (versions never repeat). Its
+	// occurrences carry it, and a result of another incarnation is not recorded. 0 for a job
+	// created before incarnations were kept.
+	Incarnation int64
 	Counters
 }
 
@@ -316,10 +321,10 @@ func (s *Store) loadJobs(ctx context.Context, members []string, held func(i int)
 
 // stateFields are the fields of a job's state hash that a Job holds, in the order HMGET
 // returns them (the scripts also keep lastOcc, finalOcc and finalFault there).
-var stateFields = []string{"ver", "acc", "next", "fired", "occ", "state", "exec", "fail", "faulted", "last"}
+var stateFields = []string{"ver", "acc", "next", "fired", "occ", "state", "born", "exec", "fail", "faulted", "last"}
 
 // scheduleFields is how many of stateFields come before the status counters.
-const scheduleFields = 6
+const scheduleFields = 7
 
 func jobFromState(c, j string, def []byte, vals []any) *Job {
 	f := func(i int) string {
@@ -331,13 +336,14 @@ func jobFromState(c, j string, def []byte, vals []any) *Job {
 	}
 	return &Job{
 		Collection: c, Name: j, Definition: def,
-		Version:    int64(atoi(f(0))),
-		Accepted:   parseMS(f(1)),
-		Next:       parseMS(f(2)),
-		Fired:      atoi(f(3)),
-		Occurrence: atoi(f(4)),
-		State:      job.State(f(5)),
-		Counters:   Counters{Executions: atoi(f(6)), Failures: atoi(f(7)), Faults: atoi(f(8)), LastExecution: parseMS(f(9))},
+		Version:     int64(atoi(f(0))),
+		Accepted:    parseMS(f(1)),
+		Next:        parseMS(f(2)),
+		Fired:       atoi(f(3)),
+		Occurrence:  atoi(f(4)),
+		State:       job.State(f(5)),
+		Incarnation: int64(atoi(f(6))),
+		Counters:    Counters{Executions: atoi(f(7)), Failures: atoi(f(8)), Faults: atoi(f(9)), LastExecution: parseMS(f(10))},
 	}
 }
 

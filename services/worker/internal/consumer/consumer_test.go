@@ -116,12 +116,12 @@ func TestMalformedMessagesAreTerminated(t *testing.T) {
 	if _, err := e.js.Publish(ctx, e.subjects.Due("c", "garbage"), []byte("{not json")); err != nil {
 		t.Fatal(err)
 	}
-	wrongSubject := bus.AppendDue(nil, "other", "j", scheduled, 1, []byte(`{"type":"Http"}`))
+	wrongSubject := bus.AppendDue(nil, "other", "j", 0, scheduled, 1, []byte(`{"type":"Http"}`))
 	if _, err := e.js.Publish(ctx, e.subjects.Due("c", "j"), wrongSubject); err != nil {
 		t.Fatal(err)
 	}
 	unknownPhase := nats.NewMsg(e.subjects.Due("c", "p"))
-	unknownPhase.Data = bus.AppendDue(nil, "c", "p", scheduled, 1, []byte(`{"type":"Http"}`))
+	unknownPhase.Data = bus.AppendDue(nil, "c", "p", 0, scheduled, 1, []byte(`{"type":"Http"}`))
 	unknownPhase.Header.Set(consumer.HeaderPhase, "sideways")
 	if _, err := e.js.PublishMsg(ctx, unknownPhase); err != nil {
 		t.Fatal(err)

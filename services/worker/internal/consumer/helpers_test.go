@@ -110,7 +110,7 @@ func (e *env) publishDue(t *testing.T, collection, jobName string, at time.Time,
 		t.Fatal(err)
 	}
 	m := nats.NewMsg(e.subjects.Due(collection, jobName))
-	m.Data = bus.AppendDue(nil, collection, jobName, at, 1, raw)
+	m.Data = bus.AppendDue(nil, collection, jobName, 0, at, 1, raw)
 	m.Header.Set(bus.HeaderMsgID, bus.MsgID(collection, jobName, at))
 	if _, err := e.js.PublishMsg(context.Background(), m); err != nil {
 		t.Fatal(err)

@@ -52,7 +52,7 @@ func due(t *testing.T, main *job.RetryPolicy, withError bool, errPolicy *job.Ret
 	if err != nil {
 		t.Fatal(err)
 	}
-	return bus.Due{Collection: "c", Job: "j", Scheduled: scheduled, ExecutionTag: bus.ExecutionTag("c", "j", scheduled), Occurrence: 7, Action: raw}
+	return bus.Due{Collection: "c", Job: "j", Scheduled: scheduled, ExecutionTag: bus.ExecutionTag("c", "j", scheduled), Occurrence: 7, Incarnation: 31, Action: raw}
 }
 
 // want is what a test expects of a Decision.
@@ -156,7 +156,7 @@ func TestExecute(t *testing.T) {
 				m.Occurrence != 7 || m.Attempt != tt.want.attempt || m.Region != "local" || m.ClientRequestID == "" {
 				t.Errorf("meta %+v", m)
 			}
-			if r.Collection != "c" || r.Job != "j" || !r.Scheduled.Equal(scheduled) || r.ExecutionTag != d.ExecutionTag || r.Occurrence != 7 {
+			if r.Collection != "c" || r.Job != "j" || !r.Scheduled.Equal(scheduled) || r.ExecutionTag != d.ExecutionTag || r.Occurrence != 7 || r.Incarnation != 31 {
 				t.Errorf("result does not name the occurrence: %+v", r)
 			}
 			if !r.StartTime.Equal(start.Add(time.Second)) || !r.EndTime.Equal(start.Add(2*time.Second)) {

@@ -5,11 +5,12 @@
 -- KEYS: for result i: KEYS[3i-2] st, KEYS[3i-1] hist, KEYS[3i] rid (sorted set of applied
 --       result ids, scored by when applied)
 -- ARGV: 1 cutoff (ms): older history entries are dropped, 2 max entries, 3 now (ms), 4 how long
---       result ids are remembered (ms); then for result i, from a = 4 + 10(i-1): a+1 history
+--       result ids are remembered (ms); then for result i, from a = 4 + 11(i-1): a+1 history
 --       entry (historyline.go), a+2 action name, a+3 status, a+4 attempt start (ms), a+5 final
 --       (0|1), a+6 faulted (0|1), a+7 scheduled time of the occurrence (ms), a+8 result id (""
 --       for none), a+9 occurrence number (0 for a run-now, which never ends the job), a+10
---       "done:" and the occurrence's execution tag when this result ends the main action, else ""
+--       "done:" and the occurrence's execution tag when this result ends the main action, else "",
+--       a+11 the incarnation of the job the attempt ran for (put_jobs.lua; 0 when unknown)
 -- Returns, per result, the job's new state when this result ended it ("Completed" or
 -- "Faulted"), else "", or "!" and the error that stopped it: each result fails alone, as it did
 -- when each had its own call.
@@ -17,9 +18,15 @@ local cutoff, maxEntries, now, memory = tonumber(ARGV[1]), tonumber(ARGV[2]), AR
 
 local function apply(st, hist, rid, a)
   -- Read once: the state says whether the job still exists, and the rest whether it ends here.
-  local cur = redis.call('HMGET', st, 'state', 'next', 'lastOcc')
+  local cur = redis.call('HMGET', st, 'state', 'next', 'lastOcc', 'born')
   if not cur[1] then
     return '' -- the job was deleted meanwhile
+  end
+  -- An attempt of a job deleted while it ran, reported after a job of the same name was
+  -- created: it belongs to the deleted job. (0, or no "born": a release before incarnations.)
+  local inc = ARGV[a + 11]
+  if inc ~= '0' and cur[4] and cur[4] ~= inc then
+    return ''
   end
   -- A result is acknowledged after it is applied; a planner that dies in between leaves it to
   -- be delivered again, possibly after newer results of the same job. Every id applied within
@@ -83,7 +90,7 @@ end
 
 local out = {}
 for i = 1, #KEYS / 3 do
-  local ok, res = pcall(apply, KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i], 4 + 10 * (i - 1))
+  local ok, res = pcall(apply, KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i], 4 + 11 * (i - 1))
   if ok then
     out[i] = res
   else

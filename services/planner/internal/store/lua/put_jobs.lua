@@ -2,7 +2,9 @@
 -- collection's maxJobCount. One call stores a batch: each script call cost Redis 3–4 µs besides
 -- its commands (about 31 µs a put in a bulk import with a call each, 28 together).
 -- Versions come from the partition's counter, so they never repeat: a job deleted and put again
--- is a new job to every cache and compare-and-set.
+-- is a new job to every cache and compare-and-set. The version a job is created with is kept
+-- as its incarnation ("born"): the results of an attempt of a deleted job, still running at
+-- the delete, carry the deleted job's and are not recorded for the job created after it.
 --
 -- A definition from the intake stream carries its place in the stream (epoch, sequence): the
 -- planners apply the stream in parallel, and a message older than the last one applied to the
@@ -89,6 +91,9 @@ local function put(collKey, jobsKey, defKey, stKey, a)
   local ver = redis.call('INCR', seq)
   redis.call('SET', defKey, blob)
   local fields = {'ver', ver, 'next', nextAt, 'state', state}
+  if created == 1 then
+    fields[#fields + 1], fields[#fields + 2] = 'born', ver
+  end
   if reaccept == '1' then
     fields[#fields + 1], fields[#fields + 2] = 'acc', accepted
     fields[#fields + 1], fields[#fields + 2] = 'fired', 0
