@@ -33,6 +33,7 @@ func TestPlannerErrorsNameTheFieldOnce(t *testing.T) {
 		want      string
 	}{
 		{[]string{"jobs", "put", "c", "j"}, "recurrence.interval", "properties.recurrence.interval"},
+		{[]string{"jobs", "patch", "c", "j"}, "recurrence.frequency", "properties.recurrence.frequency"},
 		{[]string{"collections", "put", "c"}, "properties.quota.maxJobCount", "properties.quota.maxJobCount"},
 	} {
 		p := planners{client: schedapi.Client{NC: refusal{c.fieldPath}}}
