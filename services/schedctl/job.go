@@ -512,14 +512,12 @@ func publishOutcome(inv *invocation, name, what string, e *bus.Event, wait time.
 		}
 		return inv.print(data)
 	case e == nil:
-		unreported := ""
-		if what == "delete" {
-			unreported = " (the delete of a job that does not exist is not reported)"
-		}
-		fmt.Fprintf(inv.stdout, "job %s: %s published; no planner reported it within %v%s: it waits on the intake stream until one applies it, and a refusal comes on %s\n",
-			name, what, wait, unreported, rejected)
+		fmt.Fprintf(inv.stdout, "job %s: %s published; no planner reported it within %v: it waits on the intake stream until one applies it, and a refusal comes on %s\n",
+			name, what, wait, rejected)
 	case e.Kind == bus.EventRejected:
 		return &apiError{Status: 400, Code: "BadRequest", Message: fmt.Sprintf("job %s: the published %s was refused", name, what), Details: e.Errors}
+	case e.Kind == bus.EventDeleted && e.NotFound:
+		fmt.Fprintf(inv.stdout, "job %s: not found; nothing was deleted\n", name)
 	case e.Kind == bus.EventDeleted:
 		fmt.Fprintf(inv.stdout, "job %s: deleted\n", name)
 	case e.NextExecutionTime != nil:

@@ -264,10 +264,14 @@ func TestJobCommands(t *testing.T) {
 		if code, _, _ := p.schedctl(t, "", "job", "get", "c/published"); code != 1 {
 			t.Fatal("the job is still there once its delete is applied")
 		}
-		// The delete of a job that does not exist is not reported: it says so once --wait is over.
-		if out := p.mustRun(t, "", "job", "publish", "c/ghost", "--delete", "--wait", "200ms"); !strings.Contains(out,
-			"job c/ghost: delete published; no planner reported it within 200ms (the delete of a job that does not exist is not reported)") {
+		// The delete of a job that does not exist is reported as such (it once waited out --wait).
+		if out := p.mustRun(t, "", "job", "publish", "c/ghost", "--delete", "--wait", "1m"); out != "job c/ghost: not found; nothing was deleted\n" {
 			t.Fatalf("job publish --delete of a missing job printed %q", out)
+		}
+		var gone bus.Event
+		decode(t, p.mustRun(t, "", "job", "publish", "c/ghost", "--delete", "-o", "json"), &gone)
+		if gone.Kind != bus.EventDeleted || !gone.NotFound || gone.IntakeSequence == 0 {
+			t.Fatalf("job publish --delete -o json of a missing job: %+v", gone)
 		}
 		// Without waiting, it says where the refusals come.
 		out := p.mustRun(t, onceJob, "job", "publish", "c/published", "-f", "-", "--wait", "0")

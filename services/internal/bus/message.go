@@ -172,8 +172,12 @@ type Event struct {
 	// IntakeSequence is the intake stream's sequence of the published definition or delete
 	// the event reports (accepted, rejected, deleted), so that its publisher can tell its own
 	// outcome from another's; absent for a change made through the API.
-	IntakeSequence uint64       `json:"intakeSequence,omitempty"`
-	Errors         []ErrorEntry `json:"errors,omitempty"` // rejected: one entry per bad field
+	IntakeSequence uint64 `json:"intakeSequence,omitempty"`
+	// NotFound marks the deleted event of a delete published on the intake for a job that did
+	// not exist: it is reported all the same, so that its publisher need not wait for an
+	// event that never comes (a typo in the name reads as such at once).
+	NotFound bool         `json:"notFound,omitempty"`
+	Errors   []ErrorEntry `json:"errors,omitempty"` // rejected: one entry per bad field
 }
 
 // ErrorEntry is one problem of a rejected definition: the JSON path and a plain sentence.
@@ -210,6 +214,9 @@ func AppendEvent(b []byte, e Event) []byte {
 	if e.IntakeSequence != 0 {
 		b = append(b, `,"intakeSequence":`...)
 		b = strconv.AppendUint(b, e.IntakeSequence, 10)
+	}
+	if e.NotFound {
+		b = append(b, `,"notFound":true`...)
 	}
 	return append(b, '}')
 }

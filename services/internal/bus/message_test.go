@@ -45,6 +45,7 @@ func TestAppendEventWritesWhatMarshalWrites(t *testing.T) {
 		{Kind: bus.EventDeleted, Collection: "c-1", Job: "j_2", Time: at},
 		{Kind: bus.EventAccepted, Collection: "c", Job: "j", Time: at, NextExecutionTime: &next, IntakeSequence: 18446744073709551615},
 		{Kind: bus.EventDeleted, Collection: "c", Job: "j", Time: at, IntakeSequence: 7},
+		{Kind: bus.EventDeleted, Collection: "c", Job: "j", Time: at, IntakeSequence: 8, NotFound: true},
 		{Kind: bus.EventRejected, Collection: "c", Job: "j", Time: at, Errors: []bus.ErrorEntry{{Path: "a", Message: "b \"quoted\""}}},
 	} {
 		want, err := json.Marshal(e)

@@ -179,10 +179,15 @@ func (s *Service) applied(ctx context.Context, ch Change, w store.Write, a store
 		return
 	}
 	if ch.Delete {
+		// A published delete of a job that did not exist is reported too (NotFound): its
+		// publisher waits for the word on its own message.
 		if a.Created {
 			s.purgeDue(ctx, s.subjects.Due(ch.Collection, ch.Name))
-			s.emit(bus.Event{Kind: bus.EventDeleted, Collection: ch.Collection, Job: ch.Name, Time: s.now().UTC(), IntakeSequence: ch.Stamp.Seq})
+		} else if ch.Stamp.Seq == 0 {
+			return
 		}
+		s.emit(bus.Event{Kind: bus.EventDeleted, Collection: ch.Collection, Job: ch.Name, Time: s.now().UTC(),
+			IntakeSequence: ch.Stamp.Seq, NotFound: !a.Created})
 		return
 	}
 	e := bus.Event{Kind: bus.EventAccepted, Collection: ch.Collection, Job: ch.Name, Time: s.now().UTC(), IntakeSequence: ch.Stamp.Seq}
