@@ -107,6 +107,51 @@ func TestRetriesExhaustedThenErrorAction(t *testing.T) {
 	testenv.Eventually(t, deadline, "both due messages to be acknowledged", func() bool { return e.dueMessages(t) == 0 })
 }
 
+// A job deleted while its attempt runs has no error action after it: the planners remove what
+// the due stream holds for the job, the message the worker holds too, and the worker used to
+// publish the error action (a new message) all the same (seen with make run: the error
+// action's target called 13 s after the delete).
+func TestErrorActionOfAJobDeletedWhileItRanIsNotRun(t *testing.T) {
+	e := newEnv(t)
+	res := e.results(t)
+	var logs testenv.LogBuffer
+	main := newTarget(t, http.StatusInternalServerError)
+	main.block, main.arrived = make(chan struct{}), make(chan struct{}, 1)
+	fallback := newTarget(t)
+	e.loggedWorker(t, &logs, nil)
+	none := &job.RetryPolicy{RetryType: job.RetryNone}
+	tag := e.publishDue(t, "c", "j", scheduled, job.Action{
+		ActionSpec:  httpAct(main.URL, none),
+		ErrorAction: &job.ErrorAction{ActionSpec: httpAct(fallback.URL, none)},
+	})
+	<-main.arrived
+	// As the planners do at a delete (planner.duePurger).
+	ctx := context.Background()
+	st, err := e.js.Stream(ctx, e.subjects.DueStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.GetLastMsgForSubject(ctx, e.subjects.Due("c", "j"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeleteMsg(ctx, m.Sequence); err != nil {
+		t.Fatal(err)
+	}
+	close(main.block)
+
+	checkResults(t, res.take(t, 1), tag, []summary{{job.ActionNameMain, 0, job.ExecutionFailed, false, false}})
+	testenv.Eventually(t, deadline, "the worker to say the error action is not run", func() bool {
+		return strings.Contains(logs.String(), "the job was deleted while its attempt ran: its error action is not run")
+	}, logs.String)
+	if n := e.dueMessages(t); n != 0 {
+		t.Errorf("the due stream holds %d messages after the delete, want none", n)
+	}
+	if n := len(fallback.callsSoFar()); n != 0 {
+		t.Errorf("the error action of the deleted job ran %d times", n)
+	}
+}
+
 func TestMalformedMessagesAreTerminated(t *testing.T) {
 	e := newEnv(t)
 	res := e.results(t)

@@ -102,12 +102,37 @@ func (c *Consumer) storeAgain(ctx context.Context, msg jetstream.Msg, a *executo
 // escalate schedules the error action (a message of its own) and then acknowledges the main
 // one. An error action the due stream does not take is published again, as a result is.
 func (c *Consumer) escalate(ctx context.Context, msg jetstream.Msg, a *executor.Attempt, b *beat, log *deliveryLog) {
+	if c.removed(ctx, msg) {
+		b.stop()
+		log.get().Info("the job was deleted while its attempt ran: its error action is not run")
+		c.settle(log, "ack", msg.Ack())
+		return
+	}
 	em := errorPhaseMsg(msg, a.Due)
 	publish := func() error { return c.publish(ctx, em) }
 	if err := publish(); err == nil || c.republish(ctx, msg, a, b, log, "publish_error_action", "error action not scheduled", err, publish) {
 		b.stop()
 		c.settle(log, "ack", msg.Ack())
 	}
+}
+
+// removed reports whether msg is no longer on the due stream. The planners remove what the
+// stream holds for a job when it or its collection is deleted, the message a worker holds
+// too; an error action published after that (a new message) ran for the deleted job. Any
+// other answer, NATS unreachable among them, is no proof: the error action is scheduled.
+func (c *Consumer) removed(ctx context.Context, msg jetstream.Msg) bool {
+	md, err := msg.Metadata()
+	if err != nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.PublishTimeout)
+	defer cancel()
+	st, err := c.cfg.JS.Stream(ctx, md.Stream)
+	if err != nil {
+		return false
+	}
+	_, err = st.GetMsg(ctx, md.Sequence.Stream)
+	return errors.Is(err, jetstream.ErrMsgNotFound)
 }
 
 // republish calls publish again after err (what, counted as an error of stage) until it
