@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -184,6 +185,7 @@ type makeRun struct {
 	mu     sync.Mutex
 	out    strings.Builder
 	lines  chan struct{}
+	read   chan struct{} // closed once the output is read to its end
 }
 
 func startMakeRun(t *testing.T, dir string, env []string) *makeRun {
@@ -194,7 +196,7 @@ func startMakeRun(t *testing.T, dir string, env []string) *makeRun {
 // startMake starts cmd, a way of running make run, in dir.
 func startMake(t *testing.T, dir string, env []string, cmd *exec.Cmd) *makeRun {
 	t.Helper()
-	m := &makeRun{dir: dir, cmd: cmd, exited: make(chan struct{}), lines: make(chan struct{}, 1)}
+	m := &makeRun{dir: dir, cmd: cmd, exited: make(chan struct{}), lines: make(chan struct{}, 1), read: make(chan struct{})}
 	m.cmd.Dir = dir
 	m.cmd.Env = cleanEnv(env...)
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -210,6 +212,7 @@ func startMake(t *testing.T, dir string, env []string, cmd *exec.Cmd) *makeRun {
 	}
 	_ = w.Close()
 	go func() {
+		defer close(m.read)
 		sc := bufio.NewScanner(r)
 		for sc.Scan() {
 			m.mu.Lock()
@@ -249,20 +252,22 @@ func (m *makeRun) output() string {
 func (m *makeRun) waitFor(t *testing.T, within time.Duration, what string, match func(string) bool) {
 	t.Helper()
 	deadline := time.After(within)
-	for {
-		for _, l := range strings.Split(m.output(), "\n") {
-			if match(l) {
-				return
-			}
-		}
+	for !m.has(match) {
 		select {
 		case <-m.lines:
 		case <-m.exited:
-			t.Fatalf("make run exited before %s:\n%s", what, m.output())
+			if m.readAll(); !m.has(match) {
+				t.Fatalf("make run exited before %s:\n%s", what, m.output())
+			}
 		case <-deadline:
 			t.Fatalf("no %s within %v:\n%s", what, within, m.output())
 		}
 	}
+}
+
+// has reports whether a line of the output so far matches.
+func (m *makeRun) has(match func(string) bool) bool {
+	return slices.ContainsFunc(strings.Split(m.output(), "\n"), match)
 }
 
 func (m *makeRun) waitExit(t *testing.T, within time.Duration) {
@@ -271,6 +276,16 @@ func (m *makeRun) waitExit(t *testing.T, within time.Duration) {
 	case <-m.exited:
 	case <-time.After(within):
 		t.Fatalf("make run did not exit within %v:\n%s", within, m.output())
+	}
+	m.readAll()
+}
+
+// readAll waits, once make has exited, for its last lines: they may still be in the pipe. The
+// output is whole once the pipe is read to its end, unless a process make started holds it.
+func (m *makeRun) readAll() {
+	select {
+	case <-m.read:
+	case <-time.After(5 * time.Second):
 	}
 }
 
