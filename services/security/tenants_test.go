@@ -128,6 +128,10 @@ func TestTenantsOfTheSecurityGuide(t *testing.T) {
 	since := time.Now()
 	mustSchedctl(t, asA, "job", "publish", "orders/published", "-f", file)
 	sc.target.waitDelivery(t, "/orders/published", since)
+	// A published delete is answered through the tenant's own events, a missing job's too.
+	if out := mustSchedctl(t, asA, "job", "publish", "orders/ghost", "--delete", "--wait", "1m"); out != "job orders/ghost: not found; nothing was deleted\n" {
+		t.Errorf("team-a's publish --delete of a missing job printed %q", out)
+	}
 
 	// Refused on team-b's collection, on listing every collection, with a message that says so.
 	for _, args := range [][]string{
