@@ -152,6 +152,28 @@ func TestErrorActionOfAJobDeletedWhileItRanIsNotRun(t *testing.T) {
 	}
 }
 
+// When the stream does not answer whether the message is still there, the error action runs:
+// only a message known to be gone spares it (at least once wins over a doubt).
+func TestErrorActionRunsWhenTheStreamDoesNotSayTheJobIsGone(t *testing.T) {
+	e := newEnv(t)
+	res := e.results(t)
+	main := newTarget(t, http.StatusInternalServerError)
+	fallback := newTarget(t)
+	e.worker(t, func(c *consumer.Config) { c.JS = unansweredGets{c.JS} })
+	none := &job.RetryPolicy{RetryType: job.RetryNone}
+	tag := e.publishDue(t, "c", "j", scheduled, job.Action{
+		ActionSpec:  httpAct(main.URL, none),
+		ErrorAction: &job.ErrorAction{ActionSpec: httpAct(fallback.URL, none)},
+	})
+	checkResults(t, res.take(t, 2), tag, []summary{
+		{job.ActionNameMain, 0, job.ExecutionFailed, false, false},
+		{job.ActionNameError, 0, job.ExecutionCompleted, true, true},
+	})
+	if n := len(fallback.callsSoFar()); n != 1 {
+		t.Errorf("the error action ran %d times, want once", n)
+	}
+}
+
 func TestMalformedMessagesAreTerminated(t *testing.T) {
 	e := newEnv(t)
 	res := e.results(t)

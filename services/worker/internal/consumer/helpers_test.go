@@ -340,3 +340,21 @@ func loggedWaits(t *testing.T, logs *testenv.LogBuffer, msg string, n int) []str
 	}, logs.String)
 	return waits[:n]
 }
+
+// unansweredGets is JetStream whose streams answer no message lookup (a stream leader lost,
+// a server cut off), everything else as usual.
+type unansweredGets struct{ jetstream.JetStream }
+
+func (u unansweredGets) Stream(ctx context.Context, name string) (jetstream.Stream, error) {
+	st, err := u.JetStream.Stream(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return unansweredGet{st}, nil
+}
+
+type unansweredGet struct{ jetstream.Stream }
+
+func (unansweredGet) GetMsg(context.Context, uint64, ...jetstream.GetMsgOpt) (*jetstream.RawStreamMsg, error) {
+	return nil, context.DeadlineExceeded
+}
