@@ -28,13 +28,12 @@ type errorReply struct {
 type empty struct{}
 
 // reply encodes v as the answer to req (a json.RawMessage is encoded already).
-func (a *handlers) reply(req micro.Request, v any, h micro.Headers) {
+func (a *handlers) reply(req micro.Request, v any, h micro.Headers) answer {
 	b, ok := v.(json.RawMessage)
 	if !ok {
 		var err error
 		if b, err = json.Marshal(v); err != nil {
-			a.fail(req, err)
-			return
+			return a.fail(req, err)
 		}
 	}
 	var opts []micro.RespondOpt
@@ -44,6 +43,7 @@ func (a *handlers) reply(req micro.Request, v any, h micro.Headers) {
 	if err := req.Respond(b, opts...); err != nil {
 		a.log.Warn("api reply", "subject", req.Subject(), "error", err)
 	}
+	return answered
 }
 
 // fitted asks list for a page, and again for half as many items while the page's encoding is
@@ -70,7 +70,7 @@ func fitted[T any](max int, page jobs.PageRequest, list func(jobs.PageRequest) (
 
 // fail answers req with err: a *jobs.Error as it is, anything else as an internal error whose
 // cause is logged. The body never echoes the request, which can hold secrets.
-func (a *handlers) fail(req micro.Request, err error) {
+func (a *handlers) fail(req micro.Request, err error) answer {
 	var e *jobs.Error
 	if !errors.As(err, &e) {
 		a.log.Error("api request failed", "subject", req.Subject(), "error", err)
@@ -89,6 +89,7 @@ func (a *handlers) fail(req micro.Request, err error) {
 	if rErr := req.Error(strconv.Itoa(status), headerText(e.Message), body); rErr != nil {
 		a.log.Warn("api error reply", "subject", req.Subject(), "error", rErr)
 	}
+	return answer{code: status, message: headerText(e.Message)}
 }
 
 // headerText makes a message fit a header value: one line, never empty (micro refuses that).

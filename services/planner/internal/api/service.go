@@ -85,6 +85,8 @@ type handlers struct {
 	// stopped: once stopped, no request reaches work, which is then closed.
 	handing sync.RWMutex
 	stopped bool
+	stats   map[string]*endpointStats // by endpoint name, made before the service starts
+	metrics Metrics                   // nil: none
 }
 
 // maxReply is the most bytes a reply's body may hold: NATS refuses a larger one. It is read
@@ -127,6 +129,8 @@ type Options struct {
 	Concurrency int
 	// Status answers <prefix>.api.status (package status); nil: that subject is not served.
 	Status func(ctx context.Context) (bus.Status, error)
+	// Metrics records every answered request; nil: none.
+	Metrics Metrics
 }
 
 // New starts the micro service on nc. Stop it with the returned Server's Stop, which lets the
@@ -142,16 +146,21 @@ func New(nc *nats.Conn, svc *jobs.Service, subjects bus.Subjects, logger *slog.L
 	if o.Concurrency <= 0 {
 		o.Concurrency = DefaultConcurrency
 	}
-	a := &handlers{svc: svc, log: logger, work: make(chan func()), nc: nc, statusOf: o.Status}
+	a := &handlers{svc: svc, log: logger, work: make(chan func()), nc: nc, statusOf: o.Status,
+		metrics: o.Metrics, stats: map[string]*endpointStats{}}
+	for _, e := range a.endpoints() {
+		a.stats[e.name] = &endpointStats{}
+	}
 	for range o.Concurrency {
 		go a.worker()
 	}
 	srv, err := micro.AddService(nc, micro.Config{
-		Name:        ServiceName,
-		Version:     version.Semver(),
-		Description: "resched planner: job collections, jobs, history and preview",
-		Metadata:    map[string]string{"prefix": subjects.Prefix, "version": version.String()},
-		QueueGroup:  QueueGroup,
+		Name:         ServiceName,
+		Version:      version.Semver(),
+		Description:  "resched planner: job collections, jobs, history and preview",
+		Metadata:     map[string]string{"prefix": subjects.Prefix, "version": version.String()},
+		QueueGroup:   QueueGroup,
+		StatsHandler: a.statsOf,
 		ErrorHandler: func(_ micro.Service, e *micro.NATSError) {
 			logger.Warn("api subscription error", "subject", e.Subject, "error", e.Description)
 		},
@@ -206,16 +215,17 @@ func (a *handlers) status(ctx context.Context, _ request) (any, micro.Headers, e
 // one when all are busy (micro hands requests over one at a time per endpoint).
 func (a *handlers) handler(e endpoint) micro.Handler {
 	return micro.HandlerFunc(func(req micro.Request) {
+		start := time.Now()
 		a.handing.RLock()
 		defer a.handing.RUnlock()
 		if a.stopped {
-			a.fail(req, errStopping)
+			a.observe(e.name, start, a.fail(req, errStopping))
 			return
 		}
 		a.inFlight.Add(1)
 		a.work <- func() {
 			defer a.inFlight.Done()
-			a.serve(e, req)
+			a.observe(e.name, start, a.serve(e, req))
 		}
 	})
 }
@@ -235,21 +245,19 @@ func (a *handlers) worker() {
 
 // serve answers one request: names from the subject's last tokens (the wildcards), checked
 // before anything else runs.
-func (a *handlers) serve(e endpoint, req micro.Request) {
+func (a *handlers) serve(e endpoint, req micro.Request) answer {
 	tokens := strings.Split(req.Subject(), ".")
 	names := tokens[len(tokens)-len(e.names):]
 	for i, n := range names {
 		if err := bus.CheckName(e.names[i], n); err != nil {
-			a.fail(req, badRequest(e.names[i], err.Error()))
-			return
+			return a.fail(req, badRequest(e.names[i], err.Error()))
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
 	v, h, err := e.op(ctx, request{names: names, body: req.Data(), headers: req.Headers()})
 	if err != nil {
-		a.fail(req, err)
-		return
+		return a.fail(req, err)
 	}
-	a.reply(req, v, h)
+	return a.reply(req, v, h)
 }

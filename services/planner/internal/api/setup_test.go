@@ -37,23 +37,28 @@ const secret = "s3cret-pass"
 
 // env is a planner's API on real NATS and Redis, with a client connection.
 type env struct {
-	clock  atomic.Int64 // the planners' clock, unix nanoseconds; t0 unless a test moves it
-	nats   *natstest.Server
-	redis  *redistest.Server
-	nc     *nats.Conn // the client's connection
-	conn   *nats.Conn // the planner's connection (api's)
-	store  *store.Store
-	svc    *jobs.Service
-	runner *fakeRunner
-	api    micro.Service
+	clock   atomic.Int64 // the planners' clock, unix nanoseconds; t0 unless a test moves it
+	nats    *natstest.Server
+	redis   *redistest.Server
+	nc      *nats.Conn // the client's connection
+	conn    *nats.Conn // the planner's connection (api's)
+	store   *store.Store
+	svc     *jobs.Service
+	runner  *fakeRunner
+	api     micro.Service
+	metrics api.Metrics // given to every API started; nil: none
 }
 
 // setup is what a test changes in an env: the Redis client's options, the planner's keys.
 type setup struct {
-	redis redis.Options
-	keys  *secrets.Keyring
-	store []store.Option
+	redis   redis.Options
+	keys    *secrets.Keyring
+	store   []store.Option
+	metrics api.Metrics
 }
+
+// withMetrics gives the API a recorder of the requests it answers.
+func withMetrics(m api.Metrics) func(*setup) { return func(s *setup) { s.metrics = m } }
 
 // withStore gives the planner's store options.
 func withStore(o ...store.Option) func(*setup) { return func(s *setup) { s.store = o } }
@@ -69,6 +74,7 @@ func newEnv(t testing.TB, opts ...func(*setup)) *env {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	e.metrics = cfg.metrics
 	ro := &cfg.redis
 	rdb := redis.NewClient(ro)
 	t.Cleanup(func() { _ = rdb.Close() })
@@ -90,7 +96,8 @@ func newEnv(t testing.TB, opts ...func(*setup)) *env {
 // start runs an API (a planner) on conn.
 func (e *env) start(t testing.TB, conn *nats.Conn) micro.Service {
 	t.Helper()
-	srv, err := api.New(conn, e.svc, bus.NewSubjects(""), slog.New(slog.NewTextHandler(t.Output(), nil)))
+	srv, err := api.New(conn, e.svc, bus.NewSubjects(""), slog.New(slog.NewTextHandler(t.Output(), nil)),
+		api.Options{Metrics: e.metrics})
 	if err != nil {
 		t.Fatal(err)
 	}

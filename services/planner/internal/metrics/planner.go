@@ -1,11 +1,12 @@
 // Package metrics holds the planner's Prometheus collectors: the fire lag of due occurrences,
 // the backlog of due jobs not yet claimed, the counts of claims, publishes, skips, results and
-// errors. They are registered on a registry the caller owns (the process exposes it at
+// errors, and the requests its NATS API answered. They are registered on a registry the caller owns (the process exposes it at
 // /metrics), never on the global one, so tests and several planners in one process stay apart.
 package metrics
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,7 +25,11 @@ var (
 	knownStatuses = []string{"Completed", "Failed"}
 )
 
-// Planner records what a planner does. It implements dispatch.Metrics and results.Metrics.
+// APIBuckets span 1 ms (a get) to 30 s (the API's bound on one request), in seconds.
+var APIBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
+
+// Planner records what a planner does. It implements dispatch.Metrics, results.Metrics and
+// api.Metrics.
 type Planner struct {
 	fireLag   prometheus.Histogram
 	backlog   prometheus.Gauge
@@ -38,6 +43,8 @@ type Planner struct {
 	planners  prometheus.Gauge
 	clock     prometheus.Gauge
 	replicas  *prometheus.GaugeVec
+	requests  *prometheus.CounterVec
+	took      *prometheus.HistogramVec
 }
 
 // New creates the collectors and registers them on reg.
@@ -80,12 +87,20 @@ func New(reg prometheus.Registerer) (*Planner, error) {
 			Namespace: namespace, Name: "redis_replicas_in_sync",
 			Help: "Replicas in sync of each Redis master (INFO replication, state online), counted every few seconds on a Redis Cluster or Sentinel: at 0 the master's writes wait for no replica, and a failover of it can lose them.",
 		}, []string{"master"}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "api_requests_total",
+			Help: "Requests the NATS API answered, by endpoint (as `nats micro info scheduler` names it) and status (200, or the error's: 400, 404, 409, 500, 503).",
+		}, []string{"endpoint", "code"}),
+		took: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "api_request_duration_seconds", Buckets: APIBuckets,
+			Help: "Time from a request's arrival at this planner to its answer, waiting for a free slot (RESCHED_PLANNER_API_CONCURRENCY) included, by endpoint.",
+		}, []string{"endpoint"}),
 		clock: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "clock_offset_seconds",
 			Help: "How far Redis's clock, the one every planner shares, was ahead of this planner's at its last heartbeat (negative: behind; 0 within the round trip).",
 		}),
 	}
-	for _, c := range []prometheus.Collector{p.fireLag, p.backlog, p.claimed, p.published, p.skipped, p.errors, p.results, p.held, p.parts, p.planners, p.clock, p.replicas} {
+	for _, c := range []prometheus.Collector{p.fireLag, p.backlog, p.claimed, p.published, p.skipped, p.errors, p.results, p.held, p.parts, p.planners, p.clock, p.replicas, p.requests, p.took} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register planner metrics: %w", err)
 		}
@@ -97,6 +112,12 @@ func New(reg prometheus.Registerer) (*Planner, error) {
 		p.results.WithLabelValues(s)
 	}
 	return p, nil
+}
+
+// APIRequest records a request the API answered.
+func (p *Planner) APIRequest(endpoint string, code int, took time.Duration) {
+	p.requests.WithLabelValues(endpoint, strconv.Itoa(code)).Inc()
+	p.took.WithLabelValues(endpoint).Observe(took.Seconds())
 }
 
 // Claimed counts claimed jobs.

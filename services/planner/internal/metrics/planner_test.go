@@ -122,6 +122,49 @@ resched_planner_fire_lag_seconds_count 5
 	}
 }
 
+func TestAPIRequests(t *testing.T) {
+	p, reg := newPlanner(t)
+	if n := testutil.CollectAndCount(p.requests); n != 0 {
+		t.Errorf("%d request series before any request", n)
+	}
+	p.APIRequest("jobs-put", 200, 2*time.Millisecond)
+	p.APIRequest("jobs-put", 400, 500*time.Microsecond)
+	p.APIRequest("jobs-get", 404, time.Millisecond)
+	if got := testutil.ToFloat64(p.requests.WithLabelValues("jobs-put", "400")); got != 1 {
+		t.Errorf("jobs-put 400: %v, want 1", got)
+	}
+	if n := testutil.CollectAndCount(p.requests); n != 3 {
+		t.Errorf("%d request series, want 3", n)
+	}
+	want := `
+# HELP resched_planner_api_request_duration_seconds Time from a request's arrival at this planner to its answer, waiting for a free slot (RESCHED_PLANNER_API_CONCURRENCY) included, by endpoint.
+# TYPE resched_planner_api_request_duration_seconds histogram
+resched_planner_api_request_duration_seconds_bucket{endpoint="jobs-get",le="0.001"} 1
+resched_planner_api_request_duration_seconds_bucket{endpoint="jobs-get",le="0.0025"} 1
+resched_planner_api_request_duration_seconds_bucket{endpoint="jobs-get",le="0.005"} 1
+resched_planner_api_request_duration_seconds_bucket{endpoint="jobs-get",le="0.01"} 1
+resched_planner_api_request_duration_seconds_bucket{endpoint="jobs-get",le="0.025"} 1
+resched_planner_api_request_duration_seconds_bucket{endpoint="jobs-get",le="0.05"} 1
+resched_planner_api_request_duration_seconds_bucket{endpoint="jobs-get",le="0.1"} 1
+resched_planner_api_request_duration_seconds_bucket{endpoint="jobs-get",le="0.25"} 1
+resched_planner_api_request_duration_seconds_bucket{endpoint="jobs-get",le="0.5"} 1
+resched_planner_api_request_duration_seconds_bucket{endpoint="jobs-get",le="1"} 1
+resched_planner_api_request_duration_seconds_bucket{endpoint="jobs-get",le="2.5"} 1
+resched_planner_api_request_duration_seconds_bucket{endpoint="jobs-get",le="5"} 1
+resched_planner_api_request_duration_seconds_bucket{endpoint="jobs-get",le="10"} 1
+resched_planner_api_request_duration_seconds_bucket{endpoint="jobs-get",le="30"} 1
+resched_planner_api_request_duration_seconds_bucket{endpoint="jobs-get",le="+Inf"} 1
+resched_planner_api_request_duration_seconds_sum{endpoint="jobs-get"} 0.001
+resched_planner_api_request_duration_seconds_count{endpoint="jobs-get"} 1
+`
+	if err := testutil.CollectAndCompare(p.took.WithLabelValues("jobs-get").(prometheus.Histogram), strings.NewReader(want)); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(reg, "resched_planner_api_request_duration_seconds"); n != 2 {
+		t.Errorf("%d duration series, want one per endpoint", n)
+	}
+}
+
 func TestNoGlobalRegistryAndNoDoubleRegistration(t *testing.T) {
 	_, reg := newPlanner(t)
 	if _, err := New(reg); err == nil {
