@@ -68,7 +68,7 @@ func readFolder(dir, collection string, each func(importItem) error) error {
 	}
 	slices.Sort(files)
 	for _, f := range files {
-		raw, err := os.ReadFile(f)
+		raw, err := readUTF8(f)
 		if err != nil {
 			return fmt.Errorf("read %s: %w", f, err)
 		}
@@ -95,7 +95,7 @@ func readExport(path, collection string, each func(importItem) error) error {
 		return usagef("%v", err)
 	}
 	defer f.Close()
-	r := bufio.NewReaderSize(f, 1<<20)
+	r := bufio.NewReaderSize(utf8Reader(f), 1<<20)
 	first, err := firstByte(r)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", path, err)

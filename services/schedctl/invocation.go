@@ -352,17 +352,4 @@ func (inv *invocation) exit(err error) int {
 }
 
 // readFile reads the file a -f flag names; "-" is standard input.
-func (inv *invocation) readFile(name string) ([]byte, error) {
-	if name == "-" {
-		b, err := io.ReadAll(inv.stdin)
-		if err != nil {
-			return nil, fmt.Errorf("read standard input: %w", err)
-		}
-		return b, nil
-	}
-	b, err := os.ReadFile(name)
-	if err != nil {
-		return nil, usagef("-f: %v", err) // the error names the file
-	}
-	return b, nil
-}
+func (inv *invocation) readFile(name string) ([]byte, error) { return readText(name, inv.stdin) }

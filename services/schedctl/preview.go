@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -50,7 +49,7 @@ func previewCommand(clock func() time.Time) func(args []string, stdin io.Reader,
 		var raw []byte
 		var err error
 		if *file != "" {
-			raw, err = readInput(*file, stdin)
+			raw, err = readText(*file, stdin)
 		} else {
 			raw, err = previewFromFlags(flags, now)
 		}
@@ -108,21 +107,6 @@ func preview(raw []byte, now time.Time, n int) ([]time.Time, recurrence.Reason, 
 	}
 	times, reason := s.Upcoming(n)
 	return times, reason, nil
-}
-
-func readInput(file string, stdin io.Reader) ([]byte, error) {
-	if file == "-" {
-		b, err := io.ReadAll(stdin)
-		if err != nil {
-			return nil, fmt.Errorf("read standard input: %w", err)
-		}
-		return b, nil
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("read job definition: %w", err)
-	}
-	return b, nil
 }
 
 // parseInstant reads a time text of docs/recurrence.md §2 as an instant; no offset means UTC.

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"golang.org/x/text/encoding/unicode"
+	"golang.org/x/text/transform"
+)
+
+// utf8Reader reads r as the UTF-8 that JSON is: a byte-order mark at the start is dropped, and
+// one of UTF-16 (little or big endian) has the text converted. Windows tools write them: a
+// definition saved by Notepad or `Set-Content -Encoding UTF8` starts with the UTF-8 mark, and
+// PowerShell 5's `>` and `Out-File` write UTF-16LE, the way many Azure Scheduler users export
+// their jobs (`Get-AzSchedulerJob | ConvertTo-Json > jobs.json`). Text without a mark passes
+// unchanged. golang.org/x/text's BOMOverride does exactly this, streaming, so an export of a
+// million jobs is still read a piece at a time.
+func utf8Reader(r io.Reader) io.Reader {
+	return transform.NewReader(r, unicode.BOMOverride(transform.Nop))
+}
+
+// readText reads the file a -f flag names ("-": standard input) as UTF-8 (utf8Reader).
+func readText(name string, stdin io.Reader) ([]byte, error) {
+	if name == "-" {
+		b, err := io.ReadAll(utf8Reader(stdin))
+		if err != nil {
+			return nil, fmt.Errorf("read standard input: %w", err)
+		}
+		return b, nil
+	}
+	b, err := readUTF8(name)
+	if err != nil {
+		return nil, usagef("-f: %v", err) // the error names the file
+	}
+	return b, nil
+}
+
+// readUTF8 reads a file as UTF-8 (utf8Reader).
+func readUTF8(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(utf8Reader(f))
+}
