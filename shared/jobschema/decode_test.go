@@ -351,6 +351,30 @@ func TestPackageLevelDecode(t *testing.T) {
 	}
 }
 
+// A UTF-8 byte-order mark before the JSON, as a file saved by a Windows tool has, is ignored
+// (RFC 8259 §8.1 allows it); one anywhere else is refused as JSON refuses it.
+func TestAByteOrderMarkIsIgnored(t *testing.T) {
+	v := newValidator(t)
+	def := withRecurrence(`{"frequency":"hour"}`)
+	for _, in := range []string{"\ufeff" + def, "\ufeff" + `{"properties": ` + def + `}`} {
+		d, err := v.Decode([]byte(in))
+		if err != nil {
+			t.Fatalf("%.30q: %v", in, err)
+		}
+		if d.Properties.Recurrence.Frequency != job.Hour {
+			t.Errorf("%.30q: decoded %+v", in, d.Properties.Recurrence)
+		}
+	}
+	if _, err := v.DecodeCollection([]byte("\ufeff" + `{"quota": {"maxJobCount": 5}}`)); err != nil {
+		t.Errorf("a collection with a byte-order mark: %v", err)
+	}
+	for _, in := range []string{"\ufeff\ufeff" + def, " \ufeff" + def} {
+		if _, err := v.Decode([]byte(in)); err == nil || !strings.Contains(err.Error(), "not valid JSON") {
+			t.Errorf("%.30q: %v, want not valid JSON", in, err)
+		}
+	}
+}
+
 // Invalid UTF-8 is refused with the path of the text that holds it: Go's decoder would have
 // replaced it with U+FFFD and the target would get other bytes than the client sent.
 func TestInvalidUTF8IsRefusedWithItsPath(t *testing.T) {

@@ -96,6 +96,7 @@ func DecodeCollection(raw []byte) (*job.Collection, error) {
 // definition returned holds only what a client may set: id, type, name, status and the
 // certificate details are dropped.
 func (v *Validator) Decode(raw []byte) (*job.Definition, error) {
+	raw = withoutBOM(raw)
 	probs := &problems{}
 	tree, ok := parse(raw, "job", probs)
 	if !ok || !checkUTF8(raw, true, probs) {
@@ -158,6 +159,7 @@ func typedJob(raw []byte, wrapped bool, canon any, changed bool) (*job.Definitio
 // alone, and checks it. Paths are relative to the resource (properties.quota.maxJobCount)
 // in both forms.
 func (v *Validator) DecodeCollection(raw []byte) (*job.Collection, error) {
+	raw = withoutBOM(raw)
 	probs := &problems{}
 	tree, ok := parse(raw, "collection", probs)
 	if !ok || !checkUTF8(raw, false, probs) {
@@ -208,6 +210,11 @@ func (v *Validator) check(probs *problems, run func(checker)) {
 		}
 	}
 }
+
+// withoutBOM drops a UTF-8 byte-order mark from the start of a JSON text, which RFC 8259 §8.1
+// lets a parser ignore: a file saved by a Windows tool starts with one, and so does what
+// `nats pub subject "$(cat file.json)"` sends of it. encoding/json refuses it.
+func withoutBOM(raw []byte) []byte { return bytes.TrimPrefix(raw, []byte("\ufeff")) }
 
 // parse applies the size limit and reads the JSON, keeping numbers exact.
 func parse(raw []byte, what string, probs *problems) (any, bool) {

@@ -1,6 +1,7 @@
 package arm
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -163,7 +164,9 @@ func (s *Server) dispatch(w *statusRecorder, r *http.Request, rt route, vars map
 		if len(strings.TrimSpace(string(body))) == 0 {
 			return badRequest("the request has no body: %s needs one", rt.name)
 		}
-		c.body = body
+		// A body sent from a file a Windows tool saved (curl --data-binary @file) starts with
+		// a UTF-8 byte-order mark, which RFC 8259 lets a parser ignore and Go's refuses.
+		c.body = bytes.TrimPrefix(body, []byte("\ufeff"))
 	}
 	return rt.handle(c)
 }

@@ -65,3 +65,35 @@ func TestAnswersWithoutPlanners(t *testing.T) {
 		})
 	}
 }
+
+// sent is a Requester that keeps the bodies the gateway sends the planners, and answers as
+// when none runs.
+type sent struct{ bodies []string }
+
+func (s *sent) RequestMsgWithContext(_ context.Context, m *nats.Msg) (*nats.Msg, error) {
+	s.bodies = append(s.bodies, string(m.Data))
+	return nil, nats.ErrNoResponders
+}
+
+// A body that starts with a UTF-8 byte-order mark (curl --data-binary @file of a file a
+// Windows tool saved) reaches the planners without it: a job's merge patch is read by them
+// as JSON, which refuses the mark.
+func TestABodyIsSentWithoutItsByteOrderMark(t *testing.T) {
+	const base = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Scheduler/jobCollections/c"
+	for _, c := range []struct{ method, path, body string }{
+		{"PUT", base + "/jobs/j?api-version=2016-03-01", `{"properties": {"action": {"type": "Http"}}}`},
+		{"PATCH", base + "/jobs/j?api-version=2016-03-01", `{"properties": {"state": "Disabled"}}`},
+		{"PUT", base + "?api-version=2016-03-01", `{"location": "West US", "properties": {"sku": {"name": "Standard"}}}`},
+	} {
+		planners := &sent{}
+		srv, err := New(Config{NATS: planners, Subjects: bus.NewSubjects(""), Auth: anyone{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, httptest.NewRequest(c.method, c.path, strings.NewReader("\ufeff"+c.body)))
+		if rec.Code != http.StatusServiceUnavailable || len(planners.bodies) != 1 || !strings.HasPrefix(planners.bodies[0], "{") {
+			t.Errorf("%s %s: %d %s; sent %q", c.method, c.path, rec.Code, rec.Body, planners.bodies)
+		}
+	}
+}
