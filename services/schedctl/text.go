@@ -12,10 +12,10 @@ import (
 // utf8Reader reads r as the UTF-8 that JSON is: a byte-order mark at the start is dropped, and
 // one of UTF-16 (little or big endian) has the text converted. Windows tools write them: a
 // definition saved by Notepad or `Set-Content -Encoding UTF8` starts with the UTF-8 mark, and
-// PowerShell 5's `>` and `Out-File` write UTF-16LE, the way many Azure Scheduler users export
-// their jobs (`Get-AzSchedulerJob | ConvertTo-Json > jobs.json`). Text without a mark passes
-// unchanged. golang.org/x/text's BOMOverride does exactly this, streaming, so an export of a
-// million jobs is still read a piece at a time.
+// PowerShell 5's `>` and `Out-File` write UTF-16LE, as when an Azure Scheduler user saves the
+// REST listing of a collection's jobs with `Invoke-RestMethod … | ConvertTo-Json -Depth 20 >
+// jobs.json`. Text without a mark passes unchanged. golang.org/x/text's BOMOverride does
+// exactly this, streaming, so an export of a million jobs is still read a piece at a time.
 func utf8Reader(r io.Reader) io.Reader {
 	return transform.NewReader(r, unicode.BOMOverride(transform.Nop))
 }
