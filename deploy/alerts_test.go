@@ -224,6 +224,8 @@ var alertCases = []alertCase{
 		"resched_worker_attempts_total{action_type=\"Http\",outcome=\"Completed\"} 0+60x10", false},
 	{"ReschedAPIFailing", "resched_planner_api_requests_total{endpoint=\"jobs-put\",code=\"500\"} 0+10x10\n" +
 		"resched_planner_api_requests_total{endpoint=\"jobs-put\",code=\"200\"} 0+100x10", true},
+	{"ReschedAPIFailing", "resched_planner_api_requests_total{endpoint=\"jobs-put\",code=\"507\"} 0+10x10\n" +
+		"resched_planner_api_requests_total{endpoint=\"jobs-put\",code=\"200\"} 0+100x10", true},
 	{"ReschedAPIFailing", "resched_planner_api_requests_total{endpoint=\"jobs-put\",code=\"400\"} 0+50x10\n" +
 		"resched_planner_api_requests_total{endpoint=\"jobs-put\",code=\"503\"} 0+1x10\n" +
 		"resched_planner_api_requests_total{endpoint=\"jobs-put\",code=\"200\"} 0+100x10", false},

@@ -73,8 +73,10 @@ func fitted[T any](max int, page jobs.PageRequest, list func(jobs.PageRequest) (
 func (a *handlers) fail(req micro.Request, err error) answer {
 	var e *jobs.Error
 	if !errors.As(err, &e) {
-		a.log.Error("api request failed", "subject", req.Subject(), "error", err)
-		if e = jobs.StoreRefused(err); e == nil {
+		if e = jobs.StoreRefused(err); e != nil { // the operator's to act on, not a fault of ours
+			a.log.Warn("api request refused by Redis", "subject", req.Subject(), "error", err)
+		} else {
+			a.log.Error("api request failed", "subject", req.Subject(), "error", err)
 			e = &jobs.Error{Status: 500, Code: CodeInternal, Message: err.Error()}
 		}
 	}

@@ -89,7 +89,7 @@ func New(reg prometheus.Registerer) (*Planner, error) {
 		}, []string{"master"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "api_requests_total",
-			Help: "Requests the NATS API answered, by endpoint (as `nats micro info scheduler` names it) and status (200, or the error's: 400, 404, 409, 500, 503).",
+			Help: "Requests the NATS API answered, by endpoint (as `nats micro info scheduler` names it) and status (200, or the error's: 400, 404, 409, 500, 503, 507).",
 		}, []string{"endpoint", "code"}),
 		took: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "api_request_duration_seconds", Buckets: APIBuckets,
