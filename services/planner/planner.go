@@ -269,6 +269,21 @@ func (p *planner) checkEviction(ctx context.Context) {
 	}
 }
 
+// useScriptFlags lets the heartbeat, the leases and the dispatcher run while Redis is at its
+// maxmemory, which needs Redis 7 (store.UseScriptFlags); on an older one it says what that
+// costs.
+func (p *planner) useScriptFlags(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second) // a look, not worth holding the start
+	defer cancel()
+	used, err := p.store.UseScriptFlags(ctx)
+	switch {
+	case err != nil:
+		p.log.Info("could not read the Redis version: the jobs stop firing while Redis is at its maxmemory", "error", err)
+	case !used:
+		p.log.Warn("Redis is older than 7.0: the jobs stop firing while Redis is at its maxmemory (docs/operations.md, Redis)")
+	}
+}
+
 // start ensures the streams and the data layout, then starts the leases, the API, the
 // intake, the dispatcher, the results consumer and the backlog sampler. A part that fails
 // later calls fail.
@@ -289,6 +304,7 @@ func (p *planner) start(ctx context.Context, parts *sync.WaitGroup, fail context
 		return nil, err
 	}
 	p.checkEviction(ctx)
+	p.useScriptFlags(ctx)
 	p.metrics.Partitions(p.store.Partitions())
 	validator, err := jobschema.New(jobschema.WithMinRetryInterval(p.cfg.MinRetryInterval))
 	if err != nil {

@@ -81,7 +81,13 @@ type Consumer struct {
 	cfg    Config
 	log    *slog.Logger
 	prefix string // <prefix>.results.
+	// fullSaid is when the consumer last logged that Redis is at its maxmemory (unix ns): each
+	// waiting result comes back every RetryDelay, and a line for each buried the log.
+	fullSaid atomic.Int64
 }
+
+// fullLogEvery is how often, at most, the consumer says that results wait for Redis's memory.
+const fullLogEvery = time.Minute
 
 // New returns a Consumer. The stream must exist (bus.EnsureStreams) before Run.
 func New(cfg Config) *Consumer {
@@ -161,10 +167,14 @@ func (rc *Consumer) handle(ctx context.Context, msgs []jetstream.Msg) {
 		for k, a := range rc.cfg.Store.ApplyResults(work, writes, now) {
 			r := rs[start+k]
 			if a.Err != nil {
-				if store.Moving(a.Err) { // a reshard: expected, and over when the slot is
+				switch {
+				case store.Moving(a.Err): // a reshard: expected, and over when the slot is
 					rc.cfg.Metrics.Error("slot_moving")
 					rc.log.Info("results: the job's Redis Cluster slot is moving; retrying", "collection", r.Collection, "job", r.Job, "error", a.Err)
-				} else {
+				case store.OutOfMemory(a.Err):
+					rc.cfg.Metrics.Error("result_apply")
+					rc.sayFull(now)
+				default:
 					rc.cfg.Metrics.Error("result_apply")
 					rc.log.Error("results: apply failed; retrying", "collection", r.Collection, "job", r.Job, "error", a.Err)
 				}
@@ -188,6 +198,15 @@ func (rc *Consumer) handle(ctx context.Context, msgs []jetstream.Msg) {
 			rc.settle(msg, msg.Ack())
 		}
 	}
+}
+
+// sayFull logs, at most once every fullLogEvery, that results wait for Redis's memory.
+func (rc *Consumer) sayFull(now time.Time) {
+	last := rc.fullSaid.Load()
+	if now.UnixNano()-last < int64(fullLogEvery) || !rc.fullSaid.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	rc.log.Warn("results: Redis is at its maxmemory; the results wait in their stream and are applied once memory is freed (docs/operations.md, Redis)")
 }
 
 // decode reads a message's results: one on <prefix>.results.<collection>.<job>, naming that

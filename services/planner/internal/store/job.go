@@ -263,6 +263,47 @@ func (s *Store) LoadClaimed(ctx context.Context, members []string, held func(i i
 	return s.loadJobs(ctx, members, held)
 }
 
+// loadByScript reads what loadJobs reads in a transaction in one script (load_jobs.lua), which
+// Redis runs at its maxmemory. The members are of one partition, so the keys share a slot.
+func (s *Store) loadByScript(ctx context.Context, members, fields []string, held func(i int) bool,
+	defs []*redis.StringCmd, states []*redis.SliceCmd) error {
+	keys := make([]string, 0, 2*len(members))
+	args := make([]any, 0, 1+len(fields)+len(members))
+	args = append(args, len(fields))
+	for _, f := range fields {
+		args = append(args, f)
+	}
+	for i, m := range members {
+		c, j := splitMember(m)
+		keys = append(keys, s.k.def(c, j), s.k.state(c, j))
+		if held != nil && held(i) {
+			args = append(args, "0")
+		} else {
+			args = append(args, "1")
+		}
+	}
+	res, err := s.run(ctx, "load_jobs", keys, args...).Slice()
+	if err != nil {
+		return err
+	}
+	if len(res) != 2*len(members) {
+		return fmt.Errorf("load_jobs answered %d values for %d jobs", len(res), len(members))
+	}
+	for i := range members {
+		if held == nil || !held(i) {
+			def, ok := res[2*i].(string)
+			if ok {
+				defs[i] = redis.NewStringResult(def, nil)
+			} else {
+				defs[i] = redis.NewStringResult("", redis.Nil)
+			}
+		}
+		vals, _ := res[2*i+1].([]any)
+		states[i] = redis.NewSliceResult(vals, nil)
+	}
+	return nil
+}
+
 // outOfMemoryInTx reports whether a transaction was refused as Redis at its maxmemory refuses
 // one: every queued command refused, so the transaction discarded.
 func outOfMemoryInTx(err error) bool {
@@ -291,12 +332,19 @@ func (s *Store) loadJobs(ctx context.Context, members []string, held func(i int)
 	// Redis at its maxmemory refuses every command queued in a transaction, reads too, so
 	// LoadJobs reads them again side by side: nothing can be written meanwhile but deletes
 	// (read as a deleted job), and the jobs can still be listed and read to choose what to
-	// delete. LoadClaimed (held set: the dispatcher) does not, so that no occurrence is
-	// published that could not be advanced: sent again once memory is freed, after the
-	// duplicate window, it would fire twice.
+	// delete. LoadClaimed (held set: the dispatcher), whose jobs are written meanwhile by the
+	// advance, reads them in one script, which Redis runs at its maxmemory when it only reads,
+	// but only where the advance runs too (UseScriptFlags): no occurrence may be published
+	// that could not be advanced, since sent again once memory is freed, after the duplicate
+	// window, it would fire twice.
 	err := read(s.rdb.TxPipeline())
-	if err != nil && held == nil && outOfMemoryInTx(err) {
-		err = read(s.rdb.Pipeline())
+	if err != nil && outOfMemoryInTx(err) {
+		switch {
+		case held == nil:
+			err = read(s.rdb.Pipeline())
+		case s.oomFlags:
+			err = s.loadByScript(ctx, members, fields, held, defs, states)
+		}
 	}
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("load jobs: %w", err)

@@ -96,17 +96,19 @@ func (s *Store) FreePartitions(ctx context.Context) (free []int, err error) {
 }
 
 // Acquire takes the leases of the given partitions that are still free, for ttl; it returns
-// the partitions it took, and err when some could not be reached.
+// the partitions it took, and err when some could not be reached. The script is sent whole
+// (EVAL), as Renew's.
 func (s *Store) Acquire(ctx context.Context, partitions []int, token string, ttl time.Duration) (got []int, err error) {
-	cmds := make([]*redis.BoolCmd, len(partitions))
+	cmds := make([]*redis.Cmd, len(partitions))
 	s.pipelined(ctx, len(cmds), false, func(i int) string { return s.k.owner(partitions[i]) }, func(pipe redis.Pipeliner, i int) {
-		cmds[i] = pipe.SetNX(ctx, s.k.owner(partitions[i]), token, ttl)
+		cmds[i] = s.scripts["acquire"].Eval(ctx, pipe, []string{s.k.owner(partitions[i])}, token, ttl.Milliseconds())
 	})
 	for i, c := range cmds {
+		n, cerr := c.Int()
 		switch {
-		case c.Err() != nil:
-			err = fmt.Errorf("acquire partition leases: %w", c.Err())
-		case c.Val():
+		case cerr != nil:
+			err = fmt.Errorf("acquire partition leases: %w", cerr)
+		case n == 1:
 			got = append(got, partitions[i])
 		}
 	}

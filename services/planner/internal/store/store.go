@@ -59,6 +59,7 @@ type Store struct {
 	rdb          redis.UniversalClient
 	k            keys
 	scripts      map[string]*redis.Script
+	oomFlags     bool // UseScriptFlags gave the schedule's scripts allow-oom
 	resultMemory time.Duration
 	// history retention (WithHistory)
 	historyMax     int

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/resched/resched/services/internal/natstest"
+	"github.com/resched/resched/services/internal/redistest"
+)
+
+// A Redis at its maxmemory stops new jobs, not the ones it holds: with a real planner, a job
+// that fires every second goes on firing while a put is refused 507, and the results of its
+// attempts, which grow the history, wait in their stream until memory is freed. Before, the
+// heartbeat, the leases and the dispatcher's reads were refused with the put, and every job of
+// every collection stopped until memory was freed.
+func TestJobsFireWhileRedisIsFull(t *testing.T) {
+	ns := natstest.Start(t)
+	rs := redistest.Start(t)
+	base, logs, _ := started(t, testConfig(ns.ClientURL(), rs.URL()))
+	waitReady(t, base)
+	nc := ns.Connect(t)
+	request(t, nc, "scheduler.api.collections.put.c", `{"properties":{}}`)
+	start := time.Now().UTC().Truncate(time.Second).Add(2 * time.Second)
+	request(t, nc, "scheduler.api.jobs.put.c.j", fmt.Sprintf(`{"startTime":%q,
+		"action":{"type":"Http","request":{"method":"POST","uri":"http://localhost:9/x"}},
+		"recurrence":{"frequency":"Second","interval":1}}`, start.Format(time.RFC3339)))
+
+	rdb := rs.Client(t)
+	ctx := context.Background()
+	if err := rdb.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil { // any use is over it
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rdb.ConfigSet(ctx, "maxmemory", "0").Err() })
+	m, err := nc.Request("scheduler.api.jobs.put.c.other", []byte(`{"action":{"type":"Http","request":{"method":"GET","uri":"http://localhost:9/y"}}}`), 10*time.Second)
+	if err != nil || m.Header.Get("Nats-Service-Error-Code") != "507" {
+		t.Fatalf("a new job while Redis is full: %v %v %s, want 507", err, m.Header, m.Data)
+	}
+
+	dues := fetchDue(t, nc, 5)
+	last := dues[len(dues)-1]
+	if want := start.Add(4 * time.Second); last.Scheduled.Before(want) {
+		t.Errorf("fifth occurrence scheduled %v, want %v or later", last.Scheduled, want)
+	}
+	seq := recordResult(t, nc, last)
+	if n, _ := jobRecord(t, nc); n != 0 {
+		t.Fatalf("%d executions recorded while Redis is full", n)
+	}
+	if err := rdb.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(t, nc, seq)
+	if n, hist := jobRecord(t, nc); n != 1 || len(hist) != 1 || !hist[0].ExpectedExecutionTime.Equal(last.Scheduled) {
+		t.Fatalf("once memory is freed: %d executions, history %+v; want the result of %v", n, hist, last.Scheduled)
+	}
+	var full int
+	for _, r := range records(t, logs) {
+		msg, _ := r["msg"].(string)
+		if r["level"] == "ERROR" {
+			t.Errorf("error logged: %v", r)
+		}
+		if strings.Contains(msg, "Redis is at its maxmemory") {
+			full++
+		}
+	}
+	if full != 1 {
+		t.Errorf("the results consumer said %d times that Redis is full, want once", full)
+	}
+}
