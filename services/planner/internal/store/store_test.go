@@ -386,6 +386,41 @@ func TestApplyResultIgnoresARedelivery(t *testing.T) {
 	}
 }
 
+// Results applied out of order (one refused by Redis comes back after newer ones) leave the
+// job's last execution at the newest, and a series whose last occurrence ended before an
+// earlier one still ends with the series. Before, the late result set both back: the last
+// execution to its own, and the job, its last occurrence seemingly still running, was never
+// Completed.
+func TestResultsAppliedOutOfOrder(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	own(t, s)
+	putCollection(t, s, "c", 0)
+	putJob(t, s, "c", "j", t0)
+	p, read := claimOne(t, s, "c", "j", t0)
+	second := t0.Add(time.Minute)
+	result := func(id string, scheduled time.Time, occ int) store.Outcome {
+		return store.Outcome{ID: id, Entry: job.HistoryEntry{StartTime: scheduled, ActionName: job.ActionNameMain,
+			Status: job.ExecutionCompleted}, Scheduled: scheduled, Occurrence: occ, MainDone: true, Final: true}
+	}
+	// Both occurrences ran, the second one's result first, before the planner moved the job on.
+	for _, o := range []store.Outcome{result("second", second, 2), result("first", t0, 1)} {
+		if _, err := s.ApplyResult(ctx, "c", "j", o, t0.Add(2*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, _ := s.GetJob(ctx, "c", "j")
+	if !got.LastExecution.Equal(second) || got.Executions != 2 {
+		t.Fatalf("after a late result: last execution %v, %d executions; want %v, 2", got.LastExecution, got.Executions, second)
+	}
+	// The series is over with its second occurrence.
+	ended, _, err := s.Advance(ctx, p, token, []store.Advance{{Collection: "c", Name: "j", Version: read.Version, Claimed: t0,
+		Fired: 2, Occurrence: 2, Published: second}})
+	if err != nil || len(ended) != 1 || ended[0].State != job.StateCompleted {
+		t.Fatalf("the end of the series: %+v %v, want the job Completed", ended, err)
+	}
+}
+
 // The ids of applied results are remembered for the result memory at least: a redelivery
 // within it is ignored; older ids are dropped (at every eighth occurrence of the job), so the
 // set does not grow with the job's life.

@@ -18,7 +18,7 @@ local cutoff, maxEntries, now, memory = tonumber(ARGV[1]), tonumber(ARGV[2]), AR
 
 local function apply(st, hist, rid, a)
   -- Read once: the state says whether the job still exists, and the rest whether it ends here.
-  local cur = redis.call('HMGET', st, 'state', 'next', 'lastOcc', 'born')
+  local cur = redis.call('HMGET', st, 'state', 'next', 'lastOcc', 'born', 'last', 'finalOcc')
   if not cur[1] then
     return '' -- the job was deleted meanwhile
   end
@@ -74,18 +74,37 @@ local function apply(st, hist, rid, a)
   if faulted == '1' then
     redis.call('HINCRBY', st, 'faulted', 1)
   end
+  -- Results may be applied out of order: one that Redis refused (at its maxmemory, say) comes
+  -- back a second later, after newer ones. The last execution and the last occurrence ended
+  -- only move forward, so a late result neither turns the job's last run back nor makes the
+  -- series look unfinished to advance.lua.
   local start, scheduled = ARGV[a + 4], ARGV[a + 7]
-  if final == '1' and ARGV[a + 9] ~= '0' then
-    if cur[2] == '' and cur[3] == scheduled and cur[1] == 'Enabled' then
-      local s = faulted == '1' and 'Faulted' or 'Completed'
-      redis.call('HSET', st, 'last', start, 'finalOcc', scheduled, 'finalFault', faulted, 'state', s)
-      return s
+  local later = not cur[5] or tonumber(start) > tonumber(cur[5])
+  if final ~= '1' or ARGV[a + 9] == '0' then
+    if later then
+      redis.call('HSET', st, 'last', start)
     end
-    redis.call('HSET', st, 'last', start, 'finalOcc', scheduled, 'finalFault', faulted)
     return ''
   end
-  redis.call('HSET', st, 'last', start)
-  return ''
+  local ended = ''
+  if cur[2] == '' and cur[3] == scheduled and cur[1] == 'Enabled' then
+    ended = faulted == '1' and 'Faulted' or 'Completed'
+  end
+  if not cur[6] or tonumber(scheduled) >= tonumber(cur[6]) then
+    if not later then
+      start = cur[5] -- written back as it is: one call whichever fields change
+    end
+    if ended ~= '' then
+      redis.call('HSET', st, 'last', start, 'finalOcc', scheduled, 'finalFault', faulted, 'state', ended)
+    else
+      redis.call('HSET', st, 'last', start, 'finalOcc', scheduled, 'finalFault', faulted)
+    end
+  elseif ended ~= '' then -- not expected: an occurrence ended after the last one published
+    redis.call('HSET', st, 'last', later and start or cur[5], 'state', ended)
+  elseif later then
+    redis.call('HSET', st, 'last', start)
+  end
+  return ended
 end
 
 local out = {}
