@@ -337,7 +337,7 @@ func (p *planner) start(ctx context.Context, parts *sync.WaitGroup, fail context
 		_ = wakes.Unsubscribe()
 		return nil, err
 	}
-	in := intake.New(intake.Config{JS: p.js, Jobs: svc, Subjects: p.subjects, Logger: p.log, Erase: p.cfg.keys != nil,
+	in := intake.New(intake.Config{JS: p.js, Jobs: svc, Subjects: p.subjects, Logger: p.log, Events: p.nc, Erase: p.cfg.keys != nil,
 		Consuming: &p.intake})
 	res := results.New(results.Config{JS: p.js, Store: p.store, Events: p.nc, Subjects: p.subjects,
 		Logger: p.log, Metrics: p.metrics, Consuming: &p.results})

@@ -516,6 +516,9 @@ func publishOutcome(inv *invocation, name, what string, e *bus.Event, wait time.
 			name, what, wait, rejected)
 	case e.Kind == bus.EventRejected:
 		return &apiError{Status: 400, Code: "BadRequest", Message: fmt.Sprintf("job %s: the published %s was refused", name, what), Details: e.Errors}
+	case e.Kind == bus.EventDeferred:
+		fmt.Fprintf(inv.stdout, "job %s: %s published; the planners cannot store it now (%s): it waits on the intake stream and is applied once they can\n",
+			name, what, e.Reason)
 	case e.Kind == bus.EventDeleted && e.NotFound:
 		fmt.Fprintf(inv.stdout, "job %s: not found; nothing was deleted\n", name)
 	case e.Kind == bus.EventDeleted:

@@ -283,6 +283,24 @@ func TestJobCommands(t *testing.T) {
 			return code == 0
 		})
 		p.mustFail(t, "", 2, []string{"give -f FILE, or --delete"}, "job", "publish", "c/x")
+
+		// Redis full: it says why the definition waits, and the definition is applied after.
+		rdb := p.redis.Client(t)
+		if err := rdb.ConfigSet(context.Background(), "maxmemory", "1").Err(); err != nil {
+			t.Fatal(err)
+		}
+		out = p.mustRun(t, onceJob, "job", "publish", "c/waiting", "-f", "-")
+		if err := rdb.ConfigSet(context.Background(), "maxmemory", "0").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(out, "job c/waiting: definition published; the planners cannot store it now (Redis is out of memory (its maxmemory)") ||
+			!strings.HasSuffix(out, "it waits on the intake stream and is applied once they can\n") {
+			t.Fatalf("job publish while Redis is full printed %q", out)
+		}
+		testenv.Eventually(t, 10*time.Second, "the waiting job applied once memory is freed", func() bool {
+			code, _, _ := p.schedctl(t, "", "job", "get", "c/waiting")
+			return code == 0
+		})
 	})
 
 	t.Run("delete asks first, then not found", func(t *testing.T) {

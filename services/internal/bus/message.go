@@ -160,6 +160,11 @@ const (
 	EventCompleted = "completed"
 	EventFaulted   = "faulted"
 	EventDeleted   = "deleted"
+	// EventDeferred: a definition or delete published on the intake that the planners could
+	// not store now (Redis at its maxmemory, or its replicas not acknowledging); it waits on
+	// the intake stream and is applied once they can, with an accepted or deleted event then.
+	// Said once, at its first delivery.
+	EventDeferred = "deferred"
 )
 
 // Event tells anyone listening what happened to a job.
@@ -178,6 +183,7 @@ type Event struct {
 	// event that never comes (a typo in the name reads as such at once).
 	NotFound bool         `json:"notFound,omitempty"`
 	Errors   []ErrorEntry `json:"errors,omitempty"` // rejected: one entry per bad field
+	Reason   string       `json:"reason,omitempty"` // deferred: why the planners could not store it
 }
 
 // ErrorEntry is one problem of a rejected definition: the JSON path and a plain sentence.
@@ -187,10 +193,10 @@ type ErrorEntry struct {
 }
 
 // AppendEvent appends the JSON of an event to b, as json.Marshal writes it, without
-// reflection for the events every put and fire publishes; one with errors (a rejection) goes
-// through json.Marshal. Kinds and names need no escaping (CheckName).
+// reflection for the events every put and fire publishes; one with errors (a rejection) or a
+// reason (a deferral) goes through json.Marshal. Kinds and names need no escaping (CheckName).
 func AppendEvent(b []byte, e Event) []byte {
-	if len(e.Errors) > 0 {
+	if len(e.Errors) > 0 || e.Reason != "" {
 		out, err := json.Marshal(e)
 		if err != nil {
 			return b

@@ -47,6 +47,7 @@ func TestAppendEventWritesWhatMarshalWrites(t *testing.T) {
 		{Kind: bus.EventDeleted, Collection: "c", Job: "j", Time: at, IntakeSequence: 7},
 		{Kind: bus.EventDeleted, Collection: "c", Job: "j", Time: at, IntakeSequence: 8, NotFound: true},
 		{Kind: bus.EventRejected, Collection: "c", Job: "j", Time: at, Errors: []bus.ErrorEntry{{Path: "a", Message: "b \"quoted\""}}},
+		{Kind: bus.EventDeferred, Collection: "c", Job: "j", Time: at, IntakeSequence: 9, Reason: "Redis is out of memory (its \"maxmemory\")"},
 	} {
 		want, err := json.Marshal(e)
 		if err != nil {

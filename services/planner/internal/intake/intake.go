@@ -41,12 +41,21 @@ type Jobs interface {
 	Apply(ctx context.Context, changes []jobs.Change) []jobs.Outcome
 }
 
+// Publisher publishes the deferred events (a *nats.Conn).
+type Publisher interface {
+	Publish(subject string, data []byte) error
+}
+
 // Config gathers an Intake's dependencies and settings.
 type Config struct {
 	JS       jetstream.JetStream
 	Jobs     Jobs
 	Subjects bus.Subjects
 	Logger   *slog.Logger
+	// Events, when set, has the deferred event published for a change Redis refused.
+	Events Publisher
+	// Clock dates the deferred events (time.Now when nil).
+	Clock func() time.Time
 	// Erase overwrites, in the stream's storage, each message that held secrets or was refused.
 	Erase bool
 
@@ -83,6 +92,9 @@ func New(cfg Config) *Intake {
 	}
 	if cfg.RetryDelay <= 0 {
 		cfg.RetryDelay = time.Second
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 20 * time.Second
@@ -217,9 +229,31 @@ func (in *Intake) settleOutcome(ctx context.Context, msg jetstream.Msg, ch jobs.
 	case store.Moving(o.Err):
 		in.log.Info("intake: the job's Redis Cluster slot is moving; retrying", "collection", ch.Collection, "job", ch.Name, "error", o.Err)
 		in.settle(msg, msg.NakWithDelay(in.cfg.RetryDelay))
+	case jobs.StoreRefused(o.Err) != nil:
+		in.deferred(msg, ch, jobs.StoreRefused(o.Err).Message)
+		in.settle(msg, msg.NakWithDelay(in.cfg.RetryDelay))
 	default:
 		in.log.Error("intake: apply failed; retrying", "collection", ch.Collection, "job", ch.Name, "error", o.Err)
 		in.settle(msg, msg.NakWithDelay(in.cfg.RetryDelay))
+	}
+}
+
+// deferred says, at a change's first delivery only, that Redis refused it and it waits: its
+// publisher, waiting for the word (schedctl job publish), hears why instead of nothing, and
+// the log has a line a change rather than one each RetryDelay while Redis stays full.
+func (in *Intake) deferred(msg jetstream.Msg, ch jobs.Change, reason string) {
+	if md, err := msg.Metadata(); err != nil || md.NumDelivered > 1 {
+		return
+	}
+	in.log.Warn("intake: the planners cannot store the change now; it waits on the intake stream",
+		"collection", ch.Collection, "job", ch.Name, "reason", reason)
+	if in.cfg.Events == nil {
+		return
+	}
+	e := bus.Event{Kind: bus.EventDeferred, Collection: ch.Collection, Job: ch.Name, Time: in.cfg.Clock().UTC(),
+		IntakeSequence: ch.Stamp.Seq, Reason: reason}
+	if err := in.cfg.Events.Publish(in.cfg.Subjects.Event(ch.Collection, ch.Name, e.Kind), bus.AppendEvent(nil, e)); err != nil {
+		in.log.Warn("intake: publish the deferred event", "collection", ch.Collection, "job", ch.Name, "error", err)
 	}
 }
 

@@ -275,6 +275,70 @@ func TestSlotMovingIsRetriedAndNotLoggedAsAnError(t *testing.T) {
 	}
 }
 
+// A definition published while Redis is at its maxmemory waits on the stream and is stored
+// once memory is freed. Its publisher hears why at once, in one deferred event, and the log
+// has one warning for it, not an error at each of its many retries.
+func TestADefinitionRedisRefusesWaitsAndIsSaidSo(t *testing.T) {
+	e := newEnv(t)
+	logs := &testenv.LogBuffer{}
+	e.run(t, e.svc, func(c *intake.Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+		c.Events = e.nc
+	})
+	events := make(chan *nats.Msg, 64)
+	sub, err := e.nc.ChanSubscribe("scheduler.events.c.j.*", events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	rdb := e.redis.Client(t)
+	ctx := context.Background()
+	if err := rdb.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil { // any use is over it
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rdb.ConfigSet(ctx, "maxmemory", "0").Err() })
+	e.publish(t, "scheduler.jobs.c.j", definition, nil)
+	next := func() bus.Event {
+		t.Helper()
+		select {
+		case m := <-events:
+			var ev bus.Event
+			if err := json.Unmarshal(m.Data, &ev); err != nil {
+				t.Fatal(err)
+			}
+			return ev
+		case <-time.After(5 * time.Second):
+			t.Fatal("no event within 5 s")
+			return bus.Event{}
+		}
+	}
+	ev := next()
+	if ev.Kind != bus.EventDeferred || ev.IntakeSequence == 0 || !strings.Contains(ev.Reason, "maxmemory") {
+		t.Fatalf("first event %+v, want deferred with the message's sequence and the reason", ev)
+	}
+	cons, err := e.js.Consumer(ctx, subjects.IntakeStream(), bus.IntakeConsumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 5*time.Second, "the definition delivered five times", func() bool {
+		info, err := cons.Info(ctx)
+		return err == nil && info.Delivered.Consumer >= 5
+	})
+	if err := rdb.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if ev := next(); ev.Kind != bus.EventAccepted || ev.IntakeSequence == 0 {
+		t.Fatalf("event once memory is freed %+v, want accepted (one deferred event only)", ev)
+	}
+	if !e.exists("c", "j") {
+		t.Fatal("the job is not stored")
+	}
+	out := logs.String()
+	if strings.Count(out, "cannot store the change now") != 1 || strings.Contains(out, `"level":"ERROR"`) {
+		t.Errorf("the intake logged:\n%s\nwant one warning and no error", out)
+	}
+}
+
 // blocking holds each put until released, to stop the intake while it has a message in hand.
 type blocking struct {
 	intake.Jobs
