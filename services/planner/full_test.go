@@ -15,11 +15,11 @@ import (
 // that fires every second goes on firing while a put is refused 507, and the results of its
 // attempts, which grow the history, wait in their stream until memory is freed. Before, the
 // heartbeat, the leases and the dispatcher's reads were refused with the put, and every job of
-// every collection stopped until memory was freed.
+// every collection stopped until memory was freed, and a planner could not start.
 func TestJobsFireWhileRedisIsFull(t *testing.T) {
 	ns := natstest.Start(t)
 	rs := redistest.Start(t)
-	base, logs, _ := started(t, testConfig(ns.ClientURL(), rs.URL()))
+	base, logs, stop := started(t, testConfig(ns.ClientURL(), rs.URL()))
 	waitReady(t, base)
 	nc := ns.Connect(t)
 	request(t, nc, "scheduler.api.collections.put.c", `{"properties":{}}`)
@@ -44,6 +44,16 @@ func TestJobsFireWhileRedisIsFull(t *testing.T) {
 	if want := start.Add(4 * time.Second); last.Scheduled.Before(want) {
 		t.Errorf("fifth occurrence scheduled %v, want %v or later", last.Scheduled, want)
 	}
+	// A planner (re)started meanwhile, as in a rolling restart, starts and takes over: its
+	// start reads the data layout without writing.
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	base, logs2, _ := started(t, testConfig(ns.ClientURL(), rs.URL()))
+	waitReady(t, base)
+	if later := fetchDue(t, nc, 1)[0]; !later.Scheduled.After(last.Scheduled) {
+		t.Errorf("after the restart, an occurrence of %v, want one after %v", later.Scheduled, last.Scheduled)
+	}
 	seq := recordResult(t, nc, last)
 	if n, _ := jobRecord(t, nc); n != 0 {
 		t.Fatalf("%d executions recorded while Redis is full", n)
@@ -56,7 +66,7 @@ func TestJobsFireWhileRedisIsFull(t *testing.T) {
 		t.Fatalf("once memory is freed: %d executions, history %+v; want the result of %v", n, hist, last.Scheduled)
 	}
 	var full int
-	for _, r := range records(t, logs) {
+	for _, r := range append(records(t, logs), records(t, logs2)...) {
 		msg, _ := r["msg"].(string)
 		if r["level"] == "ERROR" {
 			t.Errorf("error logged: %v", r)

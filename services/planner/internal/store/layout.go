@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // ErrLayout says the data in Redis was written with another layout than the store's: a
@@ -52,6 +54,15 @@ func (s *Store) checkPartitions(ctx context.Context) error {
 	if v, err := s.rdb.HGet(ctx, s.k.meta(), "repartition").Result(); err == nil {
 		return fmt.Errorf("%w: the data is being moved to %s partitions (planner -repartition); run it again with %s partitions to finish the move", ErrLayout, v, v)
 	}
+	// Read first: a planner that starts while Redis is at its maxmemory must not need a write
+	// (HSETNX is refused then, even for a field that exists), or it would never start.
+	v, err := s.rdb.HGet(ctx, s.k.meta(), "partitions").Result()
+	switch {
+	case err == nil:
+		return s.samePartitions(v)
+	case !errors.Is(err, redis.Nil):
+		return fmt.Errorf("check the data layout: %w", err)
+	}
 	set, err := s.rdb.HSetNX(ctx, s.k.meta(), "partitions", n).Result()
 	if err != nil {
 		return fmt.Errorf("check the data layout: %w", err)
@@ -69,10 +80,15 @@ func (s *Store) checkPartitions(ctx context.Context) error {
 		}
 		return nil
 	}
-	v, err := s.rdb.HGet(ctx, s.k.meta(), "partitions").Result()
-	if err != nil {
+	if v, err = s.rdb.HGet(ctx, s.k.meta(), "partitions").Result(); err != nil {
 		return fmt.Errorf("check the data layout: %w", err)
 	}
+	return s.samePartitions(v)
+}
+
+// samePartitions checks the partition count recorded in Redis (v) against this planner's.
+func (s *Store) samePartitions(v string) error {
+	n := s.Partitions()
 	if recorded, _ := strconv.Atoi(v); recorded != n {
 		return fmt.Errorf("%w: Redis holds data written with %s partitions (key prefix %q); this planner is set to %d: set the partitions to %s, or move the data to %d with every planner stopped (planner -repartition, docs/scaling.md)",
 			ErrLayout, v, s.k.prefix, n, v, n)
