@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/micro"
 	"github.com/resched/resched/services/internal/redistest"
 	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/services/planner/internal/store"
@@ -93,16 +94,22 @@ func TestQuotas(t *testing.T) {
 	e.ok(t, "jobs.put.q.first", strings.Replace(hourly, `"interval": 1`, `"interval": 2`, 1), nil)
 }
 
-// An error the client cannot act on (here Redis gone) is a 500 with a message and no details,
-// for a read and for a put (written through a batch).
-func TestInternalError(t *testing.T) {
+// Redis gone is ServerBusy (503): sent again later, the request may work. The answer does not
+// name Redis's address, which the error the planner met does ("dial tcp 10.0.0.5:6379: …"):
+// it went to any client, another team's included, as a 500 InternalError.
+func TestRedisGoneIsServerBusyAndNamesNoAddress(t *testing.T) {
 	e := newEnv(t, func(s *setup) { s.redis.MaxRetries, s.redis.DialerRetries = -1, 1 }) // fail fast
 	e.putCollection(t, "c", `{}`)
 	e.redis.Stop()
-	for _, r := range []struct{ subject, body string }{{"jobs.get.c.j", ""}, {"jobs.put.c.j", hourly}} {
-		a := e.fail(t, r.subject, r.body, "500", "InternalError")
-		if len(a.Error.Details) != 0 {
-			t.Fatalf("%s: details %v, want none", r.subject, a.Error.Details)
+	_, port, _ := net.SplitHostPort(e.redis.Addr)
+	for _, r := range []struct{ subject, body string }{{"jobs.get.c.j", ""}, {"jobs.put.c.j", hourly}, {"jobs.list.c", ""}} {
+		msg := e.call(t, r.subject, r.body)
+		a := e.fail(t, r.subject, r.body, "503", "ServerBusy")
+		if len(a.Error.Details) != 0 || !strings.Contains(a.Error.Message, "Redis did not answer") {
+			t.Errorf("%s: %+v, want a message saying Redis did not answer, without details", r.subject, a.Error)
+		}
+		if strings.Contains(string(msg.Data), port) || strings.Contains(msg.Header.Get(micro.ErrorHeader), port) {
+			t.Errorf("%s: the answer names Redis's port %s: %s", r.subject, port, msg.Data)
 		}
 	}
 }

@@ -68,16 +68,20 @@ func fitted[T any](max int, page jobs.PageRequest, list func(jobs.PageRequest) (
 	}
 }
 
-// fail answers req with err: a *jobs.Error as it is, anything else as an internal error whose
-// cause is logged. The body never echoes the request, which can hold secrets.
+// fail answers req with err: a *jobs.Error as it is, a refusal of Redis's as jobs.StoreRefused
+// says, anything else as an internal error whose cause is logged. The body never echoes the
+// request, which can hold secrets, nor a cause the client cannot act on.
 func (a *handlers) fail(req micro.Request, err error) answer {
 	var e *jobs.Error
 	if !errors.As(err, &e) {
 		if e = jobs.StoreRefused(err); e != nil { // the operator's to act on, not a fault of ours
 			a.log.Warn("api request refused by Redis", "subject", req.Subject(), "error", err)
 		} else {
+			// The cause goes to the log only: it can name Redis's address or a key, and the
+			// client, maybe another team's, can do nothing with it.
 			a.log.Error("api request failed", "subject", req.Subject(), "error", err)
-			e = &jobs.Error{Status: 500, Code: CodeInternal, Message: err.Error()}
+			e = &jobs.Error{Status: 500, Code: CodeInternal, Message: "the planner failed to answer (an internal error; " +
+				"its log has the cause, as 'api request failed')"}
 		}
 	}
 	status := e.Status

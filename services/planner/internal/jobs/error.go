@@ -43,7 +43,8 @@ const (
 // operator can act on, unlike an internal error; nil for any other error:
 //   - at its maxmemory: nothing was stored;
 //   - a change its replicas did not acknowledge in time (RESCHED_PLANNER_MIN_REPLICAS): a
-//     failover could lose it, so it is sent again.
+//     failover could lose it, so it is sent again;
+//   - Redis not answering now (store.Unavailable): sent again, the request may work.
 func StoreRefused(err error) *Error {
 	switch {
 	case store.OutOfMemory(err):
@@ -52,6 +53,10 @@ func StoreRefused(err error) *Error {
 	case errors.Is(err, store.ErrNotReplicated):
 		return &Error{Status: 503, Code: CodeServerBusy, Message: "Redis's replicas did not acknowledge the change in time " +
 			"(RESCHED_PLANNER_MIN_REPLICAS): a failover could lose it; send the request again"}
+	case store.Unavailable(err):
+		// Said without the error itself, which names Redis's address to any client.
+		return &Error{Status: 503, Code: CodeServerBusy, Message: "Redis did not answer the planner (down, restarting, loading its " +
+			"data or failing over); send the request again"}
 	}
 	return nil
 }

@@ -81,13 +81,13 @@ type Consumer struct {
 	cfg    Config
 	log    *slog.Logger
 	prefix string // <prefix>.results.
-	// fullSaid is when the consumer last logged that Redis is at its maxmemory (unix ns): each
+	// waitSaid is when the consumer last logged that results wait for Redis (unix ns): each
 	// waiting result comes back every RetryDelay, and a line for each buried the log.
-	fullSaid atomic.Int64
+	waitSaid atomic.Int64
 }
 
-// fullLogEvery is how often, at most, the consumer says that results wait for Redis's memory.
-const fullLogEvery = time.Minute
+// waitLogEvery is how often, at most, the consumer says that results wait for Redis.
+const waitLogEvery = time.Minute
 
 // New returns a Consumer. The stream must exist (bus.EnsureStreams) before Run.
 func New(cfg Config) *Consumer {
@@ -173,7 +173,10 @@ func (rc *Consumer) handle(ctx context.Context, msgs []jetstream.Msg) {
 					rc.log.Info("results: the job's Redis Cluster slot is moving; retrying", "collection", r.Collection, "job", r.Job, "error", a.Err)
 				case store.OutOfMemory(a.Err):
 					rc.cfg.Metrics.Error("result_apply")
-					rc.sayFull(now)
+					rc.sayWaiting(now, "Redis is at its maxmemory")
+				case store.Unavailable(a.Err):
+					rc.cfg.Metrics.Error("result_apply")
+					rc.sayWaiting(now, "Redis does not answer")
 				default:
 					rc.cfg.Metrics.Error("result_apply")
 					rc.log.Error("results: apply failed; retrying", "collection", r.Collection, "job", r.Job, "error", a.Err)
@@ -200,13 +203,13 @@ func (rc *Consumer) handle(ctx context.Context, msgs []jetstream.Msg) {
 	}
 }
 
-// sayFull logs, at most once every fullLogEvery, that results wait for Redis's memory.
-func (rc *Consumer) sayFull(now time.Time) {
-	last := rc.fullSaid.Load()
-	if now.UnixNano()-last < int64(fullLogEvery) || !rc.fullSaid.CompareAndSwap(last, now.UnixNano()) {
+// sayWaiting logs why results wait for Redis, at most once every waitLogEvery.
+func (rc *Consumer) sayWaiting(now time.Time, why string) {
+	last := rc.waitSaid.Load()
+	if now.UnixNano()-last < int64(waitLogEvery) || !rc.waitSaid.CompareAndSwap(last, now.UnixNano()) {
 		return
 	}
-	rc.log.Warn("results: Redis is at its maxmemory; the results wait in their stream and are applied once memory is freed (docs/operations.md, Redis)")
+	rc.log.Warn("results: " + why + "; the results wait in their stream and are applied once it takes them (docs/operations.md, Redis)")
 }
 
 // decode reads a message's results: one on <prefix>.results.<collection>.<job>, naming that

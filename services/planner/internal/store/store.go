@@ -9,8 +9,11 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -45,6 +48,21 @@ func Moving(err error) bool {
 		return true
 	}
 	return redis.IsTryAgainError(err)
+}
+
+// Unavailable reports whether err says Redis could not answer now: not reached (refused, reset,
+// its connections all busy past their wait), too slow for the call's deadline, loading its data
+// after a restart, or without a master for the keys (a failover under way). A request met by it
+// may work sent again, unlike a fault of the planner's own.
+func Unavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var op *net.OpError
+	return errors.As(err, &op) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) ||
+		errors.Is(err, context.DeadlineExceeded) || redis.IsLoadingError(err) || redis.IsReadOnlyError(err) ||
+		redis.IsClusterDownError(err) || redis.IsMasterDownError(err) || redis.IsMaxClientsError(err) || Moving(err)
 }
 
 // QuotaError says a collection is full.
