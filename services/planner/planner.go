@@ -254,10 +254,13 @@ func replicaChanges(logger *slog.Logger) func(master string, inSync int) {
 	}
 }
 
-// checkEviction warns when Redis may evict keys: the planner runs all the same, as it would
-// on a Redis that someone sets so later, but the operator learns it before a job is lost.
-func (p *planner) checkEviction(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second) // a look, not worth holding the start
+// lookAtRedis checks what the planner needs of Redis's settings, looks that are not worth
+// holding the start: it warns when Redis may evict keys (the planner runs all the same, as it
+// would on a Redis that someone sets so later, but the operator learns it before a job is
+// lost), and lets the heartbeat, the leases and the dispatcher run while Redis is at its
+// maxmemory, which needs Redis 7 (store.UseScriptFlags), saying what an older one costs.
+func (p *planner) lookAtRedis(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	evicting, err := p.store.Evicting(ctx)
 	switch {
@@ -267,14 +270,6 @@ func (p *planner) checkEviction(ctx context.Context) {
 		p.log.Warn("Redis may evict keys to make room, and an evicted key is a job, collection or history lost: "+
 			"set maxmemory-policy noeviction (docs/operations.md)", "servers", evicting)
 	}
-}
-
-// useScriptFlags lets the heartbeat, the leases and the dispatcher run while Redis is at its
-// maxmemory, which needs Redis 7 (store.UseScriptFlags); on an older one it says what that
-// costs.
-func (p *planner) useScriptFlags(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second) // a look, not worth holding the start
-	defer cancel()
 	used, err := p.store.UseScriptFlags(ctx)
 	switch {
 	case err != nil:
@@ -303,8 +298,7 @@ func (p *planner) start(ctx context.Context, parts *sync.WaitGroup, fail context
 	if err := retry(ctx, "check the data layout", p.log, p.store.CheckLayout); err != nil {
 		return nil, err
 	}
-	p.checkEviction(ctx)
-	p.useScriptFlags(ctx)
+	p.lookAtRedis(ctx)
 	p.metrics.Partitions(p.store.Partitions())
 	validator, err := jobschema.New(jobschema.WithMinRetryInterval(p.cfg.MinRetryInterval))
 	if err != nil {
