@@ -258,7 +258,8 @@ func replicaChanges(logger *slog.Logger) func(master string, inSync int) {
 // holding the start: it warns when Redis may evict keys (the planner runs all the same, as it
 // would on a Redis that someone sets so later, but the operator learns it before a job is
 // lost), and lets the heartbeat, the leases and the dispatcher run while Redis is at its
-// maxmemory, which needs Redis 7 (store.UseScriptFlags), saying what an older one costs.
+// maxmemory, which needs Redis 7's script flags (store.UseScriptFlags), saying what an older
+// one costs.
 func (p *planner) lookAtRedis(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -273,9 +274,9 @@ func (p *planner) lookAtRedis(ctx context.Context) {
 	used, err := p.store.UseScriptFlags(ctx)
 	switch {
 	case err != nil:
-		p.log.Info("could not read the Redis version: the jobs stop firing while Redis is at its maxmemory", "error", err)
+		p.log.Info("could not ask Redis whether it takes script flags: the jobs stop firing while Redis is at its maxmemory", "error", err)
 	case !used:
-		p.log.Warn("Redis is older than 7.0: the jobs stop firing while Redis is at its maxmemory (docs/operations.md, Redis)")
+		p.log.Warn("Redis does not take script flags (before 7.0): the jobs stop firing while Redis is at its maxmemory (docs/operations.md, Redis)")
 	}
 }
 

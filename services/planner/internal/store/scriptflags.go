@@ -2,9 +2,8 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -21,23 +20,28 @@ var oomScripts = []string{"heartbeat", "acquire", "advance"}
 // oomFlag is the shebang line that gives a script Redis's allow-oom flag.
 const oomFlag = "#!lua flags=allow-oom\n"
 
-// UseScriptFlags gives the scripts of oomScripts Redis's allow-oom flag when every master runs
-// Redis 7 or later: script flags came with 7.0, and an older server refuses a script that
-// declares them. It reports whether they have it; without, dispatch stops while Redis is full.
-// Call it before the store is used by several goroutines.
+// UseScriptFlags gives the scripts of oomScripts Redis's allow-oom flag when every master takes
+// script flags: they came with Redis 7.0, and an older server refuses a script that declares
+// them. Each master is asked with a script of its own that declares the flag, rather than by
+// its version: a Redis user need not be allowed INFO, and a server that speaks Redis's protocol
+// under another version number answers for itself. It reports whether the scripts have the
+// flag; without, dispatch stops while Redis is full. Call it before the store is used by several
+// goroutines.
 func (s *Store) UseScriptFlags(ctx context.Context) (bool, error) {
-	var older atomic.Bool
+	var refused atomic.Bool
 	err := s.eachMaster(ctx, func(ctx context.Context, m redis.Cmdable, addr string) error {
-		info, err := m.Info(ctx, "server").Result()
-		if err != nil {
-			return fmt.Errorf("read the Redis version: %w", err)
-		}
-		if major, ok := majorVersion(info); !ok || major < 7 {
-			older.Store(true)
+		err := m.Eval(ctx, oomFlag+"return 1", nil).Err()
+		var reply redis.Error
+		switch {
+		case err == nil:
+		case errors.As(err, &reply): // the server answered: it does not take the flag
+			refused.Store(true)
+		default:
+			return fmt.Errorf("ask Redis whether it takes script flags: %w", err)
 		}
 		return nil
 	})
-	if err != nil || older.Load() {
+	if err != nil || refused.Load() {
 		return false, err
 	}
 	for _, name := range oomScripts {
@@ -46,16 +50,4 @@ func (s *Store) UseScriptFlags(ctx context.Context) (bool, error) {
 	}
 	s.oomFlags = true
 	return true, nil
-}
-
-// majorVersion reads redis_version from INFO server.
-func majorVersion(info string) (int, bool) {
-	for line := range strings.Lines(info) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
-			major, _, _ := strings.Cut(v, ".")
-			n, err := strconv.Atoi(major)
-			return n, err == nil
-		}
-	}
-	return 0, false
 }

@@ -88,6 +88,18 @@ func scheduleRunsWhileFull(t *testing.T, s *store.Store, setMax func(ctx context
 	}
 }
 
+// The flags are found by asking, not by the version: a Redis user not allowed INFO has them.
+func TestScriptFlagsWithoutINFO(t *testing.T) {
+	rs := redistest.Start(t, redistest.WithACLUser("resched", "pw"))
+	if err := rs.Client(t).Do(context.Background(), "ACL", "SETUSER", "resched", "-info").Err(); err != nil {
+		t.Fatal(err)
+	}
+	s := store.New(rs.Client(t), "test")
+	if used, err := s.UseScriptFlags(context.Background()); err != nil || !used {
+		t.Fatalf("script flags for a user not allowed INFO: %v %v", used, err)
+	}
+}
+
 // Without the flags (a Redis before 7.0), the dispatcher reads nothing at maxmemory rather
 // than publish occurrences it could not advance.
 func TestWithoutScriptFlagsTheDispatcherReadsNothingWhileRedisIsFull(t *testing.T) {
