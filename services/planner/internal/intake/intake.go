@@ -229,11 +229,12 @@ func (in *Intake) settleOutcome(ctx context.Context, msg jetstream.Msg, ch jobs.
 	case store.Moving(o.Err):
 		in.log.Info("intake: the job's Redis Cluster slot is moving; retrying", "collection", ch.Collection, "job", ch.Name, "error", o.Err)
 		in.settle(msg, msg.NakWithDelay(in.cfg.RetryDelay))
-	case jobs.StoreRefused(o.Err) != nil:
-		in.deferred(msg, ch, jobs.StoreRefused(o.Err).Message)
-		in.settle(msg, msg.NakWithDelay(in.cfg.RetryDelay))
 	default:
-		in.log.Error("intake: apply failed; retrying", "collection", ch.Collection, "job", ch.Name, "error", o.Err)
+		if busy := jobs.StoreRefused(o.Err); busy != nil { // Redis full or not answering
+			in.deferred(msg, ch, busy.Message)
+		} else {
+			in.log.Error("intake: apply failed; retrying", "collection", ch.Collection, "job", ch.Name, "error", o.Err)
+		}
 		in.settle(msg, msg.NakWithDelay(in.cfg.RetryDelay))
 	}
 }

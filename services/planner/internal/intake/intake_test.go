@@ -119,6 +119,34 @@ func (e *env) pending(t testing.TB) uint64 {
 	return info.State.Msgs
 }
 
+// watch subscribes to events on subject before anything is published.
+func (e *env) watch(t testing.TB, subject string) *nats.Subscription {
+	t.Helper()
+	sub, err := e.nc.SubscribeSync(subject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := e.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return sub
+}
+
+// nextEvent is the next event sub receives, within 5 s.
+func nextEvent(t testing.TB, sub *nats.Subscription) bus.Event {
+	t.Helper()
+	msg, err := sub.NextMsg(5 * time.Second)
+	if err != nil {
+		t.Fatalf("no event on %s: %v", sub.Subject, err)
+	}
+	var ev bus.Event
+	if err := json.Unmarshal(msg.Data, &ev); err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
 func (e *env) exists(c, j string) bool {
 	_, err := e.svc.GetJob(context.Background(), c, j)
 	return err == nil
@@ -167,30 +195,17 @@ func TestDeleteHeader(t *testing.T) {
 // An invalid definition is not retried: the rejected event carries the errors, nothing is stored.
 func TestInvalidDefinitionIsRejected(t *testing.T) {
 	e := newEnv(t)
-	sub, err := e.nc.SubscribeSync("scheduler.events.c.bad.rejected")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	sub := e.watch(t, "scheduler.events.c.bad.rejected")
 	e.run(t, e.svc)
 	e.publish(t, "scheduler.jobs.c.bad", `{"action": {"type": "Http", "request": {"uri": "http://localhost/hook", "method": "POST"}},
 	  "recurrence": {"frequency": "Month", "schedule": {"monthDays": [15, 30, -32]}}}`, nil)
-	msg, err := sub.NextMsg(5 * time.Second)
-	if err != nil {
-		t.Fatalf("no rejected event: %v", err)
-	}
-	var ev bus.Event
-	if err := json.Unmarshal(msg.Data, &ev); err != nil {
-		t.Fatal(err)
-	}
+	ev := nextEvent(t, sub)
 	var paths []string
 	for _, p := range ev.Errors {
 		paths = append(paths, p.Path)
 	}
 	if ev.Kind != bus.EventRejected || ev.Collection != "c" || ev.Job != "bad" || !slices.Contains(paths, "recurrence.schedule.monthDays[2]") {
-		t.Fatalf("rejected event %s", msg.Data)
+		t.Fatalf("rejected event %+v", ev)
 	}
 	testenv.Eventually(t, 5*time.Second, "the message to be acknowledged", func() bool { return e.pending(t) == 0 })
 	if e.exists("c", "bad") {
@@ -285,12 +300,7 @@ func TestADefinitionRedisRefusesWaitsAndIsSaidSo(t *testing.T) {
 		c.Logger = slog.New(slog.NewJSONHandler(logs, nil))
 		c.Events = e.nc
 	})
-	events := make(chan *nats.Msg, 64)
-	sub, err := e.nc.ChanSubscribe("scheduler.events.c.j.*", events)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
+	sub := e.watch(t, "scheduler.events.c.j.*")
 	rdb := e.redis.Client(t)
 	ctx := context.Background()
 	if err := rdb.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil { // any use is over it
@@ -298,21 +308,7 @@ func TestADefinitionRedisRefusesWaitsAndIsSaidSo(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = rdb.ConfigSet(ctx, "maxmemory", "0").Err() })
 	e.publish(t, "scheduler.jobs.c.j", definition, nil)
-	next := func() bus.Event {
-		t.Helper()
-		select {
-		case m := <-events:
-			var ev bus.Event
-			if err := json.Unmarshal(m.Data, &ev); err != nil {
-				t.Fatal(err)
-			}
-			return ev
-		case <-time.After(5 * time.Second):
-			t.Fatal("no event within 5 s")
-			return bus.Event{}
-		}
-	}
-	ev := next()
+	ev := nextEvent(t, sub)
 	if ev.Kind != bus.EventDeferred || ev.IntakeSequence == 0 || !strings.Contains(ev.Reason, "maxmemory") {
 		t.Fatalf("first event %+v, want deferred with the message's sequence and the reason", ev)
 	}
@@ -327,7 +323,7 @@ func TestADefinitionRedisRefusesWaitsAndIsSaidSo(t *testing.T) {
 	if err := rdb.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if ev := next(); ev.Kind != bus.EventAccepted || ev.IntakeSequence == 0 {
+	if ev := nextEvent(t, sub); ev.Kind != bus.EventAccepted || ev.IntakeSequence == 0 {
 		t.Fatalf("event once memory is freed %+v, want accepted (one deferred event only)", ev)
 	}
 	if !e.exists("c", "j") {
