@@ -171,15 +171,13 @@ func (rc *Consumer) handle(ctx context.Context, msgs []jetstream.Msg) {
 				case store.Moving(a.Err): // a reshard: expected, and over when the slot is
 					rc.cfg.Metrics.Error("slot_moving")
 					rc.log.Info("results: the job's Redis Cluster slot is moving; retrying", "collection", r.Collection, "job", r.Job, "error", a.Err)
-				case store.OutOfMemory(a.Err):
-					rc.cfg.Metrics.Error("result_apply")
-					rc.sayWaiting(now, "Redis is at its maxmemory")
-				case store.Unavailable(a.Err):
-					rc.cfg.Metrics.Error("result_apply")
-					rc.sayWaiting(now, "Redis does not answer")
 				default:
 					rc.cfg.Metrics.Error("result_apply")
-					rc.log.Error("results: apply failed; retrying", "collection", r.Collection, "job", r.Job, "error", a.Err)
+					if why := redisRefusal(a.Err); why != "" {
+						rc.sayWaiting(now, why)
+					} else {
+						rc.log.Error("results: apply failed; retrying", "collection", r.Collection, "job", r.Job, "error", a.Err)
+					}
 				}
 				failed[from[start+k]] = true
 				continue
@@ -201,6 +199,18 @@ func (rc *Consumer) handle(ctx context.Context, msgs []jetstream.Msg) {
 			rc.settle(msg, msg.Ack())
 		}
 	}
+}
+
+// redisRefusal says why Redis did not take a result when it is Redis's state, not the result's
+// ("" otherwise): full, or not answering.
+func redisRefusal(err error) string {
+	switch {
+	case store.OutOfMemory(err):
+		return "Redis is at its maxmemory"
+	case store.Unavailable(err):
+		return "Redis does not answer"
+	}
+	return ""
 }
 
 // sayWaiting logs why results wait for Redis, at most once every waitLogEvery.

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/internal/natstest"
+	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/services/planner/internal/results"
 	"github.com/resched/resched/services/planner/internal/store"
 	"github.com/resched/resched/shared/job"
@@ -43,24 +46,39 @@ func (f *flakyStore) ApplyResults(_ context.Context, rs []store.Result, _ time.T
 
 // A result that fails inside the planner comes back after the retry delay and is applied.
 func TestStoreErrorRedeliversTheResult(t *testing.T) {
-	m := redeliver(t, nil)
+	m, logs := redeliver(t, nil)
 	if got := m.errors("result_apply"); got != 2 {
 		t.Errorf("apply errors %d, want 2", got)
+	}
+	if n := strings.Count(logs.String(), "apply failed; retrying"); n != 2 {
+		t.Errorf("%d error lines, want one a failure:\n%s", n, logs)
+	}
+}
+
+// A result Redis refuses for its maxmemory waits as well, counted as an apply error, but the
+// log says it once, not at each retry (one a second while Redis stays full).
+func TestRedisFullRedeliversTheResultSaidOnce(t *testing.T) {
+	m, logs := redeliver(t, errors.New("OOM command not allowed when used memory > 'maxmemory'."))
+	if got := m.errors("result_apply"); got != 2 {
+		t.Errorf("apply errors %d, want 2", got)
+	}
+	if out := logs.String(); strings.Count(out, "Redis is at its maxmemory") != 1 || strings.Contains(out, `"level":"ERROR"`) {
+		t.Errorf("the consumer logged:\n%s\nwant one warning and no error", out)
 	}
 }
 
 // A result met by its Redis Cluster slot moving (a reshard) is retried the same way, counted
 // apart: the planners' error alert leaves slot_moving out.
 func TestSlotMovingRedeliversTheResultCountedApart(t *testing.T) {
-	m := redeliver(t, errors.New("ASK 3999 127.0.0.1:6381"))
+	m, _ := redeliver(t, errors.New("ASK 3999 127.0.0.1:6381"))
 	if moving, failed := m.errors("slot_moving"), m.errors("result_apply"); moving != 2 || failed != 0 {
 		t.Errorf("slot_moving %d, result_apply %d; want 2 and 0", moving, failed)
 	}
 }
 
 // redeliver publishes a result to a consumer whose store fails twice with storeErr (a connection
-// refused when nil), waits until it is applied, and returns the consumer's metrics.
-func redeliver(t *testing.T, storeErr error) *recorder {
+// refused when nil), waits until it is applied, and returns the consumer's metrics and log.
+func redeliver(t *testing.T, storeErr error) (*recorder, *testenv.LogBuffer) {
 	ctx := context.Background()
 	nc := natstest.Start(t).Connect(t)
 	js, err := jetstream.New(nc)
@@ -74,7 +92,9 @@ func redeliver(t *testing.T, storeErr error) *recorder {
 	fs := &flakyStore{failures: 2, err: storeErr, done: make(chan struct{})}
 	m := &recorder{}
 	e := &env{t: t}
-	e.start(results.New(results.Config{JS: js, Store: fs, Subjects: subj, Metrics: m, RetryDelay: 10 * time.Millisecond}))
+	logs := &testenv.LogBuffer{}
+	e.start(results.New(results.Config{JS: js, Store: fs, Subjects: subj, Metrics: m, RetryDelay: 10 * time.Millisecond,
+		Logger: slog.New(slog.NewJSONHandler(logs, nil))}))
 
 	r := attempt("j", job.ActionNameMain, 0, job.ExecutionCompleted, true, false)
 	e.js, e.subj = js, subj
@@ -90,5 +110,5 @@ func redeliver(t *testing.T, storeErr error) *recorder {
 	if len(fs.applied) != 1 || fs.applied[0].Entry != r.HistoryEntry() || !fs.applied[0].Final || !fs.applied[0].Scheduled.Equal(t0) {
 		t.Errorf("applied %+v", fs.applied)
 	}
-	return m
+	return m, logs
 }
