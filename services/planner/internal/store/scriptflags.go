@@ -45,8 +45,7 @@ func (s *Store) UseScriptFlags(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	for _, name := range oomScripts {
-		src, _ := luaFS.ReadFile("lua/" + name + ".lua")
-		s.scripts[name] = redis.NewScript(oomFlag + string(src))
+		s.loadScript(name, oomFlag)
 	}
 	s.oomFlags = true
 	return true, nil

@@ -133,10 +133,15 @@ func New(rdb redis.UniversalClient, prefix string, opts ...Option) *Store {
 	}
 	entries, _ := luaFS.ReadDir("lua")
 	for _, e := range entries {
-		src, _ := luaFS.ReadFile("lua/" + e.Name())
-		s.scripts[strings.TrimSuffix(e.Name(), ".lua")] = redis.NewScript(string(src))
+		s.loadScript(strings.TrimSuffix(e.Name(), ".lua"), "")
 	}
 	return s
+}
+
+// loadScript makes the script lua/<name>.lua, its source after head (a flags line, or "").
+func (s *Store) loadScript(name, head string) {
+	src, _ := luaFS.ReadFile("lua/" + name + ".lua")
+	s.scripts[name] = redis.NewScript(head + string(src))
 }
 
 // Partitions is the number of partitions.
