@@ -9,6 +9,7 @@ import (
 
 	"github.com/resched/resched/services/internal/natstest"
 	"github.com/resched/resched/services/internal/redistest"
+	"github.com/resched/resched/services/internal/testenv"
 )
 
 // A Redis at its maxmemory stops new jobs, not the ones it holds: with a real planner, a job
@@ -55,6 +56,11 @@ func TestJobsFireWhileRedisIsFull(t *testing.T) {
 		t.Errorf("after the restart, an occurrence of %v, want one after %v", later.Scheduled, last.Scheduled)
 	}
 	seq := recordResult(t, nc, last)
+	// The results consumer must have tried it and been refused before memory is freed, or
+	// the checks below would pass on a consumer that had not yet looked.
+	testenv.Eventually(t, 20*time.Second, "the results consumer refused by Redis", func() bool {
+		return strings.Contains(logs2.String(), "results: Redis is at its maxmemory")
+	})
 	if n, _ := jobRecord(t, nc); n != 0 {
 		t.Fatalf("%d executions recorded while Redis is full", n)
 	}
@@ -71,7 +77,7 @@ func TestJobsFireWhileRedisIsFull(t *testing.T) {
 		if r["level"] == "ERROR" {
 			t.Errorf("error logged: %v", r)
 		}
-		if strings.Contains(msg, "Redis is at its maxmemory") {
+		if strings.HasPrefix(msg, "results: Redis is at its maxmemory") {
 			full++
 		}
 	}
