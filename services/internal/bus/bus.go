@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -73,6 +74,19 @@ func (s Subjects) Due(collection, job string) string {
 // DueOf is the subjects of every due occurrence of a collection.
 func (s Subjects) DueOf(collection string) string {
 	return s.Prefix + ".due." + collection + ".>"
+}
+
+// DueCollection is the collection of a due subject, "" when subject is not one.
+func (s Subjects) DueCollection(subject string) string {
+	rest, ok := strings.CutPrefix(subject, s.Prefix+".due.")
+	if !ok {
+		return ""
+	}
+	c, _, ok := strings.Cut(rest, ".")
+	if !ok {
+		return ""
+	}
+	return c
 }
 
 // Result is the subject a worker reports an attempt on.

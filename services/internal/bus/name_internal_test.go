@@ -33,3 +33,19 @@ func FuzzValidName(f *testing.F) {
 		}
 	})
 }
+
+// A due subject names its collection after the prefix, which may hold dots itself.
+func TestDueCollection(t *testing.T) {
+	s := NewSubjects("acme.sched")
+	for subject, want := range map[string]string{
+		s.Due("team-a", "j1"):          "team-a",
+		"acme.sched.due.c":             "",
+		"acme.sched.results.c.j":       "",
+		"scheduler.due.c.j":            "",
+		"acme.sched.due.c.j.something": "c",
+	} {
+		if got := s.DueCollection(subject); got != want {
+			t.Errorf("DueCollection(%q) = %q, want %q", subject, got, want)
+		}
+	}
+}

@@ -18,6 +18,12 @@
 // numbering attempts) costs it an attempt it never made. A delivery that runs long tells the
 // server it is in progress. A worker that dies mid-delivery loses nothing: the server
 // redelivers the occurrence to another worker once AckWait has passed.
+//
+// The one exception is a collection's limit (Config.CollectionConcurrency, turns): a message
+// of a collection with its most deliveries in flight is held, kept in progress and without a
+// slot, until one of them ends, so that a team whose targets hang cannot hold every slot. A
+// stop hands those back, at that cost; handing them back at once instead would cost one at
+// every turn they waited.
 package consumer
 
 import (
@@ -84,6 +90,9 @@ type Config struct {
 
 	// Concurrency is the number of deliveries in flight at once; default 16.
 	Concurrency int
+	// CollectionConcurrency is the most deliveries of one collection in flight at once; the
+	// others of that collection wait their turn (turns). 0: no limit but Concurrency.
+	CollectionConcurrency int
 	// AckWait is how long the server waits for a settlement before it redelivers a message to
 	// another worker; it must exceed the longest attempt. Default 90 s.
 	AckWait time.Duration
@@ -117,6 +126,8 @@ type Consumer struct {
 	running   atomic.Int64   // attempts running
 	lastStart atomic.Int64   // when the last attempt started, Unix ns
 	results   *reporter      // set by Run
+	turns     *turns         // the collections' limits
+	heldSaid  atomic.Int64   // when a wait for a collection's turn was last logged, Unix ns
 	later     sync.WaitGroup // error actions being scheduled, results published again (finish)
 }
 
@@ -146,8 +157,14 @@ func New(cfg Config) *Consumer {
 	if cfg.RetryDelay <= 0 {
 		cfg.RetryDelay = time.Second
 	}
-	return &Consumer{cfg: cfg, log: cfg.Logger}
+	// A worker holds at most an eighth of the unsettled messages all workers may have waiting
+	// for their collection's turn (and a quarter in results waiting, Run), so that a few
+	// workers holding theirs never stop the stream.
+	return &Consumer{cfg: cfg, log: cfg.Logger, turns: newTurns(cfg.CollectionConcurrency, max(1, cfg.MaxAckPending/8))}
 }
+
+// Waiting is the number of due messages this worker holds until their collection's turn.
+func (c *Consumer) Waiting() int { return c.turns.waiting() }
 
 // Ready reports whether the consumer is set up and pulling.
 func (c *Consumer) Ready() bool { return c.ready.Load() }
@@ -175,7 +192,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	for range c.cfg.Concurrency {
 		inflight.Go(func() {
 			for msg := range msgs {
-				c.handle(work, msg)
+				c.deliver(work, msg)
 				release(slots, 1)
 			}
 		})
@@ -184,6 +201,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	err := c.pullLoop(ctx, slots, msgs)
 	close(msgs) // the idle deliverers end; the busy ones end after their delivery
 	c.ready.Store(false)
+	c.handBack()
 	if stopErr := c.stop(&inflight, abandon); stopErr != nil {
 		return errors.Join(err, stopErr)
 	}
@@ -241,7 +259,7 @@ func (c *Consumer) pullLoop(ctx context.Context, slots chan struct{}, msgs chan<
 		}
 		c.ready.Store(true)
 		c.log.Info("consuming due occurrences", "stream", c.cfg.Subjects.DueStream(), "consumer", bus.WorkerConsumer,
-			"concurrency", c.cfg.Concurrency)
+			"concurrency", c.cfg.Concurrency, "collection_concurrency", c.cfg.CollectionConcurrency)
 		began := time.Now()
 		err = c.pull(ctx, cons, slots, msgs)
 		c.ready.Store(false)
@@ -315,6 +333,9 @@ func (c *Consumer) pull(ctx context.Context, cons jetstream.Consumer, slots chan
 			return err
 		}
 		for msg := range batch.Messages() {
+			if c.wait(msg) {
+				continue // held, without a slot, until its collection's turn
+			}
 			// A reserved slot means a deliverer is free, or about to be once it has
 			// released its slot, so this send waits little.
 			free--
