@@ -29,6 +29,7 @@ BENCH_PKGS = \
 	services/planner/internal/api:1x \
 	services/gateway/sdktest:1x \
 	services/worker/internal/action/httpaction:$(BENCHTIME) \
+	services/worker/internal/consumer:$(BENCHTIME) \
 	services/worker:1x
 
 BENCHTIME ?= 1s

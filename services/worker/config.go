@@ -39,6 +39,7 @@ type Config struct {
 	Region        string          // told to targets (the Storage Queue envelope's Region)
 
 	Concurrency      int           // deliveries in flight at once
+	CollectionLimit  int           // deliveries of one collection in flight at once; 0: no limit
 	AckWait          time.Duration // how long a delivery may go unsettled before another worker gets it
 	MaxAckPending    int           // due messages held by all workers together, waiting retries included
 	AttemptTimeout   time.Duration // time-out of one attempt of any action (HTTP_TIMEOUT)
@@ -98,6 +99,7 @@ func (c *Config) settings() []config.Setting {
 		config.Define("profiling", "pprof", p+"PPROF", "serve Go's CPU, heap and goroutine profiles under /debug/pprof/ on the HTTP address (off: a profile costs CPU while it runs)", config.Bool(&c.Profiling)),
 		config.Define("region", "region", p+"REGION", "region name told to targets (the Storage Queue envelope)", config.Text(&c.Region, checkOneLine)),
 		config.Define("concurrency", "concurrency", p+"CONCURRENCY", "deliveries in flight at once", config.Int(&c.Concurrency, 1, maxConcurrency)),
+		config.Define("collection concurrency", "collection-concurrency", p+"COLLECTION_CONCURRENCY", "the most deliveries of one collection in flight at once, so that a team whose targets hang cannot hold every slot; its other occurrences wait their turn (0: no limit)", config.Int(&c.CollectionLimit, 0, maxConcurrency)),
 		config.Define("ack wait", "ack-wait", p+"ACK_WAIT", "how soon the delivery of a worker that died goes to another worker; a running delivery tells the server it is in progress every third of it", config.Duration(&c.AckWait, 3*time.Second)),
 		config.Define("max ack pending", "max-ack-pending", p+"MAX_ACK_PENDING", "due messages held by all workers together, retries waiting for their interval included", config.Int(&c.MaxAckPending, 1, 10_000_000)),
 		config.Define("HTTP time-out", "http-timeout", p+"HTTP_TIMEOUT", "time-out of one attempt: an HTTP request, a queue or Service Bus send", config.Duration(&c.AttemptTimeout, time.Millisecond)),
@@ -188,6 +190,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Bool("pprof", c.Profiling),
 		slog.String("region", c.Region),
 		slog.Int("concurrency", c.Concurrency),
+		slog.Int("collection_concurrency", c.CollectionLimit),
 		slog.String("ack_wait", config.FormatDuration(c.AckWait)),
 		slog.Int("max_ack_pending", c.MaxAckPending),
 		slog.String("http_timeout", config.FormatDuration(c.AttemptTimeout)),

@@ -99,6 +99,7 @@ func TestParseConfig(t *testing.T) {
 			}),
 		},
 		{name: "upper bound", env: map[string]string{"RESCHED_WORKER_CONCURRENCY": "1024"}, want: with(def, func(c *Config) { c.Concurrency = 1024 })},
+		{name: "collection concurrency", env: map[string]string{"RESCHED_WORKER_COLLECTION_CONCURRENCY": "8"}, want: with(def, func(c *Config) { c.CollectionLimit = 8 })},
 		{name: "empty variables count as unset", env: map[string]string{"RESCHED_WORKER_CONCURRENCY": ""}, want: def},
 		{name: "planner variables are ignored", env: map[string]string{"RESCHED_PLANNER_LOG_LEVEL": "debug", "REDIS_URL": "bogus"}, want: def},
 	}
@@ -127,6 +128,7 @@ func TestParseConfigRejects(t *testing.T) {
 		{name: "concurrency not a number", env: map[string]string{"RESCHED_WORKER_CONCURRENCY": "many"}, want: []string{"RESCHED_WORKER_CONCURRENCY", "-concurrency", `"many"`}},
 		{name: "concurrency zero", args: []string{"-concurrency", "0"}, want: []string{"-concurrency", "between 1 and 1024"}},
 		{name: "concurrency too high", args: []string{"-concurrency", "1025"}, want: []string{"-concurrency"}},
+		{name: "collection concurrency negative", env: map[string]string{"RESCHED_WORKER_COLLECTION_CONCURRENCY": "-1"}, want: []string{"RESCHED_WORKER_COLLECTION_CONCURRENCY", "between 0 and 1024"}},
 		{name: "subject prefix", env: map[string]string{"RESCHED_WORKER_SUBJECT_PREFIX": "a b"}, want: []string{"RESCHED_WORKER_SUBJECT_PREFIX"}},
 		{name: "ack wait too short for heartbeats", env: map[string]string{"RESCHED_WORKER_ACK_WAIT": "2s"}, want: []string{"RESCHED_WORKER_ACK_WAIT", "-ack-wait", "minimum of 3s"}},
 		{name: "result linger too long", env: map[string]string{"RESCHED_WORKER_RESULT_LINGER": "2s"}, want: []string{"RESCHED_WORKER_RESULT_LINGER", "-result-linger", "more than 1s"}},

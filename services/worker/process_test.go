@@ -186,20 +186,24 @@ func (e *e2e) waitArrival(t *testing.T) string {
 
 func TestWorkerProcessDeliversAndServesHealth(t *testing.T) {
 	e := newE2E(t)
-	w := startChild(t, "NATS_URL="+e.srv.ClientURL())
+	w := startChild(t, "NATS_URL="+e.srv.ClientURL(), "RESCHED_WORKER_COLLECTION_CONCURRENCY=2")
 	addr := w.waitLog(t, "http listening")["addr"].(string)
-	w.waitLog(t, "consuming due occurrences")
+	if limit := w.waitLog(t, "consuming due occurrences")["collection_concurrency"]; limit != 2.0 {
+		t.Errorf("consuming with collection_concurrency %v, want 2 (the setting)", limit)
+	}
 	tag := e.publishDue(t, "j")
 
 	r := e.nextResult(t)
 	if r.ExecutionTag != tag || r.Status != job.ExecutionCompleted || !r.Final || r.Attempt != 0 {
 		t.Errorf("result %+v, want a completed first attempt of %s", r, tag)
 	}
-	for path, want := range map[string]string{
-		"/healthz": `"alive"`,
-		"/readyz":  `"ready"`,
-		"/metrics": `resched_worker_attempts_total{action_type="Http",outcome="Completed"} 1`,
+	for _, c := range []struct{ path, want string }{
+		{"/healthz", `"alive"`},
+		{"/readyz", `"ready"`},
+		{"/metrics", `resched_worker_attempts_total{action_type="Http",outcome="Completed"} 1`},
+		{"/metrics", "\nresched_worker_deliveries_waiting 0\n"},
 	} {
+		path, want := c.path, c.want
 		resp, err := http.Get("http://" + addr + path)
 		if err != nil {
 			t.Fatal(err)

@@ -65,10 +65,14 @@ func newWorker(cfg Config, logger *slog.Logger) (*worker, error) {
 		Executor: executor.New(executor.Config{
 			Deliverer: registry, Secrets: cfg.keys, MinRetryInterval: cfg.MinRetryInterval, Timeout: cfg.AttemptTimeout, Region: cfg.Region,
 		}),
-		Concurrency: cfg.Concurrency, AckWait: cfg.AckWait, MaxAckPending: cfg.MaxAckPending,
+		Concurrency: cfg.Concurrency, CollectionConcurrency: cfg.CollectionLimit, AckWait: cfg.AckWait, MaxAckPending: cfg.MaxAckPending,
 		Streams:     bus.StreamOptions{Replicas: cfg.StreamReplicas, PlacementTags: bus.SplitTags(cfg.PlacementTags)},
 		StopTimeout: cfg.ShutdownTimeout, ResultLinger: cfg.ResultLinger, ResultMaxWait: cfg.ResultMaxWait,
 	})
+	if err := metrics.Waiting(reg, w.consumer.Waiting); err != nil {
+		w.close()
+		return nil, err
+	}
 	w.http, err = health.Listen(cfg.HTTPAddr, health.Handler(health.Config{Gatherer: reg, Logger: logger, Version: version.String(), Profiling: cfg.Profiling,
 		Live: []health.Check{{Name: "nats", Func: w.conn.Live}}, Ready: []health.Check{
 			{Name: "nats", Func: w.conn.Ready},

@@ -87,3 +87,16 @@ func (w *Worker) Retry(t job.ActionType) { w.retries.WithLabelValues(string(t)).
 
 // Error counts an error of a stage.
 func (w *Worker) Error(stage string) { w.errors.WithLabelValues(stage).Inc() }
+
+// Waiting registers the gauge of the due messages a worker holds until their collection's
+// turn (RESCHED_WORKER_COLLECTION_CONCURRENCY), read from waiting when scraped.
+func Waiting(reg prometheus.Registerer, waiting func() int) error {
+	g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "deliveries_waiting",
+		Help: "Due occurrences held until their collection has fewer deliveries in flight than its limit.",
+	}, func() float64 { return float64(waiting()) })
+	if err := reg.Register(g); err != nil {
+		return fmt.Errorf("register worker metrics: %w", err)
+	}
+	return nil
+}
