@@ -16,7 +16,8 @@ import (
 // that fires every second goes on firing while a put is refused 507, and the results of its
 // attempts, which grow the history, wait in their stream until memory is freed. Before, the
 // heartbeat, the leases and the dispatcher's reads were refused with the put, and every job of
-// every collection stopped until memory was freed, and a planner could not start.
+// every collection stopped until memory was freed, and a planner could not start; and a
+// collection could not be disabled.
 func TestJobsFireWhileRedisIsFull(t *testing.T) {
 	ns := natstest.Start(t)
 	rs := redistest.Start(t)
@@ -54,6 +55,13 @@ func TestJobsFireWhileRedisIsFull(t *testing.T) {
 	waitReady(t, base)
 	if later := fetchDue(t, nc, 1)[0]; !later.Scheduled.After(last.Scheduled) {
 		t.Errorf("after the restart, an occurrence of %v, want one after %v", later.Scheduled, last.Scheduled)
+	}
+	// An operator can stop a collection's jobs, and start them again, while Redis is full.
+	if body := request(t, nc, "scheduler.api.collections.disable.c", ""); !strings.Contains(string(body), `"state":"Disabled"`) {
+		t.Errorf("disable while Redis is full: %s", body)
+	}
+	if body := request(t, nc, "scheduler.api.collections.enable.c", ""); !strings.Contains(string(body), `"state":"Enabled"`) {
+		t.Errorf("enable while Redis is full: %s", body)
 	}
 	seq := recordResult(t, nc, last)
 	// The results consumer must have tried it and been refused before memory is freed, or

@@ -15,7 +15,10 @@ import (
 // jobs stopped by one that filled Redis with jobs. These write a bounded amount: the heartbeat
 // and a lease fixed-size keys, an advance a job's fields in place and at most its capped
 // history's Skipped entries. Puts and the results' history, which grow, are still refused.
-var oomScripts = []string{"heartbeat", "acquire", "advance"}
+// A collection's state change is one too, so that an operator can stop a collection's jobs
+// (the team that filled Redis, say) and start them again: the state is written in place, and
+// its jobs leave the due set and come back to it.
+var oomScripts = []string{"heartbeat", "acquire", "advance", "set_collection_state"}
 
 // oomFlag is the shebang line that gives a script Redis's allow-oom flag.
 const oomFlag = "#!lua flags=allow-oom\n"

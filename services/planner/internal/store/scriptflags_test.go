@@ -86,6 +86,25 @@ func scheduleRunsWhileFull(t *testing.T, s *store.Store, setMax func(ctx context
 	if got, err := s.GetJob(ctx, "c", "j"); err != nil || !got.Next.Equal(next) || got.Occurrence != 1 {
 		t.Fatalf("after the advance: %+v %v", got, err)
 	}
+
+	// An operator stops a collection's jobs (the team filling Redis, say) and starts them again:
+	// its state is written in place and its jobs leave the due set and come back.
+	if _, err := s.SetCollectionState(ctx, "c", job.CollectionDisabled, nil); err != nil {
+		t.Fatalf("disable the collection: %v", err)
+	}
+	if due, _, err := s.Claim(ctx, p, token, time.Time{}, next, 10); err != nil || len(due) != 0 {
+		t.Fatalf("claim in a disabled collection: %v %v, want nothing", due, err)
+	}
+	left, err := s.SetCollectionState(ctx, "c", job.CollectionEnabled, nil)
+	if err != nil || fmt.Sprint(left) != "[j]" {
+		t.Fatalf("enable the collection: %v %v, want j left to schedule", left, err)
+	}
+	if left, err := s.SetCollectionState(ctx, "c", job.CollectionEnabled, []store.Reschedule{{Name: "j", Next: next, Version: read[0].Version}}); err != nil || len(left) != 0 {
+		t.Fatalf("schedule the collection's job again: %v %v", left, err)
+	}
+	if due, _, err := s.Claim(ctx, p, token, time.Time{}, next, 10); err != nil || fmt.Sprint(due) != "[c/j]" {
+		t.Fatalf("claim after the collection was enabled: %v %v", due, err)
+	}
 }
 
 // The flags are found by asking, not by the version: a Redis user not allowed INFO has them.
