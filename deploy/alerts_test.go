@@ -229,6 +229,10 @@ var alertCases = []alertCase{
 	{"ReschedAPIFailing", "resched_planner_api_requests_total{endpoint=\"jobs-put\",code=\"400\"} 0+50x10\n" +
 		"resched_planner_api_requests_total{endpoint=\"jobs-put\",code=\"503\"} 0+1x10\n" +
 		"resched_planner_api_requests_total{endpoint=\"jobs-put\",code=\"200\"} 0+100x10", false},
+	{"ReschedCollectionWaiting", "resched_worker_deliveries_waiting{pod=\"worker-1\"} 0+10x10\n" +
+		"resched_worker_deliveries_waiting{pod=\"worker-2\"} 0x10", true},
+	{"ReschedCollectionWaiting", "resched_worker_deliveries_waiting{pod=\"worker-1\"} 0x10\n" +
+		"resched_worker_deliveries_waiting{pod=\"worker-2\"} 0x10", false},
 	{"ReschedGatewayUnavailable", "resched_gateway_requests_total{operation=\"Jobs_Get\",code=\"503\"} 0+10x10\n" +
 		"resched_gateway_requests_total{operation=\"Jobs_Get\",code=\"200\"} 0+100x10", true},
 	{"ReschedGatewayUnavailable", "resched_gateway_requests_total{operation=\"Jobs_Get\",code=\"503\"} 0+1x10\n" +
