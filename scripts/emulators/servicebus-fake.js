@@ -23,6 +23,7 @@
 //   node servicebus-fake.js --port 0 [--host 127.0.0.1] [--http-port 0]
 //        [--key-name RootManageSharedAccessKey] [--key <key>]   (or SB_FAKE_KEY in the env)
 //        [--queue q1,q2] [--topic t:s1,s2 ...] [--auto-create]
+//        [--tls-cert cert.pem --tls-key key.pem]   (AMQP over TLS, as Azure's port 5671)
 //
 // Once listening it prints {"event":"listening","port":N,"httpPort":M} on stdout, then one JSON
 // line per connection, CBS call and message. The HTTP port serves GET /stats (counters),
@@ -30,6 +31,7 @@
 'use strict';
 
 const crypto = require('crypto');
+const fs = require('fs');
 const http = require('http');
 const rhea = require('rhea');
 
@@ -51,7 +53,8 @@ const LOCK_MS = 60000;
 
 function parseArgs(argv) {
   const o = { port: 5672, host: '127.0.0.1', httpPort: 0, keyName: 'RootManageSharedAccessKey',
-    key: process.env.SB_FAKE_KEY || '', queues: [], topics: [], autoCreate: false };
+    key: process.env.SB_FAKE_KEY || '', queues: [], topics: [], autoCreate: false,
+    tlsCert: '', tlsKey: '' };
   for (let i = 2; i < argv.length; i++) {
     const a = argv[i];
     const next = () => argv[++i];
@@ -64,6 +67,8 @@ function parseArgs(argv) {
       case '--queue': o.queues.push(...next().split(',').filter(Boolean)); break;
       case '--topic': { const [t, subs] = next().split(':'); o.topics.push([t, (subs || '').split(',').filter(Boolean)]); break; }
       case '--auto-create': o.autoCreate = true; break;
+      case '--tls-cert': o.tlsCert = next(); break;
+      case '--tls-key': o.tlsKey = next(); break;
       default: throw new Error('unknown argument ' + a);
     }
   }
@@ -381,7 +386,11 @@ function control(req, res) {
 for (const q of opts.queues) createQueue(q);
 for (const [t, subs] of opts.topics) { createSubscription(t); for (const s of subs) createSubscription(t, s); }
 
-const amqpServer = container.listen({ port: opts.port, host: opts.host });
+const listenOptions = { port: opts.port, host: opts.host };
+if (opts.tlsCert) {
+  Object.assign(listenOptions, { transport: 'tls', cert: fs.readFileSync(opts.tlsCert), key: fs.readFileSync(opts.tlsKey) });
+}
+const amqpServer = container.listen(listenOptions);
 amqpServer.on('listening', () => {
   const httpServer = http.createServer(control).listen(opts.httpPort, opts.host, () => {
     log('listening', { port: amqpServer.address().port, httpPort: httpServer.address().port });

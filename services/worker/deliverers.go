@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 
 	"github.com/resched/resched/services/worker/internal/action"
@@ -25,8 +26,13 @@ func deliverers(cfg Config) (reg action.Registry, close func(context.Context), e
 	if err != nil {
 		return nil, nil, fmt.Errorf("storage queue deliverer: %w", err)
 	}
+	sbOptions := servicebus.DefaultClientOptions()
+	if cfg.targetCAs != nil {
+		sbOptions.TLSConfig = &tls.Config{RootCAs: cfg.targetCAs, MinVersion: tls.VersionTLS12}
+	}
 	sb, err := servicebus.New(servicebus.Config{
 		Endpoint: cfg.ServiceBusEndpoint, DevelopmentEmulator: cfg.ServiceBusEmulator, Timeout: cfg.AttemptTimeout,
+		ClientOptions: sbOptions,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("service bus deliverer: %w", err)

@@ -21,6 +21,7 @@ import (
 	"github.com/resched/resched/services/internal/azuritetest"
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/internal/natstest"
+	"github.com/resched/resched/services/internal/sbfaketest"
 	"github.com/resched/resched/services/internal/tlstest"
 	"github.com/resched/resched/services/worker/internal/action/httpaction"
 	"github.com/resched/resched/shared/job"
@@ -216,10 +217,11 @@ func TestWorkerProcessDeliversAndServesHealth(t *testing.T) {
 	}
 }
 
-// An HTTPS target and a Storage Queue endpoint whose certificates a private CA signed are
-// reached when that CA is given (RESCHED_WORKER_TARGET_CA), besides the system's: without it,
-// every attempt failed with "certificate signed by unknown authority", and a worker had no
-// setting to trust one.
+// An HTTPS target, a Storage Queue endpoint and a Service Bus namespace (AMQP over TLS) whose
+// certificates a private CA signed are reached when that CA is given
+// (RESCHED_WORKER_TARGET_CA), besides the system's: without it, every attempt failed with
+// "certificate signed by unknown authority", and a worker had no setting to trust one (for
+// Service Bus, until the worker gave it the CAs).
 func TestWorkerProcessTrustsTheTargetCA(t *testing.T) {
 	e := newE2E(t)
 	ca := tlstest.NewCA(t, "company")
@@ -235,14 +237,18 @@ func TestWorkerProcessTrustsTheTargetCA(t *testing.T) {
 	queues := azuritetest.StartTLS(t, ca)
 	q := queues.Queue(t, "jobs")
 	token := queues.SASToken(t, "jobs", sas.QueuePermissions{Add: true}, time.Now().Add(time.Hour))
+	bus := sbfaketest.Start(t, sbfaketest.WithQueue("orders"), sbfaketest.WithTLS(pair.CertFile, pair.KeyFile))
 
 	w := startChild(t, "NATS_URL="+e.srv.ClientURL(), "RESCHED_WORKER_TARGET_CA="+ca.CertFile,
-		"RESCHED_WORKER_STORAGE_QUEUE_ENDPOINT="+queues.Endpoint())
+		"RESCHED_WORKER_STORAGE_QUEUE_ENDPOINT="+queues.Endpoint(), "RESCHED_WORKER_SERVICEBUS_ENDPOINT="+bus.Endpoint())
 	w.waitLog(t, "consuming due occurrences")
 	for name, spec := range map[string]job.ActionSpec{
 		"https": {Type: job.ActionHTTPS, Request: &job.HTTPRequest{URI: secure.URL, Method: "POST"}},
 		"queue": {Type: job.ActionStorageQueue, QueueMessage: &job.StorageQueueMessage{
 			StorageAccount: azuritetest.Account, QueueName: "jobs", SASToken: token, Message: "queued over TLS"}},
+		"servicebus": {Type: job.ActionServiceBusQueue, ServiceBusQueueMessage: &job.ServiceBusQueueMessage{QueueName: "orders",
+			ServiceBusMessage: job.ServiceBusMessage{Namespace: "company", Message: "sent over TLS",
+				Authentication: &job.ServiceBusAuthentication{Type: job.ServiceBusAuthSharedAccessKey, SASKeyName: bus.KeyName, SASKey: bus.Key}}}},
 	} {
 		tag := e.publishAction(t, name, spec)
 		if r := e.nextResult(t); r.ExecutionTag != tag || r.Status != job.ExecutionCompleted {
@@ -252,6 +258,9 @@ func TestWorkerProcessTrustsTheTargetCA(t *testing.T) {
 	msgs, err := q.DequeueMessage(context.Background(), nil)
 	if err != nil || len(msgs.Messages) != 1 || !strings.Contains(*msgs.Messages[0].MessageText, "queued over TLS") {
 		t.Errorf("the queue holds %+v, %v", msgs.Messages, err)
+	}
+	if got := bus.Messages(t); len(got) != 1 || got[0].Entity != "orders" || !strings.Contains(got[0].Body, "sent over TLS") {
+		t.Errorf("the Service Bus queue received %+v", got)
 	}
 }
 

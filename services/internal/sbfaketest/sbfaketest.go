@@ -70,6 +70,12 @@ func WithAutoCreate() Option {
 	return func(a *[]string) { *a = append(*a, "--auto-create") }
 }
 
+// WithTLS makes the broker speak AMQP over TLS (as Azure does, on its port 5671) with the
+// certificate and key of these PEM files, rather than plain AMQP.
+func WithTLS(certFile, keyFile string) Option {
+	return func(a *[]string) { *a = append(*a, "--tls-cert", certFile, "--tls-key", keyFile) }
+}
+
 type listening struct {
 	Event    string `json:"event"`
 	Port     int    `json:"port"`

@@ -3,8 +3,10 @@ package servicebus
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net/url"
 	"sync"
 	"time"
 
@@ -60,7 +62,7 @@ func (c *clients) sender(endpoint, keyName, key, entity, connStr string) (*azser
 	k := clientKey{endpoint, keyName, sha256.Sum256([]byte(key))}
 	nc := c.byKey[k]
 	if nc == nil {
-		client, err := azservicebus.NewClientFromConnectionString(connStr, c.options)
+		client, err := azservicebus.NewClientFromConnectionString(connStr, c.optionsFor(endpoint))
 		if err != nil {
 			return nil, fmt.Errorf("client: %w", err)
 		}
@@ -77,6 +79,31 @@ func (c *clients) sender(endpoint, keyName, key, entity, connStr string) (*azser
 		nc.senders[entity] = s
 	}
 	return s, nil
+}
+
+// optionsFor are the client options for a namespace at endpoint (sb://host[:port]), with a TLS
+// configuration of its own that names the host. The SDK gives go-amqp the endpoint's host and
+// port as the TLS server name, so a certificate was never valid for an endpoint with a port,
+// and go-amqp writes that name into the configuration it is given: shared by every client, the
+// first namespace's name would have been checked against every other's certificate.
+func (c *clients) optionsFor(endpoint string) *azservicebus.ClientOptions {
+	o := *c.options
+	if o.TLSConfig != nil {
+		o.TLSConfig = o.TLSConfig.Clone()
+	} else {
+		o.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	o.TLSConfig.ServerName = hostOf(endpoint)
+	return &o
+}
+
+// hostOf is the host of an endpoint sb://host[:port][/], without its port.
+func hostOf(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Hostname() == "" {
+		return ""
+	}
+	return u.Hostname()
 }
 
 // evictIdle closes, in the background, the clients unused since before now-idleTimeout.

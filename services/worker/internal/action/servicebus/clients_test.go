@@ -3,6 +3,8 @@ package servicebus
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"testing"
 	"time"
 )
@@ -47,5 +49,32 @@ func TestClientsEvictIdle(t *testing.T) {
 	get("b", "a2V5") // the second key's client has been idle 80 s: evicted
 	if got := cached(); len(got) != 2 || !got["sb://a a2V5"] || !got["sb://b a2V5"] {
 		t.Fatalf("cached %v after the idle time-out, want a with the first key, and b", got)
+	}
+}
+
+// Each namespace's client gets a TLS configuration of its own naming its host without the
+// port, the trusted CAs kept: the SDK named host:port, which no certificate is valid for, and
+// go-amqp writes the name into the configuration it is given, which all clients shared.
+func TestClientOptionsNameTheirHost(t *testing.T) {
+	pool := x509.NewCertPool()
+	shared := DefaultClientOptions()
+	shared.TLSConfig = &tls.Config{RootCAs: pool}
+	c := newClients(shared, time.Minute)
+	for endpoint, want := range map[string]string{
+		"sb://127.0.0.1:5671":                 "127.0.0.1",
+		"sb://team-a.servicebus.windows.net/": "team-a.servicebus.windows.net",
+		"sb://team-b.servicebus.windows.net":  "team-b.servicebus.windows.net",
+		"sb://[::1]:5671":                     "::1",
+	} {
+		o := c.optionsFor(endpoint)
+		if o.TLSConfig == shared.TLSConfig || o.TLSConfig.ServerName != want || o.TLSConfig.RootCAs != pool {
+			t.Errorf("%s: server name %q (shared config: %v), want %q with the CAs", endpoint, o.TLSConfig.ServerName, o.TLSConfig == shared.TLSConfig, want)
+		}
+	}
+	if shared.TLSConfig.ServerName != "" {
+		t.Errorf("the shared configuration was changed: %q", shared.TLSConfig.ServerName)
+	}
+	if o := newClients(DefaultClientOptions(), time.Minute).optionsFor("sb://ns.example:5671"); o.TLSConfig == nil || o.TLSConfig.ServerName != "ns.example" || o.TLSConfig.RootCAs != nil {
+		t.Errorf("without CAs: %+v, want the system's CAs and the host's name", o.TLSConfig)
 	}
 }
