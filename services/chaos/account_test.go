@@ -292,7 +292,7 @@ func (r *report) String(name string) string {
 	row("lateness max while a planner ran", r.worstLiveLate.Round(time.Millisecond))
 	if r.leaderless > 0 {
 		row("  less the due stream's time without a leader since the occurrence", r.worstLiveLateLed.Round(time.Millisecond))
-		row("time the due stream was seen without a leader (watched from the rejoin)", r.leaderless.Round(time.Millisecond))
+		row("time the due stream was seen without a leader, where the test watched it", r.leaderless.Round(time.Millisecond))
 	}
 	row("jobs whose executionCount differs from the target (must be 0)", r.countMismatches)
 	row("delivered occurrences without a Completed history entry (must be 0)", r.historyMissing)

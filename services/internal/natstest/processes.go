@@ -166,6 +166,17 @@ func manifestPreStop(t testing.TB, bin, pidFile string) []string {
 // URLs is every server's client URL, comma-separated, as NATS_URL takes them.
 func (c *ProcessCluster) URLs() string { return strings.Join(c.urls, ",") }
 
+// URLsBut is the client URLs of every server but s, comma-separated.
+func (c *ProcessCluster) URLsBut(s *testenv.Proc) string {
+	var urls []string
+	for i, srv := range c.Servers {
+		if srv != s {
+			urls = append(urls, c.urls[i])
+		}
+	}
+	return strings.Join(urls, ",")
+}
+
 // StreamLeader is the server that leads a stream now, asked through js.
 func (c *ProcessCluster) StreamLeader(js jetstream.JetStream, stream string) *testenv.Proc {
 	c.t.Helper()
