@@ -16,8 +16,8 @@ import (
 // that fires every second goes on firing while a put is refused 507, and the results of its
 // attempts, which grow the history, wait in their stream until memory is freed. Before, the
 // heartbeat, the leases and the dispatcher's reads were refused with the put, and every job of
-// every collection stopped until memory was freed, and a planner could not start; and a
-// collection could not be disabled.
+// every collection stopped until memory was freed, and a planner could not start; and neither
+// a job nor a collection could be disabled.
 func TestJobsFireWhileRedisIsFull(t *testing.T) {
 	ns := natstest.Start(t)
 	rs := redistest.Start(t)
@@ -56,7 +56,13 @@ func TestJobsFireWhileRedisIsFull(t *testing.T) {
 	if later := fetchDue(t, nc, 1)[0]; !later.Scheduled.After(last.Scheduled) {
 		t.Errorf("after the restart, an occurrence of %v, want one after %v", later.Scheduled, last.Scheduled)
 	}
-	// An operator can stop a collection's jobs, and start them again, while Redis is full.
+	// A team can disable and enable its job, and an operator a collection, while Redis is full.
+	for _, state := range []string{"Disabled", "Enabled"} {
+		body := request(t, nc, "scheduler.api.jobs.patch.c.j", `{"properties":{"state":"`+state+`"}}`)
+		if !strings.Contains(string(body), `"state":"`+state+`"`) {
+			t.Errorf("job %s while Redis is full: %s", state, body)
+		}
+	}
 	if body := request(t, nc, "scheduler.api.collections.disable.c", ""); !strings.Contains(string(body), `"state":"Disabled"`) {
 		t.Errorf("disable while Redis is full: %s", body)
 	}

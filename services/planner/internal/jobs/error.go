@@ -49,7 +49,7 @@ func StoreRefused(err error) *Error {
 	switch {
 	case store.OutOfMemory(err):
 		return &Error{Status: 507, Code: CodeInsufficientStorage, Message: "Redis is out of memory (its maxmemory): " +
-			"nothing was stored. Raise Redis's maxmemory, or delete jobs or collections: listing, reading, deleting and disabling a collection still work"}
+			"nothing was stored. Raise Redis's maxmemory, or delete jobs or collections: listing, reading and deleting still work, and disabling a job or a collection"}
 	case errors.Is(err, store.ErrNotReplicated):
 		return &Error{Status: 503, Code: CodeServerBusy, Message: "Redis's replicas did not acknowledge the change in time " +
 			"(RESCHED_PLANNER_MIN_REPLICAS): a failover could lose it; send the request again"}

@@ -65,17 +65,35 @@ func (s *Service) patchOnce(ctx context.Context, c, j string, raw []byte) error 
 		_, err := s.store1(ctx, c, j, def.Properties, rec.Version, false)
 		return err
 	}
-	return s.keepSchedule(ctx, rec, def.Properties)
+	return s.keepSchedule(ctx, rec, def.Properties, stateOnly(raw))
+}
+
+// stateOnly says a patch changes the job's state and nothing else ({"properties":{"state":…}}
+// or {"state":…}), as schedctl job enable and disable and the Azure clients send: stored in
+// place, it works while Redis is at its maxmemory (store.PutJob.InPlace).
+func stateOnly(raw []byte) bool {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(raw, &top) != nil {
+		return false
+	}
+	if props, ok := top["properties"]; ok && len(top) == 1 {
+		top = nil
+		if json.Unmarshal(props, &top) != nil {
+			return false
+		}
+	}
+	_, ok := top["state"]
+	return ok && len(top) == 1
 }
 
 // keepSchedule stores a change that leaves the schedule as accepted: only the state may move
 // the next fire time (disabling drops it; enabling resumes after now, with no immediate run).
-func (s *Service) keepSchedule(ctx context.Context, rec *store.Job, p job.Properties) error {
+func (s *Service) keepSchedule(ctx context.Context, rec *store.Job, p job.Properties, inPlace bool) error {
 	if err := certificates(&p); err != nil {
 		return err
 	}
 	put := store.PutJob{Collection: rec.Collection, Name: rec.Name, Accepted: rec.Accepted, Next: rec.Next,
-		State: job.StateEnabled, IfVersion: rec.Version, IfNext: &rec.Next}
+		State: job.StateEnabled, IfVersion: rec.Version, IfNext: &rec.Next, InPlace: inPlace}
 	switch {
 	case p.State == job.StateDisabled:
 		put.State, put.Next = job.StateDisabled, time.Time{}

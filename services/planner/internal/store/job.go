@@ -51,6 +51,11 @@ type PutJob struct {
 	// collection is still at this generation (Collection.Generation): the job was checked
 	// against the collection as it was then.
 	CollectionGeneration string
+	// InPlace says the write changes a job's state and nothing else that grows (enabling or
+	// disabling it, IfVersion set): it is stored alone with Redis's allow-oom flag, so that a
+	// job can be disabled while Redis is at its maxmemory (UseScriptFlags). The caller vouches
+	// that the definition is the stored one but for its state.
+	InPlace bool
 }
 
 // Stamp is a message's place in the intake stream: the stream's creation (a stream made again
@@ -115,11 +120,15 @@ func (s *Store) Apply(ctx context.Context, writes []Write) []Applied {
 	out := make([]Applied, len(writes))
 	calls := s.writeCalls(writes)
 	cmds := s.evalMixed(ctx, len(calls), func(c int) (string, []string, []any) {
-		if d := writes[calls[c][0]].Delete; d != nil {
-			keys, args := s.deleteArgs(d)
+		w := writes[calls[c][0]]
+		if w.Delete != nil {
+			keys, args := s.deleteArgs(w.Delete)
 			return "delete_job", keys, args
 		}
 		keys, args := s.putsArgs(writes, calls[c])
+		if w.Put.InPlace && s.oomFlags {
+			return putInPlace, keys, args
+		}
 		return "put_jobs", keys, args
 	})
 	for c, cmd := range cmds {
@@ -147,14 +156,15 @@ func (s *Store) Apply(ctx context.Context, writes []Write) []Applied {
 // put costs it about 30 µs).
 const putChunk = 64
 
-// writeCalls splits writes into script calls: a delete alone, or puts of one partition; a
-// delete closes its partition's call, so a put after it is stored after it.
+// writeCalls splits writes into script calls: a delete alone, an in-place put alone, or puts
+// of one partition; a call alone closes its partition's call, so a put after it is stored
+// after it.
 func (s *Store) writeCalls(writes []Write) [][]int {
 	return s.partitionCalls(len(writes), putChunk, func(i int) (string, bool) {
 		if d := writes[i].Delete; d != nil {
 			return d.Collection, true
 		}
-		return writes[i].Put.Collection, false
+		return writes[i].Put.Collection, writes[i].Put.InPlace
 	})
 }
 

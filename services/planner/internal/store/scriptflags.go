@@ -20,6 +20,11 @@ import (
 // its jobs leave the due set and come back to it.
 var oomScripts = []string{"heartbeat", "acquire", "advance", "set_collection_state"}
 
+// putInPlace is put_jobs.lua with the allow-oom flag, for the puts that only enable or disable
+// a job (PutJob.InPlace): a job's state and its definition rewritten at the same size, and its
+// entry in the due set removed or put back.
+const putInPlace = "put_in_place"
+
 // oomFlag is the shebang line that gives a script Redis's allow-oom flag.
 const oomFlag = "#!lua flags=allow-oom\n"
 
@@ -48,8 +53,9 @@ func (s *Store) UseScriptFlags(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	for _, name := range oomScripts {
-		s.loadScript(name, oomFlag)
+		s.loadScript(name, name, oomFlag)
 	}
+	s.loadScript(putInPlace, "put_jobs", oomFlag)
 	s.oomFlags = true
 	return true, nil
 }

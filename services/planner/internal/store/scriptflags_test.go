@@ -87,6 +87,32 @@ func scheduleRunsWhileFull(t *testing.T, s *store.Store, setMax func(ctx context
 		t.Fatalf("after the advance: %+v %v", got, err)
 	}
 
+	// A job is disabled: its state and definition are rewritten in place, and it leaves the due
+	// set. The same put not marked in place is refused.
+	got, err := s.GetJob(ctx, "c", "j")
+	if err != nil {
+		t.Fatal(err)
+	}
+	disable := store.PutJob{Collection: "c", Name: "j", Definition: got.Definition, Accepted: got.Accepted,
+		State: job.StateDisabled, IfVersion: got.Version, IfNext: &got.Next}
+	if _, _, _, err := s.PutJob(ctx, disable); !store.OutOfMemory(err) {
+		t.Fatalf("a put not in place at maxmemory: %v, want refused", err)
+	}
+	disable.InPlace = true
+	if _, _, due, err := s.PutJob(ctx, disable); err != nil || due {
+		t.Fatalf("disable the job in place: due %v, %v", due, err)
+	}
+	if got, err := s.GetJob(ctx, "c", "j"); err != nil || got.State != job.StateDisabled {
+		t.Fatalf("after the disable: %+v %v", got, err)
+	}
+	got, _ = s.GetJob(ctx, "c", "j")
+	enable := store.PutJob{Collection: "c", Name: "j", Definition: got.Definition, Accepted: got.Accepted, Next: next,
+		State: job.StateEnabled, IfVersion: got.Version, IfNext: &got.Next, InPlace: true}
+	_, version, inDue, err := s.PutJob(ctx, enable)
+	if err != nil || !inDue {
+		t.Fatalf("enable the job in place: due %v, %v", inDue, err)
+	}
+
 	// An operator stops a collection's jobs (the team filling Redis, say) and starts them again:
 	// its state is written in place and its jobs leave the due set and come back.
 	if _, err := s.SetCollectionState(ctx, "c", job.CollectionDisabled, nil); err != nil {
@@ -99,7 +125,7 @@ func scheduleRunsWhileFull(t *testing.T, s *store.Store, setMax func(ctx context
 	if err != nil || fmt.Sprint(left) != "[j]" {
 		t.Fatalf("enable the collection: %v %v, want j left to schedule", left, err)
 	}
-	if left, err := s.SetCollectionState(ctx, "c", job.CollectionEnabled, []store.Reschedule{{Name: "j", Next: next, Version: read[0].Version}}); err != nil || len(left) != 0 {
+	if left, err := s.SetCollectionState(ctx, "c", job.CollectionEnabled, []store.Reschedule{{Name: "j", Next: next, Version: version}}); err != nil || len(left) != 0 {
 		t.Fatalf("schedule the collection's job again: %v %v", left, err)
 	}
 	if due, _, err := s.Claim(ctx, p, token, time.Time{}, next, 10); err != nil || fmt.Sprint(due) != "[c/j]" {

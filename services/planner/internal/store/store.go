@@ -133,14 +133,16 @@ func New(rdb redis.UniversalClient, prefix string, opts ...Option) *Store {
 	}
 	entries, _ := luaFS.ReadDir("lua")
 	for _, e := range entries {
-		s.loadScript(strings.TrimSuffix(e.Name(), ".lua"), "")
+		name := strings.TrimSuffix(e.Name(), ".lua")
+		s.loadScript(name, name, "")
 	}
 	return s
 }
 
-// loadScript makes the script lua/<name>.lua, its source after head (a flags line, or "").
-func (s *Store) loadScript(name, head string) {
-	src, _ := luaFS.ReadFile("lua/" + name + ".lua")
+// loadScript makes the script name of lua/<file>.lua, its source after head (a flags line, or
+// "").
+func (s *Store) loadScript(name, file, head string) {
+	src, _ := luaFS.ReadFile("lua/" + file + ".lua")
 	s.scripts[name] = redis.NewScript(head + string(src))
 }
 
