@@ -10,6 +10,7 @@ import (
 	"github.com/resched/resched/services/internal/natstest"
 	"github.com/resched/resched/services/internal/redistest"
 	"github.com/resched/resched/services/internal/testenv"
+	"github.com/resched/resched/shared/job"
 )
 
 // A Redis at its maxmemory stops new jobs, not the ones it holds: with a real planner, a job
@@ -57,10 +58,17 @@ func TestJobsFireWhileRedisIsFull(t *testing.T) {
 		t.Errorf("after the restart, an occurrence of %v, want one after %v", later.Scheduled, last.Scheduled)
 	}
 	// A team can disable and enable its job, and an operator a collection, while Redis is full.
-	for _, state := range []string{"Disabled", "Enabled"} {
-		body := request(t, nc, "scheduler.api.jobs.patch.c.j", `{"properties":{"state":"`+state+`"}}`)
-		if !strings.Contains(string(body), `"state":"`+state+`"`) {
-			t.Errorf("job %s while Redis is full: %s", state, body)
+	// Disabled as PowerShell does it (the whole definition as read, its state changed), enabled
+	// with the state alone (schedctl, the dashboard).
+	asRead := getJob(t, nc)
+	asRead.Properties.State = job.StateDisabled
+	for _, p := range []struct{ state, patch string }{
+		{"Disabled", mustJSON(t, asRead)},
+		{"Enabled", `{"properties":{"state":"Enabled"}}`},
+	} {
+		body := request(t, nc, "scheduler.api.jobs.patch.c.j", p.patch)
+		if !strings.Contains(string(body), `"state":"`+p.state+`"`) {
+			t.Errorf("job %s while Redis is full: %s", p.state, body)
 		}
 	}
 	if body := request(t, nc, "scheduler.api.collections.disable.c", ""); !strings.Contains(string(body), `"state":"Disabled"`) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"time"
 
@@ -49,7 +50,7 @@ func (s *Service) patchOnce(ctx context.Context, c, j string, raw []byte) error 
 	if rec.State == job.StateCompleted || rec.State == job.StateFaulted {
 		return conflict("job %s/%s is %s, which is final: put a new definition or delete it", c, j, rec.State)
 	}
-	merged, err := s.mergeInto(rec, raw)
+	merged, stateOnly, err := s.mergeInto(rec, raw)
 	if err != nil {
 		return err
 	}
@@ -65,25 +66,25 @@ func (s *Service) patchOnce(ctx context.Context, c, j string, raw []byte) error 
 		_, err := s.store1(ctx, c, j, def.Properties, rec.Version, false)
 		return err
 	}
-	return s.keepSchedule(ctx, rec, def.Properties, stateOnly(raw))
+	return s.keepSchedule(ctx, rec, def.Properties, stateOnly)
 }
 
-// stateOnly says a patch changes the job's state and nothing else ({"properties":{"state":…}}
-// or {"state":…}), as schedctl job enable and disable and the Azure clients send: stored in
-// place, it works while Redis is at its maxmemory (store.PutJob.InPlace).
-func stateOnly(raw []byte) bool {
-	var top map[string]json.RawMessage
-	if json.Unmarshal(raw, &top) != nil {
-		return false
-	}
-	if props, ok := top["properties"]; ok && len(top) == 1 {
-		top = nil
-		if json.Unmarshal(props, &top) != nil {
-			return false
+// sameButState says a merged definition is the stored one but for its state (and the status,
+// which is read-only and ignored): the patch only enabled or disabled the job, whether it held
+// the state alone (schedctl, the dashboard, the Go SDK) or the whole definition as read,
+// without its secrets (PowerShell). Such a change is stored in place, so it works while Redis
+// is at its maxmemory (store.PutJob.InPlace).
+func sameButState(stored, merged map[string]any) bool {
+	without := func(m map[string]any) map[string]any {
+		out := make(map[string]any, len(m))
+		for k, v := range m {
+			if !strings.EqualFold(k, "state") && !strings.EqualFold(k, "status") {
+				out[k] = v
+			}
 		}
+		return out
 	}
-	_, ok := top["state"]
-	return ok && len(top) == 1
+	return reflect.DeepEqual(without(stored), without(merged))
 }
 
 // keepSchedule stores a change that leaves the schedule as accepted: only the state may move
@@ -119,39 +120,45 @@ func (s *Service) keepSchedule(ctx context.Context, rec *store.Job, p job.Proper
 // mergeInto applies a patch (whole resource or bare properties) to a stored job. The patch is
 // held to the size a definition may have before anything is decoded, so a huge patch costs a
 // length check, not a merge.
-func (s *Service) mergeInto(rec *store.Job, raw []byte) ([]byte, error) {
+// It also says whether the patch changed nothing but the state (sameButState).
+func (s *Service) mergeInto(rec *store.Job, raw []byte) (merged []byte, stateOnly bool, err error) {
 	if len(raw) > jobschema.MaxJobSize {
-		return nil, badRequest("the patch is %d bytes; at most 16 KiB (16,384 bytes) are allowed", len(raw))
+		return nil, false, badRequest("the patch is %d bytes; at most 16 KiB (16,384 bytes) are allowed", len(raw))
 	}
 	if err := jobschema.CheckText(raw); err != nil {
-		return nil, invalid(err)
+		return nil, false, invalid(err)
 	}
 	stored, err := s.decodeOpen(rec)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	var base map[string]any
-	if b, err := json.Marshal(stored); err != nil {
-		return nil, err
-	} else if err := json.Unmarshal(b, &base); err != nil {
-		return nil, err
+	b, err := json.Marshal(stored)
+	if err != nil {
+		return nil, false, err
 	}
+	var base, before map[string]any
+	if err := json.Unmarshal(b, &base); err != nil {
+		return nil, false, err
+	}
+	_ = json.Unmarshal(b, &before) // as base, which merge changes
 	base["state"] = string(rec.State)
 	var patch map[string]any
 	if err := json.Unmarshal(raw, &patch); err != nil {
-		return nil, badRequest("the patch is not a JSON object: %v", err)
+		return nil, false, badRequest("the patch is not a JSON object: %v", err)
 	}
 	for k, v := range patch {
 		if strings.EqualFold(k, "properties") {
 			inner, ok := v.(map[string]any)
 			if !ok {
-				return nil, badRequest("properties: must be an object")
+				return nil, false, badRequest("properties: must be an object")
 			}
 			patch = inner
 			break
 		}
 	}
-	return json.Marshal(merge(base, patch))
+	after := merge(base, patch)
+	merged, err = json.Marshal(after)
+	return merged, err == nil && sameButState(before, after), err
 }
 
 // merge applies patch to base: objects merge key by key (names match case-insensitively),
