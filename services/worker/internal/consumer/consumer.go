@@ -93,6 +93,10 @@ type Config struct {
 	// CollectionConcurrency is the most deliveries of one collection in flight at once; the
 	// others of that collection wait their turn (turns). 0: no limit but Concurrency.
 	CollectionConcurrency int
+	// RecheckAfter is how long a message waits its turn before the stream is asked, as it
+	// leaves the wait, whether its job was deleted meanwhile: one that waited less has the
+	// window of one that did not wait, and asking costs two requests. Default 1 s.
+	RecheckAfter time.Duration
 	// AckWait is how long the server waits for a settlement before it redelivers a message to
 	// another worker; it must exceed the longest attempt. Default 90 s.
 	AckWait time.Duration
@@ -156,6 +160,9 @@ func New(cfg Config) *Consumer {
 	}
 	if cfg.RetryDelay <= 0 {
 		cfg.RetryDelay = time.Second
+	}
+	if cfg.RecheckAfter <= 0 {
+		cfg.RecheckAfter = time.Second
 	}
 	// A worker holds at most an eighth of the unsettled messages all workers may have waiting
 	// for their collection's turn (and a quarter in results waiting, Run), so that a few

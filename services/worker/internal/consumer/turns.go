@@ -107,11 +107,6 @@ func (t *turns) close() []heldMessage {
 	return all
 }
 
-// recheckAfter is how long a message must have waited for its turn before the stream is asked
-// whether its job was deleted meanwhile: a delivery that waited less has the window of one
-// that did not wait, and asking costs two requests.
-const recheckAfter = time.Second
-
 // heldLogEvery bounds how often a worker says that a collection's occurrences wait their turn.
 const heldLogEvery = time.Minute
 
@@ -149,7 +144,7 @@ func (c *Consumer) deliver(ctx context.Context, msg jetstream.Msg) {
 				return
 			}
 			next.beat.stop()
-			if time.Since(next.at) < recheckAfter || !c.removed(ctx, next.msg) {
+			if time.Since(next.at) < c.cfg.RecheckAfter || !c.removed(ctx, next.msg) {
 				msg = next.msg
 				break
 			}

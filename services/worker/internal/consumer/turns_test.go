@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/services/worker/internal/consumer"
@@ -104,6 +105,50 @@ func arrivals(t *testing.T, tg *target, n int) {
 		case <-tg.arrived:
 		case <-time.After(deadline):
 			t.Fatalf("fewer than %d requests reached the target", n)
+		}
+	}
+}
+
+// An occurrence whose job is deleted while it waits its turn (the planners remove it from the
+// due stream) is not delivered when its turn comes; the next one of its collection is.
+func TestAnOccurrenceDeletedWhileItWaitsIsNotDelivered(t *testing.T) {
+	e := newEnv(t)
+	hung, fine := newTarget(t), newTarget(t)
+	hung.block, hung.arrived = make(chan struct{}), make(chan struct{}, 1)
+	e.worker(t, func(c *consumer.Config) {
+		c.CollectionConcurrency = 1
+		c.RecheckAfter = time.Nanosecond // every message that waited is looked up
+	})
+	first := e.publishDue(t, "noisy", "hangs", scheduled, job.Action{ActionSpec: httpAct(hung.URL, nil)})
+	arrivals(t, hung, 1)
+	deleted := e.publishDue(t, "noisy", "deleted", scheduled, job.Action{ActionSpec: httpAct(fine.URL, nil)})
+	testenv.Eventually(t, deadline, "the second occurrence held by the worker", func() bool {
+		c, err := e.js.Consumer(context.Background(), e.subjects.DueStream(), bus.WorkerConsumer)
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(context.Background())
+		return err == nil && info.NumAckPending == 2
+	})
+	st, err := e.js.Stream(context.Background(), e.subjects.DueStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Purge(context.Background(), jetstream.WithPurgeSubject(e.subjects.Due("noisy", "deleted"))); err != nil {
+		t.Fatal(err)
+	}
+	close(hung.block)
+	rs := e.results(t)
+	if r := rs.take(t, 1)[0]; r.ExecutionTag != first {
+		t.Fatalf("result %s, want the hanging delivery's %s", r.ExecutionTag, first)
+	}
+	later := e.publishDue(t, "noisy", "later", scheduled, job.Action{ActionSpec: httpAct(fine.URL, nil)})
+	if r := rs.take(t, 1)[0]; r.ExecutionTag != later {
+		t.Errorf("result %s, want the later occurrence's %s", r.ExecutionTag, later)
+	}
+	for _, c := range fine.callsSoFar() {
+		if c.tag == deleted {
+			t.Errorf("the occurrence deleted while it waited was delivered")
 		}
 	}
 }
