@@ -5,6 +5,7 @@ package consumer_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -74,13 +75,9 @@ func TestAStopHandsBackTheOccurrencesWaitingTheirTurn(t *testing.T) {
 	for i := range 4 {
 		waited[e.publishDue(t, "noisy", "j"+string(rune('0'+i)), scheduled, job.Action{ActionSpec: httpAct(fine.URL, nil)})] = true
 	}
-	testenv.Eventually(t, deadline, "all five held by the worker", func() bool {
-		c, err := e.js.Consumer(context.Background(), e.subjects.DueStream(), bus.WorkerConsumer)
-		if err != nil {
-			return false
-		}
-		info, err := c.Info(context.Background())
-		return err == nil && info.NumAckPending == 5 && strings.Contains(logs.String(), "wait their turn")
+	pendingAcks(t, e, 5)
+	testenv.Eventually(t, deadline, "the worker's word that they wait", func() bool {
+		return strings.Contains(logs.String(), "wait their turn")
 	})
 	stopped := make(chan error, 1)
 	go func() { stopped <- stop() }()
@@ -95,6 +92,19 @@ func TestAStopHandsBackTheOccurrencesWaitingTheirTurn(t *testing.T) {
 	if r := rs.take(t, 1)[0]; r.ExecutionTag != first {
 		t.Errorf("last result %s, want the delivery that ran through the stop, %s", r.ExecutionTag, first)
 	}
+}
+
+// pendingAcks waits until the workers hold n due messages unsettled.
+func pendingAcks(t *testing.T, e *env, n int) {
+	t.Helper()
+	testenv.Eventually(t, deadline, fmt.Sprintf("%d due messages held by the workers", n), func() bool {
+		c, err := e.js.Consumer(context.Background(), e.subjects.DueStream(), bus.WorkerConsumer)
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(context.Background())
+		return err == nil && info.NumAckPending == n
+	})
 }
 
 // arrivals waits until tg has had n requests.
@@ -122,14 +132,7 @@ func TestAnOccurrenceDeletedWhileItWaitsIsNotDelivered(t *testing.T) {
 	first := e.publishDue(t, "noisy", "hangs", scheduled, job.Action{ActionSpec: httpAct(hung.URL, nil)})
 	arrivals(t, hung, 1)
 	deleted := e.publishDue(t, "noisy", "deleted", scheduled, job.Action{ActionSpec: httpAct(fine.URL, nil)})
-	testenv.Eventually(t, deadline, "the second occurrence held by the worker", func() bool {
-		c, err := e.js.Consumer(context.Background(), e.subjects.DueStream(), bus.WorkerConsumer)
-		if err != nil {
-			return false
-		}
-		info, err := c.Info(context.Background())
-		return err == nil && info.NumAckPending == 2
-	})
+	pendingAcks(t, e, 2)
 	st, err := e.js.Stream(context.Background(), e.subjects.DueStream())
 	if err != nil {
 		t.Fatal(err)
