@@ -69,11 +69,12 @@ type report struct {
 	unknownDeliveries                                                   int
 	lateness                                                            []time.Duration // of each occurrence's first delivery
 	worstLiveLate                                                       time.Duration   // the worst of those due while a planner ran
-	// worstLiveLateLed is worstLiveLate less the time the due stream was seen without a leader
-	// between the occurrence's time and its delivery: JetStream's elections, which the services
-	// wait out whatever they do. Only runs that watch the leader (watchDueLeader) have any.
+	// worstLiveLateLed is worstLiveLate less the time the due stream or its workers' consumer
+	// was seen without a leader between the occurrence's time and its delivery: JetStream's
+	// elections, which the services wait out whatever they do. Only runs that watch the leader (watchDueLeader) have any.
 	worstLiveLateLed                                                 time.Duration
-	leaderless                                                       time.Duration // all the time the due stream was seen without a leader
+	worstLiveLateWhat                                                string        // which occurrence that was, and when it came
+	leaderless                                                       time.Duration // all the time the due stream or its consumer was seen without a leader
 	countMismatches, historyMissing, historyExtra, historyDuplicates int
 	examples                                                         []string
 }
@@ -140,7 +141,11 @@ func (c *cluster) account(jobs []chaosJob, end time.Time) *report {
 		r.lateness = append(r.lateness, late)
 		if c.timeline.plannerAlive(o.at) {
 			r.worstLiveLate = max(r.worstLiveLate, late)
-			r.worstLiveLateLed = max(r.worstLiveLateLed, late-c.timeline.leaderlessIn(o.at, o.deliveries[0]))
+			if led := late - c.timeline.leaderlessIn(o.at, o.deliveries[0]); led > r.worstLiveLateLed {
+				r.worstLiveLateLed = led
+				r.worstLiveLateWhat = fmt.Sprintf("%s/%s due %s, delivered %s", jobs[o.job].coll, jobs[o.job].name,
+					o.at.Format("15:04:05"), o.deliveries[0].Format("15:04:05.000"))
+			}
 		}
 		if len(o.deliveries) > 1 {
 			r.duplicates[c.cause(o)] += len(o.deliveries) - 1
@@ -291,8 +296,9 @@ func (r *report) String(name string) string {
 	row("lateness max", r.percentile(1).Round(time.Millisecond))
 	row("lateness max while a planner ran", r.worstLiveLate.Round(time.Millisecond))
 	if r.leaderless > 0 {
-		row("  less the due stream's time without a leader since the occurrence", r.worstLiveLateLed.Round(time.Millisecond))
-		row("time the due stream was seen without a leader, where the test watched it", r.leaderless.Round(time.Millisecond))
+		row("  less the time the due stream or its consumer had no leader since the occurrence", r.worstLiveLateLed.Round(time.Millisecond))
+		row("  the occurrence of that figure", r.worstLiveLateWhat)
+		row("time the due stream or its consumer was seen without a leader, where the test watched it", r.leaderless.Round(time.Millisecond))
 	}
 	row("jobs whose executionCount differs from the target (must be 0)", r.countMismatches)
 	row("delivered occurrences without a Completed history entry (must be 0)", r.historyMissing)
@@ -334,7 +340,7 @@ func (r *report) check(t *testing.T, lateBound time.Duration) {
 		}
 	}
 	if r.worstLiveLateLed > lateBound {
-		t.Errorf("an occurrence due while a planner ran was delivered %v late, %v less the due stream's time without a leader (bound %v)",
+		t.Errorf("an occurrence due while a planner ran was delivered %v late, %v less the time the due stream or its consumer had no leader (bound %v)",
 			r.worstLiveLate, r.worstLiveLateLed, lateBound)
 	}
 }
