@@ -24,10 +24,19 @@ import (
 // After a move the count starts again, so moves are at least watchFailures probes apart.
 // While a stream's new leader is elected every server lacks one, and a client on the healthy
 // side may move too (it was seen moving to the server cut off, whose clients were about to
-// leave it); a rest of 10 s between moves held such a client there, its jobs 13.6 s late.
+// leave it); a rest of 10 s between moves held such a client there, its jobs 13.6 s late. So
+// the rest is only lengthened where the answer is ambiguous: a client that moved and finds the
+// stream without a leader (or no answer) on its new server too takes two servers' word for an
+// election, and waits watchFailures × electionRest probes before it moves again. A leader
+// that has not heard from its replicas (errNoQuorum) is only seen on a server cut off with
+// it, so that answer moves it after watchFailures, moved or not. Without that rest, every
+// client moved every 3 s through all the servers, the one cut off among them, while the
+// cluster elected its leaders after the cut healed (TestNATSClusterServerCutOff: planners
+// moved three times in 6 s, and a healthy planner's jobs waited 3 s on the server cut off).
 const (
 	watchEvery    = time.Second
 	watchFailures = 3
+	electionRest  = 3
 )
 
 // WatchJetStream runs until ctx ends. probe asks JetStream something cheap (StreamLed) and
@@ -35,7 +44,7 @@ const (
 func (c *Conn) WatchJetStream(ctx context.Context, probe func(context.Context) error, logger *slog.Logger) {
 	t := time.NewTicker(watchEvery)
 	defer t.Stop()
-	failed := 0
+	var w watch
 	for {
 		select {
 		case <-ctx.Done():
@@ -43,27 +52,50 @@ func (c *Conn) WatchJetStream(ctx context.Context, probe func(context.Context) e
 		case <-t.C:
 		}
 		if !c.IsConnected() {
-			failed = 0
+			w.failed = 0
 			continue
 		}
 		pctx, cancel := context.WithTimeout(ctx, watchEvery)
 		err := probe(pctx)
 		cancel()
-		if err == nil || ctx.Err() != nil {
-			failed = 0
-			continue
+		if ctx.Err() != nil {
+			return
 		}
-		failed++
-		if failed < watchFailures || len(c.Servers()) < 2 {
+		if !w.after(err) || len(c.Servers()) < 2 {
 			continue
 		}
 		logger.Warn("JetStream cannot be reached through this NATS server; moving to another",
-			"server", config.RedactURLs(c.ConnectedUrl()), "unanswered", failed, "error", err)
-		failed = 0
+			"server", config.RedactURLs(c.ConnectedUrl()), "unanswered", w.failed, "error", err)
+		w.moved()
 		if err := c.ForceReconnect(); err != nil {
 			logger.Warn("nats reconnect", "error", err)
 		}
 	}
+}
+
+// watch is WatchJetStream's count of a connection's probes.
+type watch struct {
+	failed int  // probes unanswered in a row
+	hopped bool // the connection moved since JetStream last answered through it
+}
+
+// after counts a probe's outcome and says whether the connection should move.
+func (w *watch) after(err error) bool {
+	if err == nil {
+		*w = watch{}
+		return false
+	}
+	w.failed++
+	if w.hopped && !errors.Is(err, errNoQuorum) {
+		return w.failed >= watchFailures*electionRest
+	}
+	return w.failed >= watchFailures
+}
+
+// moved starts the count again after a move.
+func (w *watch) moved() {
+	w.failed = 0
+	w.hopped = true
 }
 
 var (
