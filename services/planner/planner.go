@@ -289,8 +289,11 @@ func (p *planner) start(ctx context.Context, parts *sync.WaitGroup, fail context
 	if err := retry(ctx, "ensure streams", p.log, func(ctx context.Context) error {
 		notes, err := bus.EnsureStreams(ctx, p.js, p.subjects, streams)
 		for _, n := range notes {
-			p.log.Warn("stream left as it is: its setting differs from this planner's", "stream", n.Stream,
-				"setting", n.Setting, "stream_has", n.Has, "planner_setting", n.Wants)
+			msg := "stream left as it is: its setting differs from this planner's"
+			if n.Changed {
+				msg = "stream setting changed: it would have lost messages"
+			}
+			p.log.Warn(msg, "stream", n.Stream, "setting", n.Setting, "stream_has", n.Has, "planner_setting", n.Wants)
 		}
 		return err
 	}); err != nil {

@@ -59,10 +59,12 @@ func StreamConfigs(s Subjects, o StreamOptions) []jetstream.StreamConfig {
 type StreamNote struct {
 	Stream, Setting string
 	Has, Wants      string
+	Changed         bool // EnsureStreams set what the stream wants
 }
 
 // EnsureStreams creates the streams that are missing. An existing stream is updated only
-// where it breaks the contract (its subjects); its limits, replicas, duplicate window and
+// where it breaks the contract: its subjects, and a discard policy that drops messages unread
+// at a size or count limit (made to refuse new ones instead). Its limits, replicas, duplicate window and
 // placement are the operator's once it exists, and each that differs from the settings is
 // returned as a note. Every planner calls it at start, and a worker when a stream is missing,
 // so whichever starts first creates them.
@@ -86,6 +88,15 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, s Subjects, o St
 				return notes, fmt.Errorf("update the subjects of stream %s: %w", want.Name, err)
 			}
 		}
+		if (has.MaxBytes > 0 || has.MaxMsgs > 0) && has.Discard == jetstream.DiscardOld {
+			has.Discard = jetstream.DiscardNew
+			if _, err := js.UpdateStream(ctx, has); err != nil {
+				return notes, fmt.Errorf("make stream %s refuse messages when full rather than drop them: %w", want.Name, err)
+			}
+			notes = append(notes, StreamNote{Stream: want.Name, Setting: "discard policy", Has: "old, at its max bytes or messages",
+				Wants: "new: a full stream refuses what is published, sent again later, rather than drop what waits unread", Changed: true})
+		}
+		notes = append(notes, dropsUnread(want.Name, has)...)
 		note := func(setting string, has, wants any) {
 			if fmt.Sprint(has) != fmt.Sprint(wants) {
 				notes = append(notes, StreamNote{Stream: want.Name, Setting: setting, Has: fmt.Sprint(has), Wants: fmt.Sprint(wants)})
@@ -102,6 +113,26 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, s Subjects, o St
 		}
 	}
 	return notes, nil
+}
+
+// dropsUnread notes the limits by which a stream removes messages nobody has read, which
+// EnsureStreams cannot turn into refusals: an age, and a count per subject (a job's due
+// occurrences, its retries and error actions, share a subject). An occurrence, a result or a
+// definition removed so is lost without a record. A size or count limit of the whole stream
+// is kept, its discard policy made new (EnsureStreams): an operator capping the store, as
+// operations.md asks them to size it, lost the oldest occurrences unread before
+// (TestACappedDueStreamRefusesRatherThanDrops, services/planner).
+func dropsUnread(name string, has jetstream.StreamConfig) []StreamNote {
+	var notes []StreamNote
+	if has.MaxAge > 0 {
+		notes = append(notes, StreamNote{Stream: name, Setting: "max age", Has: has.MaxAge.String(),
+			Wants: "none: messages older than it are removed unread, and lost"})
+	}
+	if has.MaxMsgsPerSubject > 0 {
+		notes = append(notes, StreamNote{Stream: name, Setting: "max messages per subject", Has: fmt.Sprint(has.MaxMsgsPerSubject),
+			Wants: "none: a subject's older messages are removed unread, and lost"})
+	}
+	return notes
 }
 
 // MaxDefinition is jobschema.MaxJobSize, the largest definition a planner accepts (a test
@@ -175,6 +206,33 @@ func SplitTags(list string) []string {
 	}
 	return tags
 }
+
+// Full says a publish was refused because JetStream has no room for it: the server's
+// storage (max_file_store), the account's limit, or the stream's own (its max bytes or
+// messages, with the discard policy EnsureStreams sets). Unlike a message too large, the same
+// message is stored once room is made.
+func Full(err error) bool {
+	var api *jetstream.APIError
+	if !errors.As(err, &api) {
+		return false
+	}
+	switch api.ErrorCode {
+	case jsErrInsufficientResources, jsErrAccountResourcesExceeded:
+		return true
+	case jsErrStreamStoreFailed: // also a message too large for the file store, not a limit
+		return strings.HasPrefix(api.Description, "maximum")
+	}
+	return false
+}
+
+// JetStream's codes for a full store, which nats.go does not name (nats-server's
+// JSInsufficientResourcesErr, JSAccountResourcesExceededErr, and JSStreamStoreFailedF with
+// "maximum bytes exceeded" or "maximum messages exceeded").
+const (
+	jsErrInsufficientResources    jetstream.ErrorCode = 10023
+	jsErrAccountResourcesExceeded jetstream.ErrorCode = 10002
+	jsErrStreamStoreFailed        jetstream.ErrorCode = 10077
+)
 
 // TooLarge says a publish was refused for the message's size: over the stream's largest
 // message (JetStream's answer) or the server's max_payload (the client's check before it

@@ -2,10 +2,13 @@ package bus_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/internal/natstest"
@@ -37,12 +40,98 @@ func TestEnsureStreamsKeepsAnOperatorsEdits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(notes) != 1 || notes[0].Stream != subjects.DueStream() || notes[0].Setting != "duplicate window" {
-		t.Errorf("notes %+v, want the due stream's duplicate window", notes)
+	var settings []string
+	for _, n := range notes {
+		if n.Stream != subjects.DueStream() {
+			t.Errorf("a note on %s: %+v", n.Stream, n)
+		}
+		settings = append(settings, fmt.Sprint(n.Setting, " changed:", n.Changed))
+	}
+	if want := []string{"discard policy changed:true", "duplicate window changed:false"}; !slices.Equal(settings, want) {
+		t.Errorf("notes %v, want %v", settings, want)
 	}
 	st, _ = js.Stream(ctx, subjects.DueStream())
 	if got := st.CachedInfo().Config; got.MaxBytes != 1<<30 || got.Duplicates != 2*time.Minute {
 		t.Errorf("the edit was undone: max bytes %d, duplicates %v", got.MaxBytes, got.Duplicates)
+	}
+}
+
+// A stream capped by size or count drops its oldest messages by JetStream's default, unread:
+// occurrences, results or definitions lost without a record. The start makes it refuse new
+// ones instead, which are sent again; the limits that remove messages unread whatever the
+// discard policy, an age or a count per subject, it can only name.
+func TestEnsureStreamsMakesACappedStreamRefuseRatherThanDrop(t *testing.T) {
+	ctx := context.Background()
+	_, js, subjects := natstest.Start(t).JetStream(t)
+	natstest.EditStream(t, js, subjects.DueStream(), func(c *jetstream.StreamConfig) { c.MaxMsgs = 1000 })
+	natstest.EditStream(t, js, subjects.ResultsStream(), func(c *jetstream.StreamConfig) { c.MaxBytes = 1 << 20 })
+	natstest.EditStream(t, js, subjects.IntakeStream(), func(c *jetstream.StreamConfig) {
+		c.MaxAge, c.MaxMsgsPerSubject = time.Hour, 5
+	})
+	notes, err := bus.EnsureStreams(ctx, js, subjects, bus.StreamOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, n := range notes {
+		got[n.Stream+" "+n.Setting] = n.Changed
+	}
+	want := map[string]bool{subjects.DueStream() + " discard policy": true, subjects.ResultsStream() + " discard policy": true,
+		subjects.IntakeStream() + " max age": false, subjects.IntakeStream() + " max messages per subject": false}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("notes %v, want %v", got, want)
+	}
+	for _, name := range []string{subjects.DueStream(), subjects.ResultsStream()} {
+		st, err := js.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := st.CachedInfo().Config; c.Discard != jetstream.DiscardNew || c.MaxMsgs+c.MaxBytes <= 0 {
+			t.Errorf("%s: discard %v, max messages %d, max bytes %d; want its limit kept, discard new", name, c.Discard, c.MaxMsgs, c.MaxBytes)
+		}
+	}
+	if notes, _ := bus.EnsureStreams(ctx, js, subjects, bus.StreamOptions{}); len(notes) != 2 {
+		t.Errorf("the next start's notes: %+v, want the intake's two", notes)
+	}
+}
+
+// Full tells a publish refused for want of room, which is stored once room is made, from one
+// that fails otherwise: a stream at its limit, and a server whose JetStream store is used up.
+func TestFull(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name   string
+		server []natstest.Option
+		stream jetstream.StreamConfig
+	}{
+		{"a stream at its max bytes", nil, jetstream.StreamConfig{Name: "S", Subjects: []string{"s"}, MaxBytes: 4096, Discard: jetstream.DiscardNew}},
+		{"a stream at its max messages", nil, jetstream.StreamConfig{Name: "S", Subjects: []string{"s"}, MaxMsgs: 3, Discard: jetstream.DiscardNew}},
+		{"the server's store used up", []natstest.Option{func(o *server.Options) { o.JetStreamMaxStore = 8192 }},
+			jetstream.StreamConfig{Name: "S", Subjects: []string{"s"}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			js, err := jetstream.New(natstest.Start(t, c.server...).Connect(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := js.CreateStream(ctx, c.stream); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 100 {
+				_, err := js.Publish(ctx, "s", make([]byte, 512))
+				if err == nil {
+					continue
+				}
+				if !bus.Full(err) {
+					t.Fatalf("publish %d refused with %v, not taken for a full stream", i, err)
+				}
+				return
+			}
+			t.Fatal("100 publishes of 512 bytes all stored")
+		})
+	}
+	if bus.Full(errors.New("nats: timeout")) || bus.Full(nil) {
+		t.Error("an error not JetStream's taken for a full stream")
 	}
 }
 

@@ -170,13 +170,19 @@ func (s *Server) JetStream(t testing.TB) (*nats.Conn, jetstream.JetStream, bus.S
 // does: the tests of what a message refused for its size does.
 func SetMaxMsgSize(t testing.TB, js jetstream.JetStream, stream string, size int32) {
 	t.Helper()
+	EditStream(t, js, stream, func(c *jetstream.StreamConfig) { c.MaxMsgSize = size })
+}
+
+// EditStream changes a stream's configuration, as `nats stream edit` does.
+func EditStream(t testing.TB, js jetstream.JetStream, stream string, edit func(*jetstream.StreamConfig)) {
+	t.Helper()
 	ctx := context.Background()
 	st, err := js.Stream(ctx, stream)
 	if err != nil {
 		t.Fatalf("natstest: stream %s: %v", stream, err)
 	}
 	cfg := st.CachedInfo().Config
-	cfg.MaxMsgSize = size
+	edit(&cfg)
 	if _, err := js.UpdateStream(ctx, cfg); err != nil {
 		t.Fatalf("natstest: edit stream %s: %v", stream, err)
 	}
