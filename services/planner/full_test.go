@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/internal/natstest"
 	"github.com/resched/resched/services/internal/redistest"
 	"github.com/resched/resched/services/internal/testenv"
@@ -105,5 +107,78 @@ func TestJobsFireWhileRedisIsFull(t *testing.T) {
 	}
 	if full != 1 {
 		t.Errorf("the results consumer said %d times that Redis is full, want once", full)
+	}
+}
+
+// An operator who caps the due stream's size (nats stream edit --max-bytes), as sizing
+// JetStream's store invites, gets a stream that refuses occurrences when full rather than one
+// that drops the oldest unread: before, JetStream's default discard policy removed the
+// occurrences waiting for a worker that was not there, and they were lost without a record.
+// Now the planner's start makes the stream refuse, its publishes are refused while it is full,
+// it says why, and every occurrence reaches the workers once they take what the stream holds.
+func TestACappedDueStreamRefusesRatherThanDrops(t *testing.T) {
+	ns := natstest.Start(t)
+	_, js, subjects := ns.JetStream(t) // the streams as an earlier planner created them
+	natstest.EditStream(t, js, subjects.DueStream(), func(c *jetstream.StreamConfig) { c.MaxBytes = 16 << 10 })
+	base, logs, _ := started(t, testConfig(ns.ClientURL(), redistest.Start(t).URL()))
+	waitReady(t, base)
+	if n := waitLog(t, logs, "stream setting changed: it would have lost messages"); n["stream"] != subjects.DueStream() {
+		t.Errorf("the start's note: %v", n)
+	}
+	nc := ns.Connect(t)
+	request(t, nc, "scheduler.api.collections.put.c", `{"properties":{}}`)
+	start := time.Now().UTC().Truncate(time.Second).Add(2 * time.Second)
+	const jobs = 10
+	for i := range jobs {
+		request(t, nc, fmt.Sprintf("scheduler.api.jobs.put.c.j%d", i), fmt.Sprintf(`{"startTime":%q,
+			"action":{"type":"Http","request":{"method":"POST","uri":"http://localhost:9/x"}},
+			"recurrence":{"frequency":"Second","interval":1}}`, start.Format(time.RFC3339)))
+	}
+	testenv.Eventually(t, 30*time.Second, "the planner to say the due stream is full", func() bool {
+		return strings.Contains(logs.String(), "the due stream is full")
+	})
+	full := time.Now()
+
+	// A worker comes back and takes what the stream holds, then what follows.
+	cons, err := js.CreateOrUpdateConsumer(context.Background(), subjects.DueStream(), jetstream.ConsumerConfig{
+		Durable: "test-worker", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := make([][]time.Time, jobs)
+	caughtUp := func() bool {
+		for _, s := range seen {
+			if len(s) == 0 || !s[len(s)-1].After(full.Add(2*time.Second)) {
+				return false
+			}
+		}
+		return true
+	}
+	testenv.Eventually(t, 30*time.Second, "every job's occurrences past the time the stream was full", func() bool {
+		batch, err := cons.Fetch(100, jetstream.FetchMaxWait(200*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for m := range batch.Messages() {
+			d, err := bus.DecodeDue(m.Data())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if now := time.Now(); now.Before(d.Scheduled) {
+				t.Errorf("%s at %v received early, at %v", d.Job, d.Scheduled, now)
+			}
+			var i int
+			_, _ = fmt.Sscanf(d.Job, "j%d", &i)
+			seen[i] = append(seen[i], d.Scheduled)
+			_ = m.Ack()
+		}
+		return caughtUp()
+	})
+	for i, s := range seen {
+		for k, at := range s {
+			if want := start.Add(time.Duration(k) * time.Second); !at.Equal(want) {
+				t.Fatalf("j%d's occurrence %d was scheduled %v, want %v: occurrences %v", i, k+1, at, want, s)
+			}
+		}
 	}
 }

@@ -216,6 +216,11 @@ func nonce() string {
 // errStalled reports publishes not acknowledged in time; the jobs stay due and are retried.
 var errStalled = errors.New("publishes not acknowledged")
 
+// errDueStreamFull names the cause an operator must act on when the due stream has no room:
+// the workers stopped taking occurrences, or JetStream's storage is too small
+// (docs/operations.md, "The due stream is full").
+var errDueStreamFull = errors.New("the due stream is full (JetStream's storage, the account's limit or the stream's max bytes or messages)")
+
 type noMetrics struct{}
 
 func (noMetrics) Claimed(int)           {}

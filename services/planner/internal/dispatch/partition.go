@@ -478,6 +478,10 @@ func (pd *partitionDispatcher) confirm(ctx context.Context, msgs []*outgoing, re
 			return acked, nil
 		case try >= retries || ctx.Err() != nil:
 			pd.cfg.Metrics.Error("publish")
+			if bus.Full(last) {
+				return acked, fmt.Errorf("%w: %d of %d: %w (%v); they wait in Redis and go once the workers have taken what it holds, or it has more room",
+					errStalled, failed, len(msgs), errDueStreamFull, last)
+			}
 			return acked, fmt.Errorf("%w: %d of %d, the last because %v", errStalled, failed, len(msgs), last)
 		}
 		pd.pause(ctx, time.Duration(1<<try)*125*time.Millisecond)
