@@ -289,7 +289,7 @@ func (p *planner) start(ctx context.Context, parts *sync.WaitGroup, fail context
 	if err := retry(ctx, "ensure streams", p.log, func(ctx context.Context) error {
 		notes, err := bus.EnsureStreams(ctx, p.js, p.subjects, streams)
 		for _, n := range notes {
-			msg := "stream left as it is: its setting differs from this planner's"
+			msg := "stream left as it is: its setting is not what the planners would set"
 			if n.Changed {
 				msg = "stream setting changed: it would have lost messages"
 			}

@@ -73,7 +73,11 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, s Subjects, o St
 	for _, want := range StreamConfigs(s, o) {
 		st, err := js.Stream(ctx, want.Name)
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
-			if _, err := js.CreateStream(ctx, want); err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			created, err := js.CreateStream(ctx, want)
+			switch {
+			case err == nil:
+				notes = append(notes, alone(created.CachedInfo())...)
+			case !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse):
 				return notes, fmt.Errorf("create stream %s: %w", want.Name, err)
 			}
 			continue
@@ -103,6 +107,9 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, s Subjects, o St
 			}
 		}
 		note("replicas", has.Replicas, want.Replicas)
+		if want.Replicas == 1 {
+			notes = append(notes, alone(st.CachedInfo())...)
+		}
 		if want.Duplicates > 0 {
 			note("duplicate window", has.Duplicates, want.Duplicates)
 		}
@@ -113,6 +120,18 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, s Subjects, o St
 		}
 	}
 	return notes, nil
+}
+
+// alone notes a stream of one replica on a NATS cluster: the replicas setting left at its
+// single-server default, so the loss of the one server that holds the stream stops the
+// schedule until it is back, or loses what the stream holds if its disk goes with it.
+func alone(info *jetstream.StreamInfo) []StreamNote {
+	if info == nil || info.Config.Replicas != 1 || info.Cluster == nil || info.Cluster.Name == "" {
+		return nil
+	}
+	return []StreamNote{{Stream: info.Config.Name, Setting: "replicas", Has: "1, on NATS cluster " + info.Cluster.Name,
+		Wants: "3 (STREAM_REPLICAS=3 before the streams are created, or nats stream edit --replicas 3): " +
+			"the loss of the server that holds it stops the schedule, or loses what it holds"}}
 }
 
 // dropsUnread notes the limits by which a stream removes messages nobody has read, which

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/internal/natstest"
@@ -154,5 +155,51 @@ func TestEnsureStreamsNotesALargestMessageTooSmall(t *testing.T) {
 	want := map[string]string{subjects.DueStream() + " max message size": "4096", subjects.IntakeStream() + " max message size": "16384"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("notes %v, want %v (64 KiB holds a result)", got, want)
+	}
+}
+
+// On a NATS cluster, streams of one replica (the replicas setting left at its single-server
+// default) are named at the start that creates them and at every start after; on a single
+// server they are what is wanted.
+func TestEnsureStreamsNotesOneReplicaOnACluster(t *testing.T) {
+	ctx := context.Background()
+	subjects := bus.NewSubjects("")
+	replicaNotes := func(js jetstream.JetStream, o bus.StreamOptions) []string {
+		t.Helper()
+		notes, err := bus.EnsureStreams(ctx, js, subjects, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, n := range notes {
+			if n.Setting == "replicas" {
+				out = append(out, n.Stream+" "+n.Has)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	cl := natstest.StartCluster(t, 3)
+	nc, err := nats.Connect(cl.URLs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := nc.ConnectedClusterName()
+	want := []string{subjects.DueStream() + " 1, on NATS cluster " + name, subjects.IntakeStream() + " 1, on NATS cluster " + name,
+		subjects.ResultsStream() + " 1, on NATS cluster " + name}
+	slices.Sort(want)
+	for _, start := range []string{"first", "second"} {
+		if got := replicaNotes(js, bus.StreamOptions{}); !slices.Equal(got, want) {
+			t.Errorf("%s start on a cluster: notes %v, want %v", start, got, want)
+		}
+	}
+	_, single, _ := natstest.Start(t).JetStream(t)
+	if got := replicaNotes(single, bus.StreamOptions{}); len(got) != 0 {
+		t.Errorf("on a single server: notes %v", got)
 	}
 }
