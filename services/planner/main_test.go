@@ -319,7 +319,8 @@ func TestPlannerWithAnotherLayoutStopsAtOnce(t *testing.T) {
 	}
 }
 
-// A planner on a Redis that may evict keys says so at start, naming the policy, and runs.
+// A planner on a Redis that may evict keys, or keeps no append-only file, says so at start,
+// naming the policy, and runs. With AOF, it says nothing of it.
 func TestPlannerOnARedisThatMayEvictWarns(t *testing.T) {
 	rs := redistest.Start(t, redistest.WithArgs("--maxmemory", "100mb", "--maxmemory-policy", "allkeys-lru"))
 	_, logs, stop := started(t, testConfig(natstest.Start(t).ClientURL(), rs.URL()))
@@ -328,11 +329,24 @@ func TestPlannerOnARedisThatMayEvictWarns(t *testing.T) {
 	if servers := fmt.Sprint(r["servers"]); !strings.Contains(servers, "allkeys-lru") {
 		t.Errorf("servers %s, want the policy named", servers)
 	}
+	waitLog(t, logs, unloggedWarning)
 	waitLog(t, logs, "planner ready")
 	if err := stop(); err != nil {
 		t.Errorf("serve: %v", err)
 	}
+
+	_, logs, stop = started(t, testConfig(natstest.Start(t).ClientURL(), redistest.Start(t, redistest.WithPersistence()).URL()))
+	waitLog(t, logs, "planner ready")
+	if err := stop(); err != nil {
+		t.Errorf("serve: %v", err)
+	}
+	if strings.Contains(logs.String(), unloggedWarning) {
+		t.Error("a Redis with AOF said to keep none")
+	}
 }
+
+const unloggedWarning = "Redis keeps no append-only file: a crash or restart loses what was written since its last snapshot, " +
+	"every job without one: set appendonly yes (docs/operations.md)"
 
 // A Redis user not allowed INFO cannot say whether Redis may evict keys: the planner says so
 // and runs.

@@ -255,9 +255,9 @@ func replicaChanges(logger *slog.Logger) func(master string, inSync int) {
 }
 
 // lookAtRedis checks what the planner needs of Redis's settings, looks that are not worth
-// holding the start: it warns when Redis may evict keys (the planner runs all the same, as it
-// would on a Redis that someone sets so later, but the operator learns it before a job is
-// lost), and lets the heartbeat, the leases and the dispatcher run while Redis is at its
+// holding the start: it warns when Redis may evict keys or keeps no append-only file (the
+// planner runs all the same, as it would on a Redis that someone sets so later, but the
+// operator learns it before a job is lost), and lets the heartbeat, the leases and the dispatcher run while Redis is at its
 // maxmemory, which needs Redis 7's script flags (store.UseScriptFlags), saying what an older
 // one costs.
 func (p *planner) lookAtRedis(ctx context.Context) {
@@ -270,6 +270,14 @@ func (p *planner) lookAtRedis(ctx context.Context) {
 	case len(evicting) > 0:
 		p.log.Warn("Redis may evict keys to make room, and an evicted key is a job, collection or history lost: "+
 			"set maxmemory-policy noeviction (docs/operations.md)", "servers", evicting)
+	}
+	unlogged, err := p.store.Unlogged(ctx)
+	switch {
+	case err != nil:
+		p.log.Info("could not tell whether Redis keeps an append-only file", "error", err)
+	case len(unlogged) > 0:
+		p.log.Warn("Redis keeps no append-only file: a crash or restart loses what was written since its last snapshot, "+
+			"every job without one: set appendonly yes (docs/operations.md)", "servers", unlogged)
 	}
 	used, err := p.store.UseScriptFlags(ctx)
 	switch {

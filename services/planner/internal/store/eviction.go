@@ -35,22 +35,28 @@ func (s *Store) Evicting(ctx context.Context) ([]string, error) {
 
 // evictionPolicy is the server's maxmemory-policy when it may evict keys, else "".
 func evictionPolicy(ctx context.Context, c redis.Cmdable) (string, error) {
-	info, err := c.Info(ctx, "memory").Result()
+	info, err := infoFields(ctx, c, "memory")
 	if err != nil {
-		return "", fmt.Errorf("read the eviction policy (INFO memory): %w", err)
+		return "", fmt.Errorf("read the eviction policy: %w", err)
 	}
-	var limit, policy string
-	for _, line := range strings.Split(info, "\n") {
-		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
-		switch k {
-		case "maxmemory":
-			limit = v
-		case "maxmemory_policy":
-			policy = v
-		}
-	}
+	limit, policy := info["maxmemory"], info["maxmemory_policy"]
 	if limit == "0" || policy == "" || policy == "noeviction" {
 		return "", nil
 	}
 	return policy, nil
+}
+
+// infoFields reads one section of INFO as its fields.
+func infoFields(ctx context.Context, c redis.Cmdable, section string) (map[string]string, error) {
+	info, err := c.Info(ctx, section).Result()
+	if err != nil {
+		return nil, fmt.Errorf("INFO %s: %w", section, err)
+	}
+	fields := map[string]string{}
+	for _, line := range strings.Split(info, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			fields[k] = v
+		}
+	}
+	return fields, nil
 }
