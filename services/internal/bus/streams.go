@@ -93,12 +93,18 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, s Subjects, o St
 			}
 		}
 		if (has.MaxBytes > 0 || has.MaxMsgs > 0) && has.Discard == jetstream.DiscardOld {
-			has.Discard = jetstream.DiscardNew
-			if _, err := js.UpdateStream(ctx, has); err != nil {
-				return notes, fmt.Errorf("make stream %s refuse messages when full rather than drop them: %w", want.Name, err)
+			// Noted, not fatal, when the update is refused (a user not allowed it): the
+			// services run as before, and the operator learns what to set.
+			n := StreamNote{Stream: want.Name, Setting: "discard policy", Has: "old, at its max bytes or messages",
+				Wants: "new: a full stream refuses what is published, sent again later, rather than drop what waits unread"}
+			fixed := has
+			fixed.Discard = jetstream.DiscardNew
+			if _, err := js.UpdateStream(ctx, fixed); err != nil {
+				n.Wants += fmt.Sprintf(" (nats stream edit %s --discard new; setting it failed: %v)", want.Name, err)
+			} else {
+				n.Changed = true
 			}
-			notes = append(notes, StreamNote{Stream: want.Name, Setting: "discard policy", Has: "old, at its max bytes or messages",
-				Wants: "new: a full stream refuses what is published, sent again later, rather than drop what waits unread", Changed: true})
+			notes = append(notes, n)
 		}
 		notes = append(notes, dropsUnread(want.Name, has)...)
 		note := func(setting string, has, wants any) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,6 +94,41 @@ func TestEnsureStreamsMakesACappedStreamRefuseRatherThanDrop(t *testing.T) {
 	}
 	if notes, _ := bus.EnsureStreams(ctx, js, subjects, bus.StreamOptions{}); len(notes) != 2 {
 		t.Errorf("the next start's notes: %+v, want the intake's two", notes)
+	}
+}
+
+// A user not allowed to update streams cannot change the discard policy: the start names it,
+// with what to set, and goes on, as it did before it changed anything.
+func TestEnsureStreamsNotAllowedToChangeTheDiscardPolicyNamesIt(t *testing.T) {
+	ctx := context.Background()
+	srv := natstest.Start(t, func(o *server.Options) {
+		perms := &server.Permissions{Publish: &server.SubjectPermission{Allow: []string{">"}, Deny: []string{"$JS.API.STREAM.UPDATE.>"}}}
+		o.Users = []*server.User{{Username: "u", Password: "p", Permissions: perms}, {Username: "admin", Password: "p"}}
+	})
+	connect := func(user string) jetstream.JetStream {
+		nc, err := nats.Connect(srv.ClientURL(), nats.UserInfo(user, "p"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		js, err := jetstream.New(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return js
+	}
+	subjects := bus.NewSubjects("")
+	admin := connect("admin")
+	if _, err := bus.EnsureStreams(ctx, admin, subjects, bus.StreamOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	natstest.EditStream(t, admin, subjects.DueStream(), func(c *jetstream.StreamConfig) { c.MaxBytes = 1 << 20 })
+	notes, err := bus.EnsureStreams(ctx, connect("u"), subjects, bus.StreamOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(notes) != 1 || notes[0].Changed || !strings.Contains(notes[0].Wants, "--discard new") {
+		t.Errorf("notes %+v, want the discard policy named, unchanged", notes)
 	}
 }
 
