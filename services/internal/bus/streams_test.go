@@ -38,10 +38,7 @@ func TestEnsureStreamsKeepsAnOperatorsEdits(t *testing.T) {
 	if _, err := js.UpdateStream(ctx, edited); err != nil {
 		t.Fatal(err)
 	}
-	notes, err := bus.EnsureStreams(ctx, js, subjects, bus.StreamOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	notes := ensure(t, js, subjects)
 	var settings []string
 	for _, n := range notes {
 		if n.Stream != subjects.DueStream() {
@@ -70,10 +67,7 @@ func TestEnsureStreamsMakesACappedStreamRefuseRatherThanDrop(t *testing.T) {
 	natstest.EditStream(t, js, subjects.IntakeStream(), func(c *jetstream.StreamConfig) {
 		c.MaxAge, c.MaxMsgsPerSubject = time.Hour, 5
 	})
-	notes, err := bus.EnsureStreams(ctx, js, subjects, bus.StreamOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	notes := ensure(t, js, subjects)
 	got := map[string]bool{}
 	for _, n := range notes {
 		got[n.Stream+" "+n.Setting] = n.Changed
@@ -106,15 +100,7 @@ func TestEnsureStreamsNotAllowedToChangeTheDiscardPolicyNamesIt(t *testing.T) {
 		o.Users = []*server.User{{Username: "u", Password: "p", Permissions: perms}, {Username: "admin", Password: "p"}}
 	})
 	connect := func(user string) jetstream.JetStream {
-		nc, err := nats.Connect(srv.ClientURL(), nats.UserInfo(user, "p"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		js, err := jetstream.New(nc)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, js := jetStreamAt(t, srv.ClientURL(), nats.UserInfo(user, "p"))
 		return js
 	}
 	subjects := bus.NewSubjects("")
@@ -175,15 +161,11 @@ func TestFull(t *testing.T) {
 // A stream whose largest message an operator set below what a definition or a result needs
 // is left as it is, and the start says so: its occurrences or results would be refused.
 func TestEnsureStreamsNotesALargestMessageTooSmall(t *testing.T) {
-	ctx := context.Background()
 	_, js, subjects := natstest.Start(t).JetStream(t) // the streams as created
 	for name, size := range map[string]int32{subjects.DueStream(): 4096, subjects.ResultsStream(): 64 << 10, subjects.IntakeStream(): 16 << 10} {
 		natstest.SetMaxMsgSize(t, js, name, size)
 	}
-	notes, err := bus.EnsureStreams(ctx, js, subjects, bus.StreamOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	notes := ensure(t, js, subjects)
 	got := map[string]string{}
 	for _, n := range notes {
 		got[n.Stream+" "+n.Setting] = n.Has
@@ -198,15 +180,11 @@ func TestEnsureStreamsNotesALargestMessageTooSmall(t *testing.T) {
 // default) are named at the start that creates them and at every start after; on a single
 // server they are what is wanted.
 func TestEnsureStreamsNotesOneReplicaOnACluster(t *testing.T) {
-	ctx := context.Background()
 	subjects := bus.NewSubjects("")
-	replicaNotes := func(js jetstream.JetStream, o bus.StreamOptions) []string {
+	replicaNotes := func(js jetstream.JetStream) []string {
 		t.Helper()
-		notes, err := bus.EnsureStreams(ctx, js, subjects, o)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var out []string
+		notes := ensure(t, js, subjects)
 		for _, n := range notes {
 			if n.Setting == "replicas" {
 				out = append(out, n.Stream+" "+n.Has)
@@ -215,8 +193,37 @@ func TestEnsureStreamsNotesOneReplicaOnACluster(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	cl := natstest.StartCluster(t, 3)
-	nc, err := nats.Connect(cl.URLs())
+	nc, js := jetStreamAt(t, natstest.StartCluster(t, 3).URLs())
+	name := nc.ConnectedClusterName()
+	want := []string{subjects.DueStream() + " 1, on NATS cluster " + name, subjects.IntakeStream() + " 1, on NATS cluster " + name,
+		subjects.ResultsStream() + " 1, on NATS cluster " + name}
+	slices.Sort(want)
+	for _, start := range []string{"first", "second"} {
+		if got := replicaNotes(js); !slices.Equal(got, want) {
+			t.Errorf("%s start on a cluster: notes %v, want %v", start, got, want)
+		}
+	}
+	_, single, _ := natstest.Start(t).JetStream(t)
+	if got := replicaNotes(single); len(got) != 0 {
+		t.Errorf("on a single server: notes %v", got)
+	}
+}
+
+// ensure runs EnsureStreams with the default options, as a planner's start does, and returns
+// its notes.
+func ensure(t *testing.T, js jetstream.JetStream, subjects bus.Subjects) []bus.StreamNote {
+	t.Helper()
+	notes, err := bus.EnsureStreams(context.Background(), js, subjects, bus.StreamOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return notes
+}
+
+// jetStreamAt connects to url with opts, closed at the test's end.
+func jetStreamAt(t *testing.T, url string, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,17 +232,5 @@ func TestEnsureStreamsNotesOneReplicaOnACluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := nc.ConnectedClusterName()
-	want := []string{subjects.DueStream() + " 1, on NATS cluster " + name, subjects.IntakeStream() + " 1, on NATS cluster " + name,
-		subjects.ResultsStream() + " 1, on NATS cluster " + name}
-	slices.Sort(want)
-	for _, start := range []string{"first", "second"} {
-		if got := replicaNotes(js, bus.StreamOptions{}); !slices.Equal(got, want) {
-			t.Errorf("%s start on a cluster: notes %v, want %v", start, got, want)
-		}
-	}
-	_, single, _ := natstest.Start(t).JetStream(t)
-	if got := replicaNotes(single, bus.StreamOptions{}); len(got) != 0 {
-		t.Errorf("on a single server: notes %v", got)
-	}
+	return nc, js
 }
