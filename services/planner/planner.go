@@ -257,9 +257,9 @@ func replicaChanges(logger *slog.Logger) func(master string, inSync int) {
 // lookAtRedis checks what the planner needs of Redis's settings, looks that are not worth
 // holding the start: it warns when Redis may evict keys or keeps no append-only file (the
 // planner runs all the same, as it would on a Redis that someone sets so later, but the
-// operator learns it before a job is lost), and lets the heartbeat, the leases and the dispatcher run while Redis is at its
-// maxmemory, which needs Redis 7's script flags (store.UseScriptFlags), saying what an older
-// one costs.
+// operator learns it before a job is lost), and lets the heartbeat, the leases and the
+// dispatcher run while Redis is at its maxmemory, which needs Redis 7's script flags
+// (store.UseScriptFlags), saying what an older one costs.
 func (p *planner) lookAtRedis(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()

@@ -218,7 +218,7 @@ var errStalled = errors.New("publishes not acknowledged")
 
 // errDueStreamFull names the cause an operator must act on when the due stream has no room:
 // the workers stopped taking occurrences, or JetStream's storage is too small
-// (docs/operations.md, "The due stream is full").
+// (docs/operations.md, Streams).
 var errDueStreamFull = errors.New("the due stream is full (JetStream's storage, the account's limit or the stream's max bytes or messages)")
 
 type noMetrics struct{}
