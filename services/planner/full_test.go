@@ -168,7 +168,9 @@ func TestACappedDueStreamRefusesRatherThanDrops(t *testing.T) {
 				t.Errorf("%s at %v received early, at %v", d.Job, d.Scheduled, now)
 			}
 			var i int
-			_, _ = fmt.Sscanf(d.Job, "j%d", &i)
+			if _, err := fmt.Sscanf(d.Job, "j%d", &i); err != nil || i >= jobs {
+				t.Fatalf("an occurrence of job %q", d.Job)
+			}
 			seen[i] = append(seen[i], d.Scheduled)
 			_ = m.Ack()
 		}
