@@ -71,7 +71,8 @@ type report struct {
 	worstLiveLate                                                       time.Duration   // the worst of those due while a planner ran
 	// worstLiveLateLed is worstLiveLate less the time the due stream or its workers' consumer
 	// was seen without a leader between the occurrence's time and its delivery: JetStream's
-	// elections, which the services wait out whatever they do. Only runs that watch the leader (watchDueLeader) have any.
+	// elections, which the services wait out whatever they do. Only runs that watch the
+	// leader (watchDueLeader) have any.
 	worstLiveLateLed                                                 time.Duration
 	worstLiveLateWhat                                                string        // which occurrence that was, and when it came
 	leaderless                                                       time.Duration // all the time the due stream or its consumer was seen without a leader

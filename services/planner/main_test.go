@@ -321,7 +321,7 @@ func TestPlannerWithAnotherLayoutStopsAtOnce(t *testing.T) {
 
 // A planner on a Redis that may evict keys, or keeps no append-only file, says so at start,
 // naming the policy, and runs. With AOF, it says nothing of it.
-func TestPlannerOnARedisThatMayEvictWarns(t *testing.T) {
+func TestPlannerOnARedisThatMayLoseJobsWarns(t *testing.T) {
 	rs := redistest.Start(t, redistest.WithArgs("--maxmemory", "100mb", "--maxmemory-policy", "allkeys-lru"))
 	_, logs, stop := started(t, testConfig(natstest.Start(t).ClientURL(), rs.URL()))
 	r := waitLog(t, logs, "Redis may evict keys to make room, and an evicted key is a job, collection or history lost: "+
