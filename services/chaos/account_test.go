@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/shared/job"
 )
 
@@ -56,6 +55,7 @@ func (c *cluster) putJobs(groups []group, start, end time.Time) []chaosJob {
 type occurrence struct {
 	job        int
 	at         time.Time
+	tag        string      // the execution tag of its first delivery
 	deliveries []time.Time // when the target received it, in order
 	skipped    bool        // a Skipped history entry covers it
 	completed  bool        // the history has a Completed main-action entry for it
@@ -85,6 +85,11 @@ var (
 	skipReason = regexp.MustCompile(`(\d+) (more than the catch-up window|no planner ran)`)
 )
 
+// occurrenceKey names a job's occurrence by the job and its time.
+func occurrenceKey(job string, at time.Time) string {
+	return job + " " + strconv.FormatInt(at.UnixMilli(), 10)
+}
+
 // account classifies every occurrence the schedules called for, and compares the history and
 // counters with the deliveries.
 func (c *cluster) account(jobs []chaosJob, end time.Time) *report {
@@ -92,22 +97,29 @@ func (c *cluster) account(jobs []chaosJob, end time.Time) *report {
 	r := &report{jobs: len(jobs), skippedWhy: map[string]int{}, duplicates: map[string]int{},
 		leaderless: c.timeline.leaderlessIn(time.Time{}, end)}
 	var occs []*occurrence
-	byTag := map[string]*occurrence{}
+	byTime := map[string]*occurrence{} // by job and expected time, as the target's headers say them
 	byJob := make([]map[int64]*occurrence, len(jobs))
 	for i, j := range jobs {
 		byJob[i] = map[int64]*occurrence{}
 		for at := j.start; !at.After(j.end); at = at.Add(time.Duration(j.every) * time.Second) {
 			o := &occurrence{job: i, at: at}
 			occs = append(occs, o)
-			byTag[bus.ExecutionTag(j.coll, j.name, at)] = o
+			byTime[occurrenceKey(j.coll+"/"+j.name, at)] = o
 			byJob[i][at.Unix()] = o
 		}
 	}
 	for _, d := range c.target.all() {
-		if o := byTag[d.tag]; o != nil {
-			o.deliveries = append(o.deliveries, d.at)
-		} else {
+		at, _ := time.Parse(time.RFC3339, d.expected)
+		o := byTime[occurrenceKey(d.job, at)]
+		switch {
+		case o == nil:
 			r.unknownDeliveries++
+		case o.tag != "" && d.tag != o.tag: // every delivery of an occurrence carries its one tag
+			r.unknownDeliveries++
+			r.example("another execution tag for %s at %s: %s, then %s", d.job, d.expected, o.tag, d.tag)
+		default:
+			o.tag = d.tag
+			o.deliveries = append(o.deliveries, d.at)
 		}
 	}
 	for i, j := range jobs {

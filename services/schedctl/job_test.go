@@ -347,7 +347,7 @@ func TestJobCommands(t *testing.T) {
 // days of history by its own clock, so at must be recent.
 func resultOf(j string, at time.Time, attempt int, status job.ExecutionStatus, message string) bus.Result {
 	start := at.Add(time.Duration(attempt)*time.Minute + 250*time.Millisecond)
-	return bus.Result{Collection: "c", Job: j, Scheduled: at, ExecutionTag: bus.ExecutionTag("c", j, at),
+	return bus.Result{Collection: "c", Job: j, Scheduled: at, ExecutionTag: bus.ExecutionTag("c", j, 0, at),
 		Occurrence: 1, ActionName: job.ActionNameMain, Attempt: attempt, StartTime: start, EndTime: start.Add(time.Second),
 		Status: status, Message: message, MainDone: status == job.ExecutionCompleted, Final: status == job.ExecutionCompleted}
 }

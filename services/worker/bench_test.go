@@ -217,7 +217,7 @@ func (e *benchEnv) dueMsg(b *testing.B, i int) *nats.Msg {
 	}
 	m := nats.NewMsg(e.subjects.Due(benchCollection, jobName))
 	m.Data = bus.AppendDue(nil, benchCollection, jobName, 0, at, i/benchJobCount+1, act)
-	m.Header.Set(bus.HeaderMsgID, bus.MsgID(benchCollection, jobName, at))
+	m.Header.Set(bus.HeaderMsgID, bus.MsgID(benchCollection, jobName, 0, at))
 	return m
 }
 

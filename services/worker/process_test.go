@@ -153,11 +153,11 @@ func (e *e2e) publishAction(t *testing.T, jobName string, spec job.ActionSpec) s
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	m := nats.NewMsg(e.subjects.Due("c", jobName))
 	m.Data = bus.AppendDue(nil, "c", jobName, 0, at, 1, act)
-	m.Header.Set(bus.HeaderMsgID, bus.MsgID("c", jobName, at))
+	m.Header.Set(bus.HeaderMsgID, bus.MsgID("c", jobName, 0, at))
 	if _, err := e.js.PublishMsg(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
-	return bus.ExecutionTag("c", jobName, at)
+	return bus.ExecutionTag("c", jobName, 0, at)
 }
 
 func (e *e2e) nextResult(t *testing.T) bus.Result {

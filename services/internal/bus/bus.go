@@ -147,23 +147,30 @@ const (
 	WorkerConsumer  = "workers"
 )
 
-// MsgID identifies a due occurrence for JetStream's duplicate window: the job and its
-// scheduled time, so a re-publish after a crash is dropped.
-func MsgID(collection, job string, scheduled time.Time) string {
-	return collection + "." + job + "." + strconv.FormatInt(scheduled.UnixMilli(), 10)
+// MsgID identifies a due occurrence for JetStream's duplicate window: the job, its
+// incarnation and its scheduled time, so a re-publish after a crash is dropped, and an
+// occurrence of a job deleted and created again under its name is not taken for one of the
+// deleted job. A job of an earlier release without an incarnation (0) keeps the id it had.
+func MsgID(collection, job string, incarnation int64, scheduled time.Time) string {
+	id := collection + "." + job + "." + strconv.FormatInt(scheduled.UnixMilli(), 10)
+	if incarnation != 0 {
+		id += "." + strconv.FormatInt(incarnation, 10)
+	}
+	return id
 }
 
 // RunNowID identifies a run-now occurrence: its own id, so that it never collides with the
 // scheduled occurrence of the same millisecond, nor with another run-now (nonce).
-func RunNowID(collection, job string, at time.Time, nonce string) string {
-	return MsgID(collection, job, at) + ".run." + nonce
+func RunNowID(collection, job string, incarnation int64, at time.Time, nonce string) string {
+	return MsgID(collection, job, incarnation, at) + ".run." + nonce
 }
 
 // ExecutionTag is the identity of one occurrence that targets see (x-ms-scheduler-execution-tag):
 // 32 lower-case hex characters as the original service sent, the same on every retry and on a
-// re-publish, because it derives from the job and the scheduled time alone.
-func ExecutionTag(collection, job string, scheduled time.Time) string {
-	return TagOf(MsgID(collection, job, scheduled))
+// re-publish, because it derives from the occurrence's message id (MsgID): the job, its
+// incarnation and the scheduled time.
+func ExecutionTag(collection, job string, incarnation int64, scheduled time.Time) string {
+	return TagOf(MsgID(collection, job, incarnation, scheduled))
 }
 
 // TagOf is the execution tag of an occurrence with message id id.

@@ -63,7 +63,7 @@ func benchDueStream(b *testing.B, per int) {
 		var acks []jetstream.PubAckFuture
 		for i := first; i < min(first+256/per, msgs); i++ {
 			m := &nats.Msg{Subject: subjects.Due("c", "j"+strconv.Itoa(i)), Data: data,
-				Header: nats.Header{bus.HeaderMsgID: []string{bus.MsgID("c", "j"+strconv.Itoa(i), at)}}}
+				Header: nats.Header{bus.HeaderMsgID: []string{bus.MsgID("c", "j"+strconv.Itoa(i), 0, at)}}}
 			ack, err := js.PublishMsgAsync(m)
 			if err != nil {
 				b.Fatal(err)

@@ -15,7 +15,7 @@ import (
 // at five times the planner's CPU, and no other test would notice.
 func TestWrittenResultsAreReadDirectly(t *testing.T) {
 	at := time.Date(2026, 3, 1, 12, 0, 0, 5, time.UTC)
-	base := Result{Collection: "c", Job: "j", Scheduled: at, ExecutionTag: ExecutionTag("c", "j", at), Occurrence: 1, Incarnation: 41,
+	base := Result{Collection: "c", Job: "j", Scheduled: at, ExecutionTag: ExecutionTag("c", "j", 41, at), Occurrence: 1, Incarnation: 41,
 		ActionName: job.ActionNameMain, StartTime: at, EndTime: at, Status: job.ExecutionCompleted}
 	for _, msg := range []string{
 		"",
@@ -37,7 +37,7 @@ func TestWrittenDueIsReadDirectly(t *testing.T) {
 	at := time.Date(2026, 3, 1, 12, 0, 0, 5, time.UTC)
 	for _, action := range []string{`{"type":"Http","request":{"uri":"http://x/é","headers":{"a":"\"b\""}}}`, `null`} {
 		for _, inc := range []int64{0, 41} {
-			want := Due{Collection: "c", Job: "j", Scheduled: at, ExecutionTag: ExecutionTag("c", "j", at), Occurrence: 3,
+			want := Due{Collection: "c", Job: "j", Scheduled: at, ExecutionTag: ExecutionTag("c", "j", inc, at), Occurrence: 3,
 				Incarnation: inc, Action: json.RawMessage(action)}
 			got, ok := decodeDueFast(AppendDue(nil, "c", "j", inc, at, 3, json.RawMessage(action)))
 			if !ok || !reflect.DeepEqual(got, want) {

@@ -38,7 +38,7 @@ func DueSize(collection, job string, action json.RawMessage) int {
 // fire. Names are safe to write unquoted-escaped (CheckName allows only A-Z a-z 0-9 - _) and
 // action is JSON already, stored as the planner accepted it.
 func AppendDue(b []byte, collection, job string, incarnation int64, scheduled time.Time, occurrence int, action json.RawMessage) []byte {
-	return AppendDueTagged(b, collection, job, incarnation, scheduled, ExecutionTag(collection, job, scheduled), occurrence, action)
+	return AppendDueTagged(b, collection, job, incarnation, scheduled, ExecutionTag(collection, job, incarnation, scheduled), occurrence, action)
 }
 
 // AppendDueTagged is AppendDue with the execution tag given (a run-now has its own).

@@ -28,7 +28,7 @@ func TestAppendDueMatchesEncodingJSON(t *testing.T) {
 	if err := json.Unmarshal(bus.AppendDue(nil, "c-1", "job_2", 12, at, 7, action), &got); err != nil {
 		t.Fatalf("not JSON: %v", err)
 	}
-	b, _ := json.Marshal(bus.Due{Collection: "c-1", Job: "job_2", Scheduled: at, ExecutionTag: bus.ExecutionTag("c-1", "job_2", at), Occurrence: 7, Incarnation: 12, Action: action})
+	b, _ := json.Marshal(bus.Due{Collection: "c-1", Job: "job_2", Scheduled: at, ExecutionTag: bus.ExecutionTag("c-1", "job_2", 12, at), Occurrence: 7, Incarnation: 12, Action: action})
 	if err := json.Unmarshal(b, &want); err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 func resultCases() map[string]bus.Result {
 	at := time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)
 	base := bus.Result{
-		Collection: "c-1", Job: "j_2", Scheduled: at, ExecutionTag: bus.ExecutionTag("c-1", "j_2", at), Occurrence: 7,
+		Collection: "c-1", Job: "j_2", Scheduled: at, ExecutionTag: bus.ExecutionTag("c-1", "j_2", 0, at), Occurrence: 7,
 		ActionName: job.ActionNameMain, Attempt: 2, StartTime: at.Add(time.Second), EndTime: at.Add(1500 * time.Millisecond),
 		Status: job.ExecutionCompleted,
 	}

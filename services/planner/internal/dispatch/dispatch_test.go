@@ -145,7 +145,7 @@ func (e *env) drain() []bus.Due {
 			if err := json.Unmarshal(m.Data(), &d); err != nil {
 				e.t.Fatal(err)
 			}
-			id, want := m.Headers().Get(bus.HeaderMsgID), bus.MsgID(d.Collection, d.Job, d.Scheduled)
+			id, want := m.Headers().Get(bus.HeaderMsgID), bus.MsgID(d.Collection, d.Job, d.Incarnation, d.Scheduled)
 			if id != want && !strings.HasPrefix(id, want+".run.") || d.ExecutionTag != bus.TagOf(id) {
 				e.t.Errorf("message id %q, tag %q; want %q (or a run-now's) and the tag of the id", id, d.ExecutionTag, want)
 			}
@@ -195,15 +195,17 @@ func TestFiresAtScheduledTimesAndAdvances(t *testing.T) {
 	if fmt.Sprint(times(got)) != "[2026-03-01T12:00:10Z 2026-03-01T12:00:15Z 2026-03-01T12:00:20Z]" {
 		t.Fatalf("fired at %v", times(got))
 	}
+	rec, _ := e.store.GetJob(context.Background(), "c", "j")
 	first := got[0]
-	if first.Occurrence != 1 || got[2].Occurrence != 3 || first.ExecutionTag != bus.ExecutionTag("c", "j", first.Scheduled) {
-		t.Errorf("occurrence numbers/tags: %+v", got)
+	if first.Occurrence != 1 || got[2].Occurrence != 3 || first.Incarnation == 0 || first.Incarnation != rec.Incarnation ||
+		first.ExecutionTag != bus.ExecutionTag("c", "j", rec.Incarnation, first.Scheduled) {
+		t.Errorf("occurrence numbers/incarnations/tags: %+v", got)
 	}
 	var a job.Action
 	if err := json.Unmarshal(first.Action, &a); err != nil || a.Request == nil || a.Request.Body != "hi" {
 		t.Errorf("action in the message: %s (%v)", first.Action, err)
 	}
-	rec, _ := e.store.GetJob(context.Background(), "c", "j")
+	rec, _ = e.store.GetJob(context.Background(), "c", "j")
 	if rec.Fired != 3 || !rec.Next.IsZero() {
 		t.Errorf("after its count: fired %d, next %v", rec.Fired, rec.Next)
 	}
@@ -215,8 +217,9 @@ func TestRepublishIsDeduplicated(t *testing.T) {
 	e := setup(t)
 	e.put("j", `{"startTime":"2026-03-01T12:00:00Z",`+action+`,"recurrence":{"frequency":"Hour"}}`)
 	d := e.dispatcher(nil)
-	msg := jetstream.WithMsgID(bus.MsgID("c", "j", t0))
-	if _, err := e.js.Publish(context.Background(), e.subj.Due("c", "j"), bus.AppendDue(nil, "c", "j", 0, t0, 1, nil), msg); err != nil {
+	rec, _ := e.store.GetJob(context.Background(), "c", "j")
+	msg := jetstream.WithMsgID(bus.MsgID("c", "j", rec.Incarnation, t0))
+	if _, err := e.js.Publish(context.Background(), e.subj.Due("c", "j"), bus.AppendDue(nil, "c", "j", rec.Incarnation, t0, 1, nil), msg); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.set(t0.Add(3 * time.Second))
@@ -224,7 +227,7 @@ func TestRepublishIsDeduplicated(t *testing.T) {
 	if got := e.drain(); len(got) != 1 {
 		t.Fatalf("the occurrence is in the due stream %d times", len(got))
 	}
-	rec, _ := e.store.GetJob(context.Background(), "c", "j")
+	rec, _ = e.store.GetJob(context.Background(), "c", "j")
 	if !rec.Next.Equal(t0.Add(time.Hour)) {
 		t.Errorf("not advanced after the re-publish: next %v", rec.Next)
 	}
@@ -427,6 +430,34 @@ func TestDeletionStopsFutureFires(t *testing.T) {
 	e.clock.set(t0.Add(5 * time.Minute))
 	if n := e.once(e.dispatcher(nil)); n != 0 {
 		t.Fatalf("a deleted job fired %d", n)
+	}
+}
+
+// A job deleted and put again under its name is a new job, also to JetStream's duplicate
+// window: its occurrence at the time of one the deleted job had published (claimed within the
+// lookahead just before the delete) fires, and targets see another execution tag. With ids of
+// the job and time alone, the new job's occurrence was dropped as a re-publish of the old one.
+func TestJobPutAgainFiresAtTheTimeOfTheDeletedJobsOccurrence(t *testing.T) {
+	ctx := context.Background()
+	e := setup(t)
+	def := `{"startTime":"2026-03-01T12:00:00Z",` + action + `,"recurrence":{"frequency":"Minute"}}`
+	e.put("j", def)
+	d := e.dispatcher(nil)
+	e.once(d)
+	old := e.drain()
+	if err := e.svc.DeleteJob(ctx, "c", "j"); err != nil {
+		t.Fatal(err)
+	}
+	e.put("j", def)
+	if n := e.once(d); n != 1 {
+		t.Fatalf("the job put again published %d occurrences at %v, want 1", n, t0)
+	}
+	got := e.drain()
+	if len(old) != 1 || len(got) != 1 {
+		t.Fatalf("the deleted job's occurrences %v, the new job's %v; want one each, at %v", times(old), times(got), t0)
+	}
+	if !got[0].Scheduled.Equal(t0) || got[0].Incarnation == old[0].Incarnation || got[0].ExecutionTag == old[0].ExecutionTag {
+		t.Fatalf("the new job's occurrence %+v shares the deleted job's incarnation or tag (%+v)", got[0], old[0])
 	}
 }
 

@@ -196,7 +196,7 @@ func (d *Dispatcher) RunNow(ctx context.Context, c, j string) error {
 		return err
 	}
 	now := d.cfg.Clock().UTC().Truncate(time.Millisecond)
-	id := bus.RunNowID(c, j, now, nonce())
+	id := bus.RunNowID(c, j, rec.Incarnation, now, nonce())
 	data := bus.AppendDueTagged(nil, c, j, rec.Incarnation, now, bus.TagOf(id), 0, e.action)
 	msg := &natsMsg{subject: d.cfg.Subjects.Due(c, j), data: data, id: id}
 	if _, err := d.cfg.JS.PublishMsg(ctx, msg.build()); err != nil {

@@ -409,7 +409,7 @@ func (pd *partitionDispatcher) prepare(rec *store.Job, held *compiled, now time.
 		move.Occurrence++
 		data := bus.AppendDue(nil, rec.Collection, rec.Name, rec.Incarnation, at, move.Occurrence, e.action)
 		pj.msgs = append(pj.msgs, &outgoing{at: at, msg: (&natsMsg{subject: pd.cfg.Subjects.Due(rec.Collection, rec.Name), data: data,
-			id: bus.MsgID(rec.Collection, rec.Name, at)}).build()})
+			id: bus.MsgID(rec.Collection, rec.Name, rec.Incarnation, at)}).build()})
 		pj.move.Published = at
 	}
 	pj.move.Occurrence = move.Occurrence

@@ -109,7 +109,7 @@ func (e *env) fire(name, props string) {
 // attempt is one worker attempt at the occurrence of t0.
 func attempt(j string, a job.ActionName, n int, st job.ExecutionStatus, final, faulted bool) bus.Result {
 	start := t0.Add(time.Duration(n) * time.Minute)
-	return bus.Result{Collection: "c", Job: j, Scheduled: t0, ExecutionTag: bus.ExecutionTag("c", j, t0),
+	return bus.Result{Collection: "c", Job: j, Scheduled: t0, ExecutionTag: bus.ExecutionTag("c", j, 0, t0),
 		Occurrence: 1, ActionName: a, Attempt: n, StartTime: start, EndTime: start.Add(time.Second),
 		Status: st, Message: fmt.Sprintf("%s attempt %d", a, n), Final: final, Faulted: faulted,
 		MainDone: a == job.ActionNameMain && (final || faulted || st == job.ExecutionCompleted)}

@@ -326,7 +326,7 @@ func errorPhaseMsg(main jetstream.Msg, d bus.Due) *nats.Msg {
 	m := nats.NewMsg(main.Subject())
 	m.Data = main.Data()
 	m.Header.Set(HeaderPhase, phaseError)
-	m.Header.Set(bus.HeaderMsgID, bus.MsgID(d.Collection, d.Job, d.Scheduled)+"."+phaseError)
+	m.Header.Set(bus.HeaderMsgID, bus.MsgID(d.Collection, d.Job, d.Incarnation, d.Scheduled)+"."+phaseError)
 	return m
 }
 

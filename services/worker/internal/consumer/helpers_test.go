@@ -111,11 +111,11 @@ func (e *env) publishDue(t *testing.T, collection, jobName string, at time.Time,
 	}
 	m := nats.NewMsg(e.subjects.Due(collection, jobName))
 	m.Data = bus.AppendDue(nil, collection, jobName, 0, at, 1, raw)
-	m.Header.Set(bus.HeaderMsgID, bus.MsgID(collection, jobName, at))
+	m.Header.Set(bus.HeaderMsgID, bus.MsgID(collection, jobName, 0, at))
 	if _, err := e.js.PublishMsg(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
-	return bus.ExecutionTag(collection, jobName, at)
+	return bus.ExecutionTag(collection, jobName, 0, at)
 }
 
 // results reads the results stream as the planner does.

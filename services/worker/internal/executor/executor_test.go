@@ -52,7 +52,7 @@ func due(t *testing.T, main *job.RetryPolicy, withError bool, errPolicy *job.Ret
 	if err != nil {
 		t.Fatal(err)
 	}
-	return bus.Due{Collection: "c", Job: "j", Scheduled: scheduled, ExecutionTag: bus.ExecutionTag("c", "j", scheduled), Occurrence: 7, Incarnation: 31, Action: raw}
+	return bus.Due{Collection: "c", Job: "j", Scheduled: scheduled, ExecutionTag: bus.ExecutionTag("c", "j", 31, scheduled), Occurrence: 7, Incarnation: 31, Action: raw}
 }
 
 // want is what a test expects of a Decision.
