@@ -174,6 +174,33 @@ func TestErrorActionRunsWhenTheStreamDoesNotSayTheJobIsGone(t *testing.T) {
 	}
 }
 
+// A run-now in the millisecond of a scheduled occurrence is another occurrence: when both
+// fail, both error actions run. Their messages' ids once came from the job and the time
+// alone, so JetStream dropped the second error action as a re-publish of the first.
+func TestErrorActionsOfARunNowAndAnOccurrenceOfItsMillisecondBothRun(t *testing.T) {
+	e := newEnv(t)
+	res := e.results(t)
+	main := newTarget(t, http.StatusInternalServerError)
+	fallback := newTarget(t)
+	e.worker(t, nil)
+	none := &job.RetryPolicy{RetryType: job.RetryNone}
+	act := job.Action{ActionSpec: httpAct(main.URL, none), ErrorAction: &job.ErrorAction{ActionSpec: httpAct(fallback.URL, none)}}
+	tags := map[string]bool{
+		e.publishDue(t, "c", "j", scheduled, act):                                                  true,
+		e.publishDueAs(t, "c", "j", scheduled, 0, bus.RunNowID("c", "j", 0, scheduled, "n1"), act): true,
+	}
+	ends := map[string]int{}
+	for _, r := range res.take(t, 4) {
+		if r.ActionName == job.ActionNameError && r.Final && tags[r.ExecutionTag] {
+			ends[r.ExecutionTag]++
+		}
+	}
+	if len(ends) != 2 || len(fallback.callsSoFar()) != 2 {
+		t.Fatalf("error actions ended for %v, the error target called %d times; want each of %v once", ends, len(fallback.callsSoFar()), tags)
+	}
+	testenv.Eventually(t, deadline, "every due message to be acknowledged", func() bool { return e.dueMessages(t) == 0 })
+}
+
 func TestMalformedMessagesAreTerminated(t *testing.T) {
 	e := newEnv(t)
 	res := e.results(t)

@@ -320,13 +320,20 @@ func (c *Consumer) publish(ctx context.Context, m *nats.Msg) error {
 	return err
 }
 
-// errorPhaseMsg is the occurrence again, for its error action. Its id drops a second one
-// published after a crash between this publish and the acknowledgement of the main message.
+// errorPhaseMsg is the occurrence again, for its error action. Its id, the occurrence's own
+// followed by ".error", drops a second one published after a crash between this publish and
+// the acknowledgement of the main message. The occurrence's own id is the main message's: a
+// run-now's is not that of the scheduled occurrence of its millisecond, so their error
+// actions do not collide either.
 func errorPhaseMsg(main jetstream.Msg, d bus.Due) *nats.Msg {
 	m := nats.NewMsg(main.Subject())
 	m.Data = main.Data()
 	m.Header.Set(HeaderPhase, phaseError)
-	m.Header.Set(bus.HeaderMsgID, bus.MsgID(d.Collection, d.Job, d.Incarnation, d.Scheduled)+"."+phaseError)
+	id := main.Headers().Get(bus.HeaderMsgID)
+	if id == "" { // published by a client other than a planner
+		id = bus.MsgID(d.Collection, d.Job, d.Incarnation, d.Scheduled)
+	}
+	m.Header.Set(bus.HeaderMsgID, id+"."+phaseError)
 	return m
 }
 

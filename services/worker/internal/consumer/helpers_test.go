@@ -105,17 +105,24 @@ func (e *env) worker(t *testing.T, edit func(*consumer.Config)) (stop func() err
 // publishDue publishes an occurrence as the planner does.
 func (e *env) publishDue(t *testing.T, collection, jobName string, at time.Time, act job.Action) string {
 	t.Helper()
+	return e.publishDueAs(t, collection, jobName, at, 1, bus.MsgID(collection, jobName, 0, at), act)
+}
+
+// publishDueAs publishes an occurrence numbered occurrence with the message id id (a run-now's
+// has its own), as the planner does, and returns its execution tag.
+func (e *env) publishDueAs(t *testing.T, collection, jobName string, at time.Time, occurrence int, id string, act job.Action) string {
+	t.Helper()
 	raw, err := json.Marshal(act)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := nats.NewMsg(e.subjects.Due(collection, jobName))
-	m.Data = bus.AppendDue(nil, collection, jobName, 0, at, 1, raw)
-	m.Header.Set(bus.HeaderMsgID, bus.MsgID(collection, jobName, 0, at))
+	m.Data = bus.AppendDueTagged(nil, collection, jobName, 0, at, bus.TagOf(id), occurrence, raw)
+	m.Header.Set(bus.HeaderMsgID, id)
 	if _, err := e.js.PublishMsg(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
-	return bus.ExecutionTag(collection, jobName, 0, at)
+	return bus.TagOf(id)
 }
 
 // results reads the results stream as the planner does.
