@@ -17,7 +17,8 @@ var clusterGroup = &group{
 		"(the tenants' permissions of docs/security.md do not allow it).",
 	subs: []subcommand{
 		{"status", "", "the live planners and the partitions each holds, the outages on record, the jobs due and " +
-			"not published yet, and the streams with their consumers' backlogs", clusterStatus},
+			"not published yet, the streams with their consumers' backlogs, and the settings of Redis or the streams " +
+			"by which jobs or occurrences can be lost", clusterStatus},
 	},
 }
 
@@ -66,6 +67,9 @@ func writeStatus(w io.Writer, s bus.Status) {
 	}
 	for _, p := range s.Problems {
 		field(w, "Not read", p)
+	}
+	for _, warning := range s.Warnings {
+		field(w, "Warning", warning)
 	}
 }
 

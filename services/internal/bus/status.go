@@ -19,6 +19,9 @@ type Status struct {
 	DueNow   int64          `json:"dueNotDispatched"` // jobs due by now and not published yet
 	Streams  []StreamStatus `json:"streams"`
 	Problems []string       `json:"problems,omitempty"` // what could not be read
+	// Warnings name the settings, of Redis or of the streams, by which jobs, occurrences or
+	// results can be lost: what the planners' start logs, as it stands now.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // PlannerStatus is one live planner: its heartbeat holds until Until.

@@ -92,11 +92,9 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, s Subjects, o St
 				return notes, fmt.Errorf("update the subjects of stream %s: %w", want.Name, err)
 			}
 		}
-		if (has.MaxBytes > 0 || has.MaxMsgs > 0) && has.Discard == jetstream.DiscardOld {
+		if n, ok := discardsOld(has); ok {
 			// Noted, not fatal, when the update is refused (a user not allowed it): the
 			// services run as before, and the operator learns what to set.
-			n := StreamNote{Stream: want.Name, Setting: "discard policy", Has: "old, at its max bytes or messages",
-				Wants: "new: a full stream refuses what is published, sent again later, rather than drop what waits unread"}
 			fixed := has
 			fixed.Discard = jetstream.DiscardNew
 			if _, err := js.UpdateStream(ctx, fixed); err != nil {
@@ -126,6 +124,32 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, s Subjects, o St
 		}
 	}
 	return notes, nil
+}
+
+// StreamRisks notes the settings of a stream by which what it holds can be lost: a discard
+// policy of old at a size or count limit (EnsureStreams changes it when it may), the limits
+// that remove messages unread whatever the policy (dropsUnread), and one replica on a NATS
+// cluster. `schedctl cluster status` shows them, as the planners' start logs them.
+func StreamRisks(info *jetstream.StreamInfo) []StreamNote {
+	if info == nil {
+		return nil
+	}
+	var notes []StreamNote
+	if n, ok := discardsOld(info.Config); ok {
+		notes = append(notes, n)
+	}
+	notes = append(notes, dropsUnread(info.Config.Name, info.Config)...)
+	return append(notes, alone(info)...)
+}
+
+// discardsOld notes a stream that removes its oldest messages, read or not, at its size or
+// count limit.
+func discardsOld(has jetstream.StreamConfig) (StreamNote, bool) {
+	if (has.MaxBytes <= 0 && has.MaxMsgs <= 0) || has.Discard != jetstream.DiscardOld {
+		return StreamNote{}, false
+	}
+	return StreamNote{Stream: has.Name, Setting: "discard policy", Has: "old, at its max bytes or messages",
+		Wants: "new: a full stream refuses what is published, sent again later, rather than drop what waits unread"}, true
 }
 
 // alone notes a stream of one replica on a NATS cluster: the replicas setting left at its

@@ -234,3 +234,29 @@ func jetStreamAt(t *testing.T, url string, opts ...nats.Option) (*nats.Conn, jet
 	}
 	return nc, js
 }
+
+// StreamRisks names each setting by which a stream loses what it holds, and nothing for a
+// stream as the planners make it.
+func TestStreamRisks(t *testing.T) {
+	made := &jetstream.StreamInfo{Config: jetstream.StreamConfig{Name: "S", Replicas: 3, MaxBytes: 1 << 30, Discard: jetstream.DiscardNew},
+		Cluster: &jetstream.ClusterInfo{Name: "c1"}}
+	if got := bus.StreamRisks(made); len(got) != 0 {
+		t.Errorf("risks of a stream as made: %+v", got)
+	}
+	risky := &jetstream.StreamInfo{Config: jetstream.StreamConfig{Name: "S", Replicas: 1, MaxBytes: 1 << 30, Discard: jetstream.DiscardOld,
+		MaxAge: time.Hour, MaxMsgsPerSubject: 5}, Cluster: &jetstream.ClusterInfo{Name: "c1"}}
+	var settings []string
+	for _, n := range bus.StreamRisks(risky) {
+		if n.Stream != "S" {
+			t.Errorf("note of stream %q, want S", n.Stream)
+		}
+		settings = append(settings, n.Setting)
+	}
+	if want := []string{"discard policy", "max age", "max messages per subject", "replicas"}; !slices.Equal(settings, want) {
+		t.Errorf("risks %v, want %v", settings, want)
+	}
+	alone := &jetstream.StreamInfo{Config: jetstream.StreamConfig{Name: "S", Replicas: 1}}
+	if got := bus.StreamRisks(alone); len(got) != 0 {
+		t.Errorf("risks of one replica on a single server: %+v", got)
+	}
+}

@@ -30,6 +30,7 @@ type fromRedis struct {
 	overview store.Overview
 	due      int64
 	problems []string
+	warnings []string
 }
 
 // Source reports the status. Its fields are set once.
@@ -49,6 +50,7 @@ func (s *Source) Status(ctx context.Context) (bus.Status, error) {
 		Planners: []bus.PlannerStatus{}, Unowned: []int{}, Outages: []bus.OutageStatus{}, Streams: []bus.StreamStatus{}}
 	r := s.redis(ctx, now)
 	st.Problems = append(st.Problems, r.problems...)
+	st.Warnings = append(st.Warnings, r.warnings...)
 	held := map[string][]int{}
 	for p, owner := range r.overview.Owners {
 		if owner == "" {
@@ -69,7 +71,10 @@ func (s *Source) Status(ctx context.Context) (bus.Status, error) {
 	}
 	st.DueNow = r.due
 	for _, name := range []string{s.Subjects.IntakeStream(), s.Subjects.DueStream(), s.Subjects.ResultsStream()} {
-		ss, err := s.stream(ctx, name)
+		ss, risks, err := s.stream(ctx, name)
+		for _, n := range risks {
+			st.Warnings = append(st.Warnings, fmt.Sprintf("stream %s: %s is %s; the planners would set %s", n.Stream, n.Setting, n.Has, n.Wants))
+		}
 		if err != nil {
 			st.Problems = append(st.Problems, err.Error())
 			continue
@@ -91,19 +96,34 @@ func (s *Source) redis(ctx context.Context, now time.Time) fromRedis {
 	if r.due, err = s.Store.DueBacklog(ctx, now); err != nil {
 		r.problems = append(r.problems, err.Error())
 	}
+	// The settings the planners' start warns of (planner.lookAtRedis), read again: Redis may
+	// have been set so since.
+	if evicting, err := s.Store.Evicting(ctx); err != nil {
+		r.problems = append(r.problems, "could not tell whether Redis may evict keys: "+err.Error())
+	} else if len(evicting) > 0 {
+		r.warnings = append(r.warnings, "Redis may evict keys to make room ("+strings.Join(evicting, ", ")+
+			"), and an evicted key is a job, collection or history lost (set maxmemory-policy noeviction)")
+	}
+	if unlogged, err := s.Store.Unlogged(ctx); err != nil {
+		r.problems = append(r.problems, "could not tell whether Redis keeps an append-only file: "+err.Error())
+	} else if len(unlogged) > 0 {
+		r.warnings = append(r.warnings, "Redis keeps no append-only file on "+strings.Join(unlogged, ", ")+
+			": a crash or restart loses what was written since its last snapshot (set appendonly yes)")
+	}
 	return r
 }
 
-// stream reads one stream's state and its consumers'.
-func (s *Source) stream(ctx context.Context, name string) (bus.StreamStatus, error) {
+// stream reads one stream's state and its consumers', and notes its risky settings.
+func (s *Source) stream(ctx context.Context, name string) (bus.StreamStatus, []bus.StreamNote, error) {
 	str, err := s.JS.Stream(ctx, name)
 	if err != nil {
-		return bus.StreamStatus{}, fmt.Errorf("stream %s: %w", name, err)
+		return bus.StreamStatus{}, nil, fmt.Errorf("stream %s: %w", name, err)
 	}
 	info, err := str.Info(ctx)
 	if err != nil {
-		return bus.StreamStatus{}, fmt.Errorf("stream %s: %w", name, err)
+		return bus.StreamStatus{}, nil, fmt.Errorf("stream %s: %w", name, err)
 	}
+	risks := bus.StreamRisks(info)
 	ss := bus.StreamStatus{Name: name, Messages: info.State.Msgs, Bytes: info.State.Bytes, Consumers: []bus.ConsumerStatus{}}
 	list := str.ListConsumers(ctx)
 	for c := range list.Info() {
@@ -111,8 +131,8 @@ func (s *Source) stream(ctx context.Context, name string) (bus.StreamStatus, err
 			Waiting: c.NumWaiting, Redelivered: c.NumRedelivered})
 	}
 	if err := list.Err(); err != nil {
-		return ss, fmt.Errorf("consumers of %s: %w", name, err)
+		return ss, risks, fmt.Errorf("consumers of %s: %w", name, err)
 	}
 	slices.SortFunc(ss.Consumers, func(a, b bus.ConsumerStatus) int { return strings.Compare(a.Name, b.Name) })
-	return ss, nil
+	return ss, risks, nil
 }

@@ -58,3 +58,29 @@ func TestStatusWithRedisDown(t *testing.T) {
 		t.Errorf("status with Redis back: problems %q, %v", back.Problems, err)
 	}
 }
+
+// The settings the planners' start warns of are in the status as they stand: a Redis without
+// an append-only file, and a due stream that removes its messages after an hour, read or not.
+// On a Redis with one, and the streams as the planners make them, there is no warning.
+func TestStatusWarnsOfSettingsThatLoseWhatTheyHold(t *testing.T) {
+	ctx := context.Background()
+	_, js, subjects := natstest.Start(t).JetStream(t)
+	source := func(rs *redistest.Server) *status.Source {
+		return &status.Source{Store: store.New(rs.Client(t), "test"), JS: js, Subjects: subjects, ID: "planner-a", Clock: time.Now}
+	}
+	safe, err := source(redistest.Start(t, redistest.WithPersistence())).Status(ctx)
+	if err != nil || len(safe.Warnings) != 0 || len(safe.Problems) != 0 {
+		t.Fatalf("status of a Redis with an append-only file and the streams as made: warnings %q, problems %q, %v", safe.Warnings, safe.Problems, err)
+	}
+
+	natstest.EditStream(t, js, subjects.DueStream(), func(c *jetstream.StreamConfig) { c.MaxAge = time.Hour })
+	risky, err := source(redistest.Start(t)).Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(risky.Warnings, "\n")
+	if len(risky.Warnings) != 2 || !strings.Contains(all, "Redis keeps no append-only file") ||
+		!strings.Contains(all, "stream "+subjects.DueStream()+": max age is 1h0m0s") {
+		t.Errorf("warnings %q: want the Redis without an append-only file and the due stream's max age named", risky.Warnings)
+	}
+}
