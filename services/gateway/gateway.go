@@ -16,6 +16,7 @@ import (
 	"github.com/resched/resched/services/gateway/internal/arm"
 	"github.com/resched/resched/services/gateway/internal/dashboard"
 	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/internal/certfile"
 	"github.com/resched/resched/services/internal/health"
 	"github.com/resched/resched/services/internal/natsconn"
 	"github.com/resched/resched/services/internal/version"
@@ -69,12 +70,16 @@ func newGateway(ctx context.Context, cfg Config, logger *slog.Logger) (*gateway,
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
 	if cfg.TLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		// Read again when its files change: a renewed certificate is served from the next
+		// handshake on, rather than the old one until it expires.
+		pair, err := certfile.Load(cfg.TLSCert, cfg.TLSKey, func(err error) {
+			logger.Warn("the TLS certificate changed on disk and cannot be read; the one read before is served", "error", err)
+		})
 		if err != nil {
 			g.close()
 			return nil, fmt.Errorf("TLS certificate: %w", err)
 		}
-		g.apiLn = tls.NewListener(g.apiLn, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+		g.apiLn = tls.NewListener(g.apiLn, &tls.Config{GetCertificate: pair.GetCertificate, MinVersion: tls.VersionTLS12})
 	}
 	g.health, err = health.Listen(cfg.HTTPAddr, health.Handler(health.Config{Gatherer: reg, Logger: logger, Version: version.String(), Profiling: cfg.Profiling,
 		Live: []health.Check{{Name: "nats", Func: g.conn.Live}}, Ready: []health.Check{{Name: "nats", Func: g.conn.Ready}}}))

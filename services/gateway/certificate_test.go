@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/resched/resched/services/internal/natstest"
+	"github.com/resched/resched/services/internal/testenv"
+	"github.com/resched/resched/services/internal/tlstest"
+)
+
+// The gateway serves the certificate its files hold: renewed on disk (cert-manager, a
+// Kubernetes Secret refreshed in its mount), it is served from the next handshake on, and one
+// that cannot be read (a certificate without its key yet) is logged and the last one served.
+// Read once at start, the old one was served until a restart, or until it expired.
+func TestGatewayServesTheRenewedCertificate(t *testing.T) {
+	dir := t.TempDir()
+	access := filepath.Join(dir, "access.json")
+	if err := os.WriteFile(access, []byte(`{"tokens": [{"name": "t", "token": "x", "role": "operator", "scopes": ["*"]}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ca := tlstest.NewCA(t, "gateway")
+	cert, key := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	first, second := ca.Server(t, "first"), ca.Server(t, "second")
+	tlstest.Renew(t, first.CertFile, cert)
+	tlstest.Renew(t, first.KeyFile, key)
+	addr := testenv.FreeAddr(t)
+	env := map[string]string{"NATS_URL": natstest.Start(t).ClientURL(), "RESCHED_GATEWAY_ACCESS_FILE": access,
+		"RESCHED_GATEWAY_ADDR": addr, "RESCHED_GATEWAY_HTTP_ADDR": testenv.FreeAddr(t),
+		"RESCHED_GATEWAY_TLS_CERT": cert, "RESCHED_GATEWAY_TLS_KEY": key}
+	cfg, err := parseConfig(nil, func(k string) string { return env[k] }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs testenv.LogBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	g, err := newGateway(ctx, cfg, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() { done <- g.run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	served := func() string {
+		t.Helper()
+		c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost", MinVersion: tls.VersionTLS12})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.ConnectionState().PeerCertificates[0].Subject.CommonName
+	}
+	if got := served(); got != "first" {
+		t.Fatalf("served %q, want first", got)
+	}
+	tlstest.Renew(t, second.CertFile, cert)
+	if got := served(); got != "first" {
+		t.Fatalf("with the certificate renewed before its key, served %q, want first", got)
+	}
+	if !strings.Contains(logs.String(), "the TLS certificate changed on disk and cannot be read") {
+		t.Errorf("no word of the pair that could not be read in:\n%s", logs.String())
+	}
+	tlstest.Renew(t, second.KeyFile, key)
+	if got := served(); got != "second" {
+		t.Fatalf("after the renewal, served %q, want second", got)
+	}
+}
