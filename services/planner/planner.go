@@ -81,7 +81,7 @@ func newPlanner(cfg Config, logger *slog.Logger) (*planner, error) {
 	if p.metrics, err = metrics.New(reg); err != nil {
 		return nil, err
 	}
-	if p.rdb, err = cfg.Redis.Client("resched-planner"); err != nil {
+	if p.rdb, err = cfg.Redis.Client("resched-planner", logger); err != nil {
 		return nil, err
 	}
 	p.store = store.New(p.rdb, cfg.RedisKeyPrefix, store.WithPartitions(cfg.Partitions), store.WithResultMemory(cfg.DuplicateWindow),

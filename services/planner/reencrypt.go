@@ -14,7 +14,7 @@ import (
 // the newest key and exits. It needs Redis only, and may run beside serving planners: each
 // job is rewritten with a compare-and-set that keeps its schedule.
 func reencrypt(ctx context.Context, cfg Config, logger *slog.Logger) error {
-	rdb, err := cfg.Redis.Client("resched-planner-reencrypt")
+	rdb, err := cfg.Redis.Client("resched-planner-reencrypt", logger)
 	if err != nil {
 		return err
 	}

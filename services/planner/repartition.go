@@ -13,7 +13,7 @@ import (
 // that none runs, and planners refuse to start until the move has ended. Stopped half way, it
 // is run again to finish.
 func repartition(ctx context.Context, cfg Config, logger *slog.Logger) error {
-	rdb, err := cfg.Redis.Client("resched-planner-repartition")
+	rdb, err := cfg.Redis.Client("resched-planner-repartition", logger)
 	if err != nil {
 		return err
 	}

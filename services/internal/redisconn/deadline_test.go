@@ -30,7 +30,7 @@ func TestACallToAHungServerEndsAtItsDeadline(t *testing.T) {
 		{"cluster", cluster.URL(), func() *redistest.Server { return cluster.MasterOf(key) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			rdb, err := redisconn.Options{URL: c.url}.Client("test")
+			rdb, err := redisconn.Options{URL: c.url}.Client("test", nil)
 			if err != nil {
 				t.Fatal(err)
 			}

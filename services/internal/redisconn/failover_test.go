@@ -21,7 +21,7 @@ func TestClusterCommandFollowsAPromotion(t *testing.T) {
 		t.Skip("a Redis Cluster failover")
 	}
 	c := redistest.StartCluster(t, 3, 1)
-	rdb, err := redisconn.Options{URL: c.URL()}.Client("test")
+	rdb, err := redisconn.Options{URL: c.URL()}.Client("test", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/resched/resched/services/internal/certfile"
 	"github.com/resched/resched/services/internal/config"
 )
 
@@ -234,7 +235,11 @@ const clusterReload = time.Second
 // (ContextTimeoutEnabled): without it, go-redis looked at the context only between tries, so a
 // call to a server that hangs (connections open, nothing answering) waited out the read
 // time-out of each try, whatever deadline the lease or the dispatch had given it.
-func (o Options) Client(name string) (redis.UniversalClient, error) {
+//
+// A client certificate (Cert, Key) is read again when its files change (certfile), so a
+// renewed one is used from the next connection on; logger (nil: none) hears of a renewal that
+// cannot be read.
+func (o Options) Client(name string, logger *slog.Logger) (redis.UniversalClient, error) {
 	t, err := parse(o.URL)
 	if err != nil {
 		return nil, err
@@ -244,7 +249,7 @@ func (o Options) Client(name string) (redis.UniversalClient, error) {
 	}
 	var tlsConfig *tls.Config
 	if t.tls {
-		if tlsConfig, err = o.tlsConfig(); err != nil {
+		if tlsConfig, err = o.tlsConfig(logger); err != nil {
 			return nil, err
 		}
 	}
@@ -299,8 +304,8 @@ func (o Options) Client(name string) (redis.UniversalClient, error) {
 }
 
 // tlsConfig is the TLS of a rediss URL: the system's CAs, or those of the CA file, and the
-// client certificate when given.
-func (o Options) tlsConfig() (*tls.Config, error) {
+// client certificate when given, read again when its files change.
+func (o Options) tlsConfig(logger *slog.Logger) (*tls.Config, error) {
 	c := &tls.Config{MinVersion: tls.VersionTLS12}
 	if o.CA != "" {
 		pem, err := os.ReadFile(o.CA)
@@ -314,11 +319,15 @@ func (o Options) tlsConfig() (*tls.Config, error) {
 		c.RootCAs = pool
 	}
 	if o.Cert != "" {
-		cert, err := tls.LoadX509KeyPair(o.Cert, o.Key)
+		pair, err := certfile.Load(o.Cert, o.Key, func(err error) {
+			if logger != nil {
+				logger.Warn("the Redis client certificate changed on disk and cannot be read; the one read before is used", "error", err)
+			}
+		})
 		if err != nil {
 			return nil, fmt.Errorf("Redis client certificate: %w", err)
 		}
-		c.Certificates = []tls.Certificate{cert}
+		c.GetClientCertificate = pair.GetClientCertificate
 	}
 	return c, nil
 }

@@ -38,7 +38,7 @@ func TestURLForms(t *testing.T) {
 			t.Errorf("%s: %v %v", c.url, tp.kind, err)
 			continue
 		}
-		cl, err := Options{URL: c.url}.Client("test")
+		cl, err := Options{URL: c.url}.Client("test", nil)
 		if err != nil {
 			t.Errorf("%s: %v", c.url, err)
 			continue
