@@ -21,7 +21,14 @@ func TestServerHandsOutTheCertificateOnDisk(t *testing.T) {
 	tlstest.Renew(t, issued[0].CertFile, certFile)
 	tlstest.Renew(t, issued[0].KeyFile, keyFile)
 	var errs []error
-	pair, err := certfile.Load(certFile, keyFile, func(err error) { errs = append(errs, err) })
+	reads := 0
+	pair, err := certfile.Load(certFile, keyFile, func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			reads++
+		}
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,8 +72,8 @@ func TestServerHandsOutTheCertificateOnDisk(t *testing.T) {
 			t.Fatalf("with the certificate written before its key, served %q, want second", got)
 		}
 	}
-	if len(errs) != 1 {
-		t.Fatalf("errors %v: want the unreadable pair said once", errs)
+	if len(errs) != 1 || reads != 1 {
+		t.Fatalf("errors %v, %d reads again: want the renewal said once, and the unreadable pair once", errs, reads)
 	}
 	tlstest.Renew(t, issued[2].KeyFile, keyFile)
 	if got := served(); got != "third" {

@@ -27,6 +27,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/resched/resched/services/internal/certfile"
 	"github.com/resched/resched/services/internal/config"
+	"github.com/resched/resched/services/internal/reload"
 )
 
 // Options say how to reach Redis.
@@ -319,11 +320,7 @@ func (o Options) tlsConfig(logger *slog.Logger) (*tls.Config, error) {
 		c.RootCAs = pool
 	}
 	if o.Cert != "" {
-		pair, err := certfile.Load(o.Cert, o.Key, func(err error) {
-			if logger != nil {
-				logger.Warn("the Redis client certificate changed on disk and cannot be read; the one read before is used", "error", err)
-			}
-		})
+		pair, err := certfile.Load(o.Cert, o.Key, reload.Logged(logger, "the Redis client certificate"))
 		if err != nil {
 			return nil, fmt.Errorf("Redis client certificate: %w", err)
 		}
