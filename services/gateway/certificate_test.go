@@ -1,17 +1,11 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
-	"io"
-	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/resched/resched/services/internal/natstest"
-	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/services/internal/tlstest"
 )
 
@@ -20,36 +14,16 @@ import (
 // that cannot be read (a certificate without its key yet) is logged and the last one served.
 // Read once at start, the old one was served until a restart, or until it expired.
 func TestGatewayServesTheRenewedCertificate(t *testing.T) {
-	dir := t.TempDir()
-	access := filepath.Join(dir, "access.json")
-	if err := os.WriteFile(access, []byte(`{"tokens": [{"name": "t", "token": "x", "role": "operator", "scopes": ["*"]}]}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	ca := tlstest.NewCA(t, "gateway")
+	dir := t.TempDir()
 	cert, key := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
 	first, second := ca.Server(t, "first"), ca.Server(t, "second")
 	tlstest.Renew(t, first.CertFile, cert)
 	tlstest.Renew(t, first.KeyFile, key)
-	addr := testenv.FreeAddr(t)
-	env := map[string]string{"NATS_URL": natstest.Start(t).ClientURL(), "RESCHED_GATEWAY_ACCESS_FILE": access,
-		"RESCHED_GATEWAY_ADDR": addr, "RESCHED_GATEWAY_HTTP_ADDR": testenv.FreeAddr(t),
-		"RESCHED_GATEWAY_TLS_CERT": cert, "RESCHED_GATEWAY_TLS_KEY": key}
-	cfg, err := parseConfig(nil, func(k string) string { return env[k] }, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logs testenv.LogBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	g, err := newGateway(ctx, cfg, slog.New(slog.NewTextHandler(&logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error)
-	go func() { done <- g.run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	g := startGateway(t, map[string]string{"RESCHED_GATEWAY_TLS_CERT": cert, "RESCHED_GATEWAY_TLS_KEY": key})
 	served := func() string {
 		t.Helper()
-		c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost", MinVersion: tls.VersionTLS12})
+		c, err := tls.Dial("tcp", g.addr, &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost", MinVersion: tls.VersionTLS12})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,8 +37,8 @@ func TestGatewayServesTheRenewedCertificate(t *testing.T) {
 	if got := served(); got != "first" {
 		t.Fatalf("with the certificate renewed before its key, served %q, want first", got)
 	}
-	if !strings.Contains(logs.String(), "the TLS certificate changed on disk and cannot be read") {
-		t.Errorf("no word of the pair that could not be read in:\n%s", logs.String())
+	if !strings.Contains(g.logs.String(), "the TLS certificate changed on disk and cannot be read") {
+		t.Errorf("no word of the pair that could not be read in:\n%s", g.logs.String())
 	}
 	tlstest.Renew(t, second.KeyFile, key)
 	if got := served(); got != "second" {

@@ -30,8 +30,6 @@ type Config struct {
 	PublicURL       string        // the gateway's URL as clients reach it, for nextLinks
 	RequestTimeout  time.Duration // bound on one request to the planners
 	ShutdownTimeout time.Duration // how long a stop waits for requests in flight
-
-	access *access.File // AccessFile, read
 }
 
 func defaultConfig() Config {
@@ -101,7 +99,7 @@ func parseConfig(args []string, getenv func(string) string, output io.Writer) (C
 		case cfg.AccessFile == "":
 			errs = append(errs, errors.New("-access-file (RESCHED_GATEWAY_ACCESS_FILE) is required: without it nobody could call the gateway (docs/azure-migration.md, Access)"))
 		default:
-			if cfg.access, err = access.Load(cfg.AccessFile); err != nil {
+			if _, err := access.Load(cfg.AccessFile); err != nil {
 				errs = append(errs, err)
 			}
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/resched/resched/services/internal/certfile"
 	"github.com/resched/resched/services/internal/health"
 	"github.com/resched/resched/services/internal/natsconn"
+	"github.com/resched/resched/services/internal/reload"
 	"github.com/resched/resched/services/internal/version"
 )
 
@@ -36,7 +37,14 @@ type gateway struct {
 // newGateway connects to NATS (which need not be up yet), reaches the OIDC issuer when one is
 // set, and binds both addresses, so a port in use fails the start at once.
 func newGateway(ctx context.Context, cfg Config, logger *slog.Logger) (*gateway, error) {
-	auth, err := access.New(ctx, cfg.access, access.OIDC{Issuer: cfg.OIDCIssuer, Audience: cfg.OIDCAudience})
+	// Read again when it changes: a token revoked, or a grant changed, takes effect at the
+	// next request, on every gateway, without a restart.
+	file, err := reload.New(func() (*access.File, error) { return access.Load(cfg.AccessFile) },
+		reload.Logged(logger, "the access file"), cfg.AccessFile)
+	if err != nil {
+		return nil, err
+	}
+	auth, err := access.New(ctx, file.Get, access.OIDC{Issuer: cfg.OIDCIssuer, Audience: cfg.OIDCAudience})
 	if err != nil {
 		return nil, err
 	}
@@ -72,9 +80,7 @@ func newGateway(ctx context.Context, cfg Config, logger *slog.Logger) (*gateway,
 	if cfg.TLSCert != "" {
 		// Read again when its files change: a renewed certificate is served from the next
 		// handshake on, rather than the old one until it expires.
-		pair, err := certfile.Load(cfg.TLSCert, cfg.TLSKey, func(err error) {
-			logger.Warn("the TLS certificate changed on disk and cannot be read; the one read before is served", "error", err)
-		})
+		pair, err := certfile.Load(cfg.TLSCert, cfg.TLSKey, reload.Logged(logger, "the TLS certificate"))
 		if err != nil {
 			g.close()
 			return nil, fmt.Errorf("TLS certificate: %w", err)

@@ -19,7 +19,7 @@ var (
 
 // Authenticator checks bearer tokens.
 type Authenticator struct {
-	file     *File
+	file     func() *File          // the access file as it stands (read again when it changes)
 	verifier *oidc.IDTokenVerifier // nil without an issuer
 }
 
@@ -30,10 +30,11 @@ type OIDC struct {
 	Audience string // the "aud" every token must carry; required with an issuer
 }
 
-// New builds an authenticator over the access file and, when o.Issuer is set, the issuer. The
+// New builds an authenticator over the access file, as file gives it at each request (a token
+// taken out of it is refused from then on), and, when o.Issuer is set, the issuer. The
 // issuer's discovery document is fetched now, so a wrong issuer fails the start.
-func New(ctx context.Context, f *File, o OIDC) (*Authenticator, error) {
-	a := &Authenticator{file: f}
+func New(ctx context.Context, file func() *File, o OIDC) (*Authenticator, error) {
+	a := &Authenticator{file: file}
 	if o.Issuer == "" {
 		return a, nil
 	}
@@ -56,7 +57,8 @@ func (a *Authenticator) Authenticate(r *http.Request) (Grant, error) {
 		return Grant{}, ErrNoToken
 	}
 	token = strings.TrimSpace(token)
-	if g, ok := a.file.staticToken(token); ok {
+	file := a.file()
+	if g, ok := file.staticToken(token); ok {
 		return g, nil
 	}
 	if a.verifier == nil || strings.Count(token, ".") != 2 {
@@ -70,7 +72,7 @@ func (a *Authenticator) Authenticate(r *http.Request) (Grant, error) {
 	if err := idt.Claims(&claims); err != nil {
 		return Grant{}, ErrInvalidToken
 	}
-	g, ok := a.file.principal(idt.Subject, claims)
+	g, ok := file.principal(idt.Subject, claims)
 	if !ok {
 		return Grant{}, ErrNoGrant
 	}
