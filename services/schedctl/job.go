@@ -519,6 +519,9 @@ func publishOutcome(inv *invocation, name, what string, e *bus.Event, wait time.
 	case e.Kind == bus.EventDeferred:
 		fmt.Fprintf(inv.stdout, "job %s: %s published; the planners cannot store it now (%s): it waits on the intake stream and is applied once they can\n",
 			name, what, e.Reason)
+	case e.Kind == bus.EventSuperseded:
+		fmt.Fprintf(inv.stdout, "job %s: %s published; it changed nothing: a later change to the job, published after it, was applied first, and the job is as that one says\n",
+			name, what)
 	case e.Kind == bus.EventDeleted && e.NotFound:
 		fmt.Fprintf(inv.stdout, "job %s: not found; nothing was deleted\n", name)
 	case e.Kind == bus.EventDeleted:

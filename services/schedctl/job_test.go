@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -368,5 +369,20 @@ func publishResults(t *testing.T, p *planner, rs ...bus.Result) {
 		if _, err := js.Publish(context.Background(), subjects.Result(r.Collection, r.Job), b); err != nil {
 			t.Fatalf("publish a result: %v", err)
 		}
+	}
+}
+
+// A published change the planners applied after a later one says so, rather than that it
+// waits on the intake stream (it is gone from it).
+func TestPublishOutcomeOfAChangeSuperseded(t *testing.T) {
+	var out strings.Builder
+	inv := newInvocation("job publish", "", nil, &out, io.Discard)
+	inv.output = "table"
+	e := &bus.Event{Kind: bus.EventSuperseded, Collection: "c", Job: "j", IntakeSequence: 7}
+	if err := publishOutcome(inv, "c/j", "definition", e, time.Second, "scheduler.events.c.j.rejected"); err != nil {
+		t.Fatal(err)
+	}
+	if want := "job c/j: definition published; it changed nothing: a later change to the job, published after it, was applied first, and the job is as that one says\n"; out.String() != want {
+		t.Errorf("printed %q, want %q", out.String(), want)
 	}
 }

@@ -165,6 +165,10 @@ const (
 	// the intake stream and is applied once they can, with an accepted or deleted event then.
 	// Said once, at its first delivery.
 	EventDeferred = "deferred"
+	// EventSuperseded: a definition or delete published on the intake that changed nothing,
+	// as a later one on the job's subject was applied before it (the planners apply the
+	// stream in parallel); the job is as that later one says.
+	EventSuperseded = "superseded"
 )
 
 // Event tells anyone listening what happened to a job.

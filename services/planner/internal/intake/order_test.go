@@ -3,6 +3,7 @@ package intake_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,8 @@ import (
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/services/planner/internal/intake"
+	"github.com/resched/resched/services/planner/internal/jobs"
+	"github.com/resched/resched/services/planner/internal/store"
 )
 
 // Two planners apply the stream at once, in batches: puts and deletes of the same job still
@@ -103,4 +106,27 @@ func TestStreamMadeAgainIsNoticed(t *testing.T) {
 		d, err := e.svc.GetJob(ctx, "c", "j")
 		return err == nil && d.Properties.Action.Request.Headers["X-Round"] == "new"
 	})
+}
+
+// A published change older than one applied before it (the planners apply the stream in
+// parallel) changes nothing, and its publisher, waiting for the word on its own message, hears
+// so: a superseded event with its sequence. The last change applied, delivered again, says
+// nothing more (its publisher heard it was accepted).
+func TestAChangeOverriddenBeforeItIsAppliedIsSaidSo(t *testing.T) {
+	e := newEnv(t)
+	sub := e.watch(t, "scheduler.events.c.j.*")
+	for _, seq := range []uint64{10, 5, 10, 11} {
+		ch := jobs.Change{Collection: "c", Name: "j", Raw: []byte(definition), Stamp: store.Stamp{Epoch: 1, Seq: seq}}
+		if o := e.svc.Apply(context.Background(), []jobs.Change{ch})[0]; o.Err != nil {
+			t.Fatalf("change %d: %v", seq, o.Err)
+		}
+	}
+	var got []string
+	for range 3 {
+		ev := nextEvent(t, sub)
+		got = append(got, fmt.Sprintf("%s %d", ev.Kind, ev.IntakeSequence))
+	}
+	if want := []string{"accepted 10", "superseded 5", "accepted 11"}; !slices.Equal(got, want) {
+		t.Errorf("events %v, want %v", got, want)
+	}
 }

@@ -173,9 +173,15 @@ func (s *Service) recheck(ctx context.Context, writes []store.Write, props []*jo
 	}
 }
 
-// applied tells the world about a change that was made.
+// applied tells the world about a change that was made, or that a published one was not, a
+// later one having been applied before it: its publisher waits for the word on its own
+// message. The last message applied, delivered again, was told of already.
 func (s *Service) applied(ctx context.Context, ch Change, w store.Write, a store.Applied) {
 	if a.Stale {
+		if !a.Again && ch.Stamp.Seq != 0 {
+			s.emit(bus.Event{Kind: bus.EventSuperseded, Collection: ch.Collection, Job: ch.Name, Time: s.now().UTC(),
+				IntakeSequence: ch.Stamp.Seq})
+		}
 		return
 	}
 	if ch.Delete {

@@ -22,7 +22,8 @@ func stampedDelete(c, j string, seq uint64) store.Write {
 }
 
 // Intake messages applied out of order end as the newest says: an older put after a newer put
-// or after a delete changes nothing; a delete older than the job's last put is stale.
+// or after a delete changes nothing; a delete older than the job's last put is stale. The last
+// message applied, delivered again, is stale too, and told apart (Again).
 func TestStampedWritesEndAsTheNewestSays(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
@@ -33,13 +34,19 @@ func TestStampedWritesEndAsTheNewestSays(t *testing.T) {
 		stampedDelete("c", "a", 4),         // older than the put of 5: stale
 		stampedDelete("c", "b", 9),         // a delete before the put it follows
 		stampedPut("c", "b", 8, `{"v":8}`), // older than that delete: stale
+		stampedPut("c", "a", 5, `{"v":5}`), // the put of 5 delivered again
+		stampedDelete("c", "b", 9),         // the delete of 9 delivered again
 	})
-	want := []string{"created", "stale", "stale", "gone", "stale"}
+	want := []string{"created", "stale", "stale", "gone", "stale", "again", "again"}
 	for i, a := range res {
 		got := "gone"
 		switch {
 		case a.Err != nil:
 			got = a.Err.Error()
+		case a.Again && a.Stale:
+			got = "again"
+		case a.Again:
+			got = "again without stale"
 		case a.Stale:
 			got = "stale"
 		case a.Created:

@@ -77,7 +77,8 @@ type Applied struct {
 	Created bool
 	Version int64
 	Due     bool // the job is in the due set now
-	Stale   bool // an intake message older than the job's last: nothing changed
+	Stale   bool // an intake message older than the job's last, or that one again: nothing changed
+	Again   bool // Stale, being the job's last intake message applied again (a redelivery)
 	// Counters are a put's job's status counters as kept (a put leaves them as they were).
 	Counters Counters
 	Err      error
@@ -195,7 +196,7 @@ func putApplied(p *PutJob, v any) Applied {
 	if res[7] != 0 {
 		cnt.LastExecution = time.UnixMilli(res[7]).UTC()
 	}
-	return Applied{Created: res[0] == 1, Version: res[1], Due: res[2] == 1, Stale: res[3] == 1, Counters: cnt}
+	return Applied{Created: res[0] == 1, Version: res[1], Due: res[2] == 1, Stale: res[3] != 0, Again: res[3] == 2, Counters: cnt}
 }
 
 func deleteApplied(d *DeleteJob, cmd *redis.Cmd) Applied {
@@ -203,7 +204,7 @@ func deleteApplied(d *DeleteJob, cmd *redis.Cmd) Applied {
 	if err != nil {
 		return Applied{Err: fmt.Errorf("delete job %s/%s: %w", d.Collection, d.Name, err)}
 	}
-	return Applied{Created: n == 1, Stale: n == -1} // Created: the job existed
+	return Applied{Created: n == 1, Stale: n < 0, Again: n == -2} // Created: the job existed
 }
 
 // putsArgs are put_jobs.lua's keys and arguments for the puts at idx, all of one partition.

@@ -5,7 +5,8 @@
 -- KEYS: 1 jobs, 2 def, 3 st, 4 hist, 5 due, 6 rid, 7 gone, 8 gone times
 -- ARGV: 1 member, 2 job name, 3 stream epoch ("" when not from the intake), 4 stream sequence,
 --       5 now (ms), 6 how long a delete is remembered (ms)
--- Returns 1 when the job existed, 0 when it did not, -1 when the delete is stale.
+-- Returns 1 when the job existed, 0 when it did not, -1 when the delete is stale, -2 when it is
+-- the message applied last (a redelivery).
 local ep, sq = tonumber(ARGV[3]), tonumber(ARGV[4])
 if ep then
   local cur = redis.call('HMGET', KEYS[3], 'iep', 'isq')
@@ -13,7 +14,10 @@ if ep then
   if last then
     local e, s = string.match(last, '^(%d+):(%d+)$')
     e, s = tonumber(e), tonumber(s)
-    if e > ep or (e == ep and s >= sq) then
+    if e == ep and s == sq then
+      return -2
+    end
+    if e > ep or (e == ep and s > sq) then
       return -1
     end
   end

@@ -22,18 +22,20 @@
 --       stream sequence, a+13 the generation of the collection the job was checked against (""
 --       for any; put_collection.lua)
 -- Returns, per put, {created (0|1), version, 1 when the job is due (in the due set) else 0, 1
--- when stale, then the job's status counters as kept: executions, failures, faults, last
+-- when stale (2: the same message applied before), then the job's status counters as kept: executions, failures, faults, last
 -- execution (ms, 0 for none)}: with what it wrote, the caller has the job as stored without
 -- reading it back. A put refused returns "!" and its error instead: NOCOLLECTION, COLLCHANGED
 -- (not the generation checked against), QUOTA <n>, CONFLICT, EXISTS; each put fails alone.
 local due, seq, goneH, goneT = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 
 local function older(stamp, ep, sq)
-  -- stamp ("epoch:seq", or nil) is at least as new as (ep, sq)
+  -- 1 when stamp ("epoch:seq", or nil) is newer than (ep, sq), 2 when it is (ep, sq) itself (the
+  -- same message applied before: a redelivery), else false
   if not stamp then return false end
   local e, s = string.match(stamp, '^(%d+):(%d+)$')
   e, s = tonumber(e), tonumber(s)
-  return e > ep or (e == ep and s >= sq)
+  if e == ep and s == sq then return 2 end
+  return (e > ep or (e == ep and s > sq)) and 1
 end
 
 -- A collection is read once per call: puts do not change it, and a batch's puts are mostly of
@@ -66,8 +68,9 @@ local function put(collKey, jobsKey, defKey, stKey, a)
       last = redis.call('HGET', goneH, member) or nil
       gone = last ~= nil
     end
-    if older(last, ep, sq) then
-      return {0, 0, 0, 1, 0, 0, 0, 0}
+    local stale = older(last, ep, sq)
+    if stale then
+      return {0, 0, 0, stale, 0, 0, 0, 0}
     end
   end
   if ifVersion ~= '' then
