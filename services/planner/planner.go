@@ -343,10 +343,15 @@ func (p *planner) start(ctx context.Context, parts *sync.WaitGroup, fail context
 		_ = wakes.Unsubscribe()
 		return nil, err
 	}
+	// A stream found missing later (a NATS server that lost its store) is made again as at start.
+	makeStreams := func(ctx context.Context) error {
+		_, err := bus.EnsureStreams(ctx, p.js, p.subjects, streams)
+		return err
+	}
 	in := intake.New(intake.Config{JS: p.js, Jobs: svc, Subjects: p.subjects, Logger: p.log, Events: p.nc, Erase: p.cfg.keys != nil,
-		Consuming: &p.intake})
+		Consuming: &p.intake, MakeStreams: makeStreams})
 	res := results.New(results.Config{JS: p.js, Store: p.store, Events: p.nc, Subjects: p.subjects,
-		Logger: p.log, Metrics: p.metrics, Consuming: &p.results})
+		Logger: p.log, Metrics: p.metrics, Consuming: &p.results, MakeStreams: makeStreams})
 	for name, run := range map[string]func(context.Context) error{
 		"leases": leases.Run, "dispatch": disp.Run, "intake": in.Run, "results": res.Run,
 	} {

@@ -192,3 +192,45 @@ func fetchDue(t *testing.T, nc *nats.Conn, n int) []bus.Due {
 	}
 	return out
 }
+
+// A NATS server that comes back without its store (a pod without a persistent volume) has no
+// streams: the planner makes them again when its consumers find them gone, and definitions
+// published afterwards are applied. Before, the streams came back only when a worker made
+// them, or at the planner's next start; a planner alone waited for ever.
+func TestPlannerMakesTheStreamsAgainWhenNATSLostThem(t *testing.T) {
+	ns := natstest.Start(t)
+	rs := redistest.Start(t)
+	base, logs, _ := started(t, testConfig(ns.ClientURL(), rs.URL()))
+	waitReady(t, base)
+	nc := ns.Connect(t)
+	request(t, nc, "scheduler.api.collections.put.c", `{"properties":{}}`)
+
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("planner:\n%s", logs.String())
+		}
+	})
+	ns.RestartEmpty()
+	// The consumer's pulls go unanswered: two missed heartbeats (10 s) end them.
+	testenv.Eventually(t, 30*time.Second, "the streams made again", func() bool {
+		return strings.Contains(logs.String(), "was missing: the streams are made again")
+	})
+	events := make(chan *nats.Msg, 16)
+	sub, err := nc.ChanSubscribe("scheduler.events.c.j.>", events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := `{"action":{"type":"Http","request":{"method":"POST","uri":"http://localhost:9/x"}},"recurrence":{"frequency":"Hour"}}`
+	testenv.Eventually(t, 20*time.Second, "the intake stream to take the definition", func() bool {
+		_, err := js.Publish(context.Background(), "scheduler.jobs.c.j", []byte(def))
+		return err == nil
+	})
+	if ev := nextEvent(t, events); ev.Kind != bus.EventAccepted {
+		t.Fatalf("event %+v, want the definition accepted", ev)
+	}
+}

@@ -122,6 +122,14 @@ func (s *Server) Restart() {
 	s.start()
 }
 
+// RestartEmpty stops the server and starts it again on the same port with an empty store: a
+// server that lost its JetStream data (a pod without a persistent volume, a disk replaced).
+func (s *Server) RestartEmpty() {
+	s.t.Helper()
+	s.opts.StoreDir = s.t.TempDir()
+	s.Restart()
+}
+
 // Reload changes the running server's options the way a configuration reload (SIGHUP) does:
 // clients whose credentials no longer pass are disconnected.
 func (s *Server) Reload(change Option) {

@@ -71,6 +71,8 @@ type Config struct {
 	Batch, Handlers int
 	// Consuming, when set, is true while the consumer is set up and pulled (pull.Config).
 	Consuming *atomic.Bool
+	// MakeStreams, when set, makes the streams again when the set-up finds none (pull.Config.Missing).
+	MakeStreams func(context.Context) error
 }
 
 // Intake consumes the intake stream.
@@ -115,6 +117,7 @@ func (in *Intake) Run(ctx context.Context) error {
 	return pull.RunBatches(ctx, pull.Config{
 		Name: "intake", JS: in.cfg.JS, Stream: in.cfg.Subjects.IntakeStream(), Consumer: bus.IntakeConsumerConfig(),
 		RetryDelay: in.cfg.RetryDelay, Logger: in.log, Batch: in.cfg.Batch, Handlers: in.cfg.Handlers, Consuming: in.cfg.Consuming,
+		Missing: in.cfg.MakeStreams,
 	}, in.handle)
 }
 

@@ -36,6 +36,10 @@ type Config struct {
 	// set-up that never succeeds (a NATS user not allowed to create it) is then seen there
 	// and in the log, rather than stopping the planner.
 	Consuming *atomic.Bool
+	// Missing, when set, is called when the set-up finds no stream (a NATS server that lost
+	// its store, a stream deleted by hand), to make the streams again before the next try:
+	// otherwise they came back only when a worker made them, or at the planner's next start.
+	Missing func(context.Context) error
 }
 
 // Run hands messages one by one to handle until ctx ends, then returns nil once the message in
@@ -89,6 +93,13 @@ func consumer(ctx context.Context, cfg Config) (jetstream.Consumer, error) {
 		if cons, err = cfg.JS.CreateOrUpdateConsumer(ctx, cfg.Stream, cfg.Consumer); closed(err) {
 			return setup.Final(err)
 		}
+		if errors.Is(err, jetstream.ErrStreamNotFound) && cfg.Missing != nil {
+			if merr := cfg.Missing(ctx); merr != nil {
+				return errors.Join(err, fmt.Errorf("make the streams again: %w", merr))
+			}
+			cfg.Logger.Warn("stream "+cfg.Stream+" was missing: the streams are made again", "consumer", cfg.Name)
+			cons, err = cfg.JS.CreateOrUpdateConsumer(ctx, cfg.Stream, cfg.Consumer)
+		}
 		return err
 	}, func(err error, wait time.Duration) {
 		cfg.Logger.Warn(cfg.Name+" consumer set-up failed; retrying", "stream", cfg.Stream, "error", err, "retry_in", wait.String())
@@ -107,10 +118,17 @@ func closed(err error) bool {
 	return errors.Is(err, jetstream.ErrConnectionClosed) || errors.Is(err, nats.ErrConnectionClosed)
 }
 
+// pullHeartbeat is how often the server says a pull request is still held (consume).
+const pullHeartbeat = 5 * time.Second
+
 // consume hands batches to the handlers until ctx ends or the iterator fails; it returns once
 // every batch handed over is handled.
 func consume(ctx context.Context, cfg Config, cons jetstream.Consumer, handle func(context.Context, []jetstream.Msg)) error {
-	it, err := cons.Messages(jetstream.PullMaxMessages(max(cfg.Prefetch, 2*cfg.Batch*cfg.Handlers)))
+	// Heartbeats every 5 s (the library's default: half the 30 s expiry): a consumer gone
+	// without a word (a NATS server back without its store answers the pulls with no
+	// responders, which the iterator passes over) ends the iterator after two missed ones, so it
+	// is set up again (and its stream made again, Missing) in about 10 s rather than 30.
+	it, err := cons.Messages(jetstream.PullMaxMessages(max(cfg.Prefetch, 2*cfg.Batch*cfg.Handlers)), jetstream.PullHeartbeat(pullHeartbeat))
 	if err != nil {
 		return fmt.Errorf("%s messages: %w", cfg.Name, err)
 	}

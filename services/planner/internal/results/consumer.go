@@ -74,6 +74,8 @@ type Config struct {
 	Batch, Handlers int
 	// Consuming, when set, is true while the consumer is set up and pulled (pull.Config).
 	Consuming *atomic.Bool
+	// MakeStreams, when set, makes the streams again when the set-up finds none (pull.Config.Missing).
+	MakeStreams func(context.Context) error
 }
 
 // Consumer consumes the results stream.
@@ -125,6 +127,7 @@ func (rc *Consumer) Run(ctx context.Context) error {
 	return pull.RunBatches(ctx, pull.Config{
 		Name: "results", JS: rc.cfg.JS, Stream: rc.cfg.Subjects.ResultsStream(), Consumer: bus.ResultsConsumerConfig(),
 		Prefetch: rc.cfg.Prefetch, RetryDelay: rc.cfg.RetryDelay, Logger: rc.log, Batch: rc.cfg.Batch, Handlers: rc.cfg.Handlers, Consuming: rc.cfg.Consuming,
+		Missing: rc.cfg.MakeStreams,
 	}, rc.handle)
 }
 
