@@ -11,28 +11,23 @@ import (
 	"os"
 	"slices"
 	"sync"
-	"time"
 )
 
 // Value is what read made of the files, read again on Get when they have changed since. Its
 // methods are safe for concurrent use.
 type Value[T any] struct {
-	paths    []string
-	read     func() (T, error)
-	changed  func(error)
-	mu       sync.Mutex
-	current  T
-	loaded   []stamp // the files as they were when current was read
-	failed   []stamp // the files as they were when reading them last failed
-	haveFail bool
+	paths   []string
+	read    func() (T, error)
+	changed func(error)
+	mu      sync.Mutex
+	current T
+	loaded  []stamp // the files as they were when current was read
+	failed  []stamp // the files as they were when reading them last failed (nil: never)
 }
 
 // stamp is what tells a file changed. A mounted Secret is swapped whole (a symbolic link to a
 // new directory), which os.Stat follows.
-type stamp struct {
-	mod  time.Time
-	size int64
-}
+type stamp struct{ modNanos, size int64 }
 
 // New reads the value now (an error fails it: a bad file at start is the operator's to fix).
 // changed (nil: none) hears of each later change: nil when it was read again, the error when
@@ -56,12 +51,12 @@ func (v *Value[T]) Get() T {
 	st, err := v.stat()
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if err != nil || slices.Equal(st, v.loaded) || v.haveFail && slices.Equal(st, v.failed) {
+	if err != nil || slices.Equal(st, v.loaded) || slices.Equal(st, v.failed) {
 		return v.current // a file missing for a moment while it is replaced: the last value
 	}
 	next, err := v.read()
 	if err != nil {
-		v.failed, v.haveFail = st, true
+		v.failed = st
 	} else {
 		v.current, v.loaded = next, st
 	}
@@ -78,7 +73,7 @@ func (v *Value[T]) stat() ([]stamp, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
-		st[i] = stamp{mod: info.ModTime(), size: info.Size()}
+		st[i] = stamp{modNanos: info.ModTime().UnixNano(), size: info.Size()}
 	}
 	return st, nil
 }
