@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/tls"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,15 +20,7 @@ func TestGatewayServesTheRenewedCertificate(t *testing.T) {
 	tlstest.Renew(t, first.CertFile, cert)
 	tlstest.Renew(t, first.KeyFile, key)
 	g := startGateway(t, map[string]string{"RESCHED_GATEWAY_TLS_CERT": cert, "RESCHED_GATEWAY_TLS_KEY": key})
-	served := func() string {
-		t.Helper()
-		c, err := tls.Dial("tcp", g.addr, &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost", MinVersion: tls.VersionTLS12})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		return c.ConnectionState().PeerCertificates[0].Subject.CommonName
-	}
+	served := func() string { t.Helper(); return ca.ServedName(t, g.addr) }
 	if got := served(); got != "first" {
 		t.Fatalf("served %q, want first", got)
 	}

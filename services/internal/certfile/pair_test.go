@@ -47,15 +47,7 @@ func TestServerHandsOutTheCertificateOnDisk(t *testing.T) {
 			_ = c.Close()
 		}
 	}()
-	served := func() string {
-		t.Helper()
-		c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost", MinVersion: tls.VersionTLS12})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		return c.ConnectionState().PeerCertificates[0].Subject.CommonName
-	}
+	served := func() string { t.Helper(); return ca.ServedName(t, ln.Addr().String()) }
 	if got := served(); got != "first" {
 		t.Fatalf("served %q, want first", got)
 	}

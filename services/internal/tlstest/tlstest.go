@@ -7,6 +7,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -109,4 +110,16 @@ func (ca *CA) write(t testing.TB, name, kind string, der []byte) string {
 		t.Fatalf("tlstest: %v", err)
 	}
 	return path
+}
+
+// ServedName is the common name of the certificate the TLS server at addr presents, checked
+// against the CA (for localhost), from a new connection.
+func (ca *CA) ServedName(t testing.TB, addr string) string {
+	t.Helper()
+	c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost", MinVersion: tls.VersionTLS12})
+	if err != nil {
+		t.Fatalf("tlstest: %v", err)
+	}
+	defer c.Close()
+	return c.ConnectionState().PeerCertificates[0].Subject.CommonName
 }
