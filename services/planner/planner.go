@@ -26,6 +26,7 @@ import (
 	"github.com/resched/resched/services/internal/config"
 	"github.com/resched/resched/services/internal/health"
 	"github.com/resched/resched/services/internal/natsconn"
+	"github.com/resched/resched/services/internal/redisconn"
 	"github.com/resched/resched/services/internal/version"
 	"github.com/resched/resched/services/planner/internal/api"
 	"github.com/resched/resched/services/planner/internal/dispatch"
@@ -105,7 +106,7 @@ func newPlanner(cfg Config, logger *slog.Logger) (*planner, error) {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
 	p.http, err = health.Listen(cfg.HTTPAddr, health.Handler(health.Config{Gatherer: reg, Logger: logger, Version: version.String(), Profiling: cfg.Profiling,
-		Live: []health.Check{{Name: "nats", Func: p.conn.Live}}, Ready: []health.Check{
+		Live: []health.Check{{Name: "nats", Func: p.conn.Live}, {Name: "redis credentials", Func: redisconn.NewAuthWatch(p.store.Ping, 0, nil).Live}}, Ready: []health.Check{
 			{Name: "startup", Func: p.startedCheck},
 			{Name: "leases", Func: p.leasesCheck},
 			{Name: "nats", Func: p.conn.Ready},

@@ -33,6 +33,13 @@ func TestRedisACLUser(t *testing.T) {
 	third := start(t, sc.dir, "planner", "planner-3", "NATS_URL="+sc.setup.natsURL, "REDIS_URL="+plain,
 		"REDIS_USERNAME=resched", "REDIS_PASSWORD_FILE="+wrong)
 	testenv.Eventually(t, 30*time.Second, "the wrong password refused", func() bool { return third.logged("WRONGPASS") }, third.Tail)
+	// Never accepted, the credentials fail liveness at once, as NATS's do: the orchestrator
+	// restarts the planner, which reads its Secret again. A planner they were accepted from
+	// stays live through a rotation's first two minutes (redisconn.AuthWatch).
+	testenv.Eventually(t, 30*time.Second, "the planner with the wrong password not live", func() bool { return third.status("/healthz") == 503 }, third.Tail)
+	if code := second.status("/healthz"); code != 200 {
+		t.Errorf("the planner with the right password: /healthz %d, want 200", code)
+	}
 }
 
 // Redis over TLS with a private CA, and a client certificate the server requires.
