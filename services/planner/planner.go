@@ -338,7 +338,7 @@ func (p *planner) start(ctx context.Context, parts *sync.WaitGroup, fail context
 	}
 	svc := jobs.New(jobs.Config{Store: p.store, Validator: validator, Events: p.nc, Runner: disp, Purger: duePurger{p.js, p.subjects.DueStream()},
 		Waker: natsWaker{p.nc, p.subjects}, WakeWithin: p.cfg.MaxIdle + p.cfg.Lookahead, Subjects: p.subjects, Keys: p.cfg.keys, Logger: p.log})
-	state := &status.Source{Store: p.store, JS: p.js, Subjects: p.subjects, ID: p.id, Clock: time.Now}
+	state := &status.Source{Store: p.store, JS: p.js, Subjects: p.subjects, ID: p.id, Clock: time.Now, Settings: p.cfg.warnings()}
 	apiSrv, err := api.New(p.nc, svc, p.subjects, p.log, api.Options{Concurrency: p.cfg.APIConcurrency, Status: state.Status, Metrics: p.metrics})
 	if err != nil {
 		_ = wakes.Unsubscribe()

@@ -46,10 +46,11 @@ func TestClusterStatus(t *testing.T) {
 	if strings.Contains(out, "Not read") {
 		t.Errorf("the status could not read everything:\n%s", out)
 	}
-	// The test's Redis keeps no append-only file: the status says so, as the planner's start
-	// does, and nothing else.
-	if len(st.Warnings) != 1 || !strings.Contains(st.Warnings[0], "Redis keeps no append-only file") {
-		t.Errorf("warnings %q, want the Redis without an append-only file named", st.Warnings)
+	// The test's Redis keeps no append-only file, and its planner has no secret keys: the
+	// status says both, as the planner's start does, and nothing else.
+	if len(st.Warnings) != 2 || !strings.Contains(st.Warnings[0], "Redis keeps no append-only file") ||
+		!strings.HasPrefix(st.Warnings[1], "planner "+st.AnsweredBy+": no secret keys") {
+		t.Errorf("warnings %q, want the Redis without an append-only file and the planner without secret keys named", st.Warnings)
 	}
 	wantLines(t, out, "Warning:  +Redis keeps no append-only file on redis: a crash or restart loses what was written since its last snapshot (set appendonly yes)")
 }

@@ -40,6 +40,10 @@ type Source struct {
 	Subjects bus.Subjects
 	ID       string // this planner's
 	Clock    func() time.Time
+	// Settings are this planner's own warnings about its configuration (no secret keys, writes
+	// that do not wait for a replica), as its start logs them: shown among the warnings, named
+	// as the answering planner's, since another planner's configuration may differ.
+	Settings []string
 }
 
 // Status reads everything it can; what it cannot read is named in Problems, so that an
@@ -51,6 +55,9 @@ func (s *Source) Status(ctx context.Context) (bus.Status, error) {
 	r := s.redis(ctx, now)
 	st.Problems = append(st.Problems, r.problems...)
 	st.Warnings = append(st.Warnings, r.warnings...)
+	for _, w := range s.Settings {
+		st.Warnings = append(st.Warnings, "planner "+s.ID+": "+w)
+	}
 	held := map[string][]int{}
 	for p, owner := range r.overview.Owners {
 		if owner == "" {
