@@ -34,9 +34,10 @@ BENCH_PKGS = \
 
 BENCHTIME ?= 1s
 FUZZTIME  ?= 30s
+SOAKTIME  ?= 30m
 TESTFLAGS ?=
 
-.PHONY: help deps build test test-race bench bench-e2e fuzz run chaos tidy fmt lint clean
+.PHONY: help deps build test test-race bench bench-e2e fuzz run chaos soak tidy fmt lint clean
 
 help: ## list the targets
 	@echo "usage: make <target>"
@@ -75,6 +76,9 @@ bench-e2e: build deps ## the whole system end to end (processes, HTTP sink): a b
 
 chaos: deps ## the full fault run of docs/reliability.md (about 17 minutes): kills, restarts, an outage of every planner, hung servers and links, Redis splits, a reshard and a repartition, a rolling restart of NATS
 	cd services && RESCHED_CHAOS=full go test -count=1 -v -timeout 30m -run '^(TestChaos|TestRedisSentinelMasterHangs|TestPlannerLinkToRedisHangs|TestNATSClusterStreamLeaderLoss|TestNATSClusterRollingRestart|TestWorkerLinkToNATSHangs|TestRedisClusterMasterHangsWithMinReplicas|TestRedisClusterSplit|TestRedisSentinelSplit|TestRedisClusterReshard|TestRepartitionWhileJobsFire|TestPlannerCutOffFromNATSAndRedis)$$' ./chaos/
+
+soak: build deps ## the whole system under a steady load with churn for SOAKTIME (default 30m): nothing lost, nothing growing (docs/reliability.md)
+	cd services && RESCHED_SOAK=$(SOAKTIME) go test -count=1 -v -timeout 3h -run '^TestSoak$$' ./e2ebench/
 
 fuzz: ## run every Fuzz target for FUZZTIME (default 30s) each
 	@FUZZTIME='$(FUZZTIME)' scripts/fuzz.sh $(MODULES)

@@ -35,7 +35,8 @@ type stack struct {
 	profiled map[string]string
 }
 
-func startStack(t testing.TB, workers int) *stack {
+// startStack starts NATS, Redis, a planner (plannerEnv added to its settings) and workers.
+func startStack(t testing.TB, workers int, plannerEnv ...string) *stack {
 	t.Helper()
 	bin := testenv.Build(t, "planner", "worker", "github.com/nats-io/nats-server/v2")
 	dir := t.TempDir()
@@ -70,9 +71,9 @@ func startStack(t testing.TB, workers int) *stack {
 	if natsProfile != "" {
 		s.profiled["nats-server"] = natsProfile
 	}
-	s.planner = testenv.Start(t, dir, "planner", filepath.Join(bin, "planner"), []string{"NATS_URL=" + url,
+	s.planner = testenv.Start(t, dir, "planner", filepath.Join(bin, "planner"), append([]string{"NATS_URL=" + url,
 		"REDIS_URL=" + s.redis.URL(), "RESCHED_PLANNER_HTTP_ADDR=" + plannerHTTP,
-		"RESCHED_PLANNER_PPROF=" + pprof})
+		"RESCHED_PLANNER_PPROF=" + pprof}, plannerEnv...))
 	for i := range workers {
 		name, addr := fmt.Sprint("worker-", i), testenv.FreeAddr(t)
 		s.profiled[name] = addr
