@@ -238,8 +238,8 @@ const clusterReload = time.Second
 // time-out of each try, whatever deadline the lease or the dispatch had given it.
 //
 // A client certificate (Cert, Key) is read again when its files change (certfile), so a
-// renewed one is used from the next connection on; logger (nil: none) hears of a renewal that
-// cannot be read.
+// renewed one is used from the next connection on; logger (nil: none) hears of each renewal,
+// read or not readable.
 func (o Options) Client(name string, logger *slog.Logger) (redis.UniversalClient, error) {
 	t, err := parse(o.URL)
 	if err != nil {
