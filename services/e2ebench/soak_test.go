@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/resched/resched/services/internal/testenv"
 )
 
@@ -54,13 +55,14 @@ func TestSoak(t *testing.T) {
 		"errorAction": {"type": "Http", "request": {"uri": "`+failing.URL+`/error", "method": "POST"}, "retryPolicy": {"retryType": "None"}}`)
 	s.putJobs(t, "churn", failingJobs, func(int) string { return failingJob })
 
+	rdb := s.redis.Client(t) // one connection for the samples: one a sample would grow Redis's memory itself
 	var samples []soakSample
 	warmAt := t1.Add(max(15*time.Second, d/3))
 	redisAt := t1.Add(window + 30*time.Second) // the result ids' window full, and the history
 	for tick := 0; time.Now().Before(end); tick++ {
 		time.Sleep(time.Until(time.Now().Add(time.Second).Truncate(time.Second)))
 		if tick%5 == 0 {
-			samples = append(samples, s.sample(t))
+			samples = append(samples, s.sample(t, rdb))
 		}
 		if tick%2 == 0 {
 			name := "j" + strconv.Itoa(tick/2%failingJobs)
@@ -76,7 +78,7 @@ func TestSoak(t *testing.T) {
 	}, func() string {
 		return fmt.Sprintf("due stream: %d not acknowledged; results: %d", s.pending(t, dueStream, workers), s.pending(t, resultsStream, resultsReaders))
 	})
-	samples = append(samples, s.sample(t))
+	samples = append(samples, s.sample(t, rdb))
 	p50, p99, max, early, _ := sk.stats()
 	t.Logf("soak of %v: %d steady occurrences delivered (want %d); lag p50 %v p99 %v max %v; early %d",
 		d, sk.count(), want, p50.Round(time.Millisecond), p99.Round(time.Millisecond), max.Round(time.Millisecond), early)
@@ -105,14 +107,14 @@ type soakSample struct {
 	plannerGoroutines, workersGoroutines int
 }
 
-func (s *stack) sample(t testing.TB) soakSample {
+func (s *stack) sample(t testing.TB, rdb *redis.Client) soakSample {
 	t.Helper()
 	x := soakSample{at: time.Now(), plannerRSS: rssMiB(t, s.planner.PID()), plannerGoroutines: goroutines(t, s.profiled["planner"])}
 	for i, w := range s.workers {
 		x.workersRSS += rssMiB(t, w.PID())
 		x.workersGoroutines += goroutines(t, s.profiled[fmt.Sprint("worker-", i)])
 	}
-	info, err := s.redis.Client(t).Info(context.Background(), "memory").Result()
+	info, err := rdb.Info(context.Background(), "memory").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
