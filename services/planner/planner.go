@@ -269,16 +269,14 @@ func (p *planner) lookAtRedis(ctx context.Context) {
 	case err != nil:
 		p.log.Info("could not tell whether Redis may evict keys", "error", err)
 	case len(evicting) > 0:
-		p.log.Warn("Redis may evict keys to make room, and an evicted key is a job, collection or history lost: "+
-			"set maxmemory-policy noeviction (docs/operations.md)", "servers", evicting)
+		p.log.Warn(store.EvictingRisk, "servers", evicting)
 	}
 	unlogged, err := p.store.Unlogged(ctx)
 	switch {
 	case err != nil:
 		p.log.Info("could not tell whether Redis keeps an append-only file", "error", err)
 	case len(unlogged) > 0:
-		p.log.Warn("Redis keeps no append-only file: a crash or restart loses what was written since its last snapshot, "+
-			"every job without one: set appendonly yes (docs/operations.md)", "servers", unlogged)
+		p.log.Warn(store.UnloggedRisk, "servers", unlogged)
 	}
 	used, err := p.store.UseScriptFlags(ctx)
 	switch {

@@ -52,7 +52,8 @@ func TestClusterStatus(t *testing.T) {
 		!strings.HasPrefix(st.Warnings[1], "planner "+st.AnsweredBy+": no secret keys") {
 		t.Errorf("warnings %q, want the Redis without an append-only file and the planner without secret keys named", st.Warnings)
 	}
-	wantLines(t, out, "Warning:  +Redis keeps no append-only file on redis: a crash or restart loses what was written since its last snapshot (set appendonly yes)")
+	wantLines(t, out, "Warning:  +Redis keeps no append-only file: a crash or restart loses what was written since its last snapshot, "+
+		"every job without one: set appendonly yes (docs/operations.md); servers: redis")
 }
 
 // With Redis not answering (its process stopped, as a host that is gone: connections hang

@@ -108,14 +108,12 @@ func (s *Source) redis(ctx context.Context, now time.Time) fromRedis {
 	if evicting, err := s.Store.Evicting(ctx); err != nil {
 		r.problems = append(r.problems, "could not tell whether Redis may evict keys: "+err.Error())
 	} else if len(evicting) > 0 {
-		r.warnings = append(r.warnings, "Redis may evict keys to make room ("+strings.Join(evicting, ", ")+
-			"), and an evicted key is a job, collection or history lost (set maxmemory-policy noeviction)")
+		r.warnings = append(r.warnings, store.EvictingRisk+"; servers: "+strings.Join(evicting, ", "))
 	}
 	if unlogged, err := s.Store.Unlogged(ctx); err != nil {
 		r.problems = append(r.problems, "could not tell whether Redis keeps an append-only file: "+err.Error())
 	} else if len(unlogged) > 0 {
-		r.warnings = append(r.warnings, "Redis keeps no append-only file on "+strings.Join(unlogged, ", ")+
-			": a crash or restart loses what was written since its last snapshot (set appendonly yes)")
+		r.warnings = append(r.warnings, store.UnloggedRisk+"; servers: "+strings.Join(unlogged, ", "))
 	}
 	return r
 }

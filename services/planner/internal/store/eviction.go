@@ -10,6 +10,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// EvictingRisk says what Evicting finds, and what to do: the planner's start logs it, and
+// `schedctl cluster status` shows it, in these words.
+const EvictingRisk = "Redis may evict keys to make room, and an evicted key is a job, collection or history lost: " +
+	"set maxmemory-policy noeviction (docs/operations.md)"
+
 // Evicting names the Redis masters that may evict keys to make room: a maxmemory set and a
 // maxmemory-policy other than noeviction. The keys are the jobs, their collections and their
 // history, so an evicted key is one of them lost without a trace. Read from INFO memory, which

@@ -9,6 +9,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// UnloggedRisk says what Unlogged finds, and what to do, as EvictingRisk does.
+const UnloggedRisk = "Redis keeps no append-only file: a crash or restart loses what was written since its last snapshot, " +
+	"every job without one: set appendonly yes (docs/operations.md)"
+
 // Unlogged names the Redis masters that keep no append-only file: a crash or restart of one
 // loses what was written since its last snapshot, and every job it held if it takes none
 // (operations.md asks for AOF). Read from INFO persistence, as Evicting reads its section.
