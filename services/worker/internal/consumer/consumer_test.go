@@ -201,6 +201,26 @@ func TestErrorActionsOfARunNowAndAnOccurrenceOfItsMillisecondBothRun(t *testing.
 	testenv.Eventually(t, deadline, "every due message to be acknowledged", func() bool { return e.dueMessages(t) == 0 })
 }
 
+// An occurrence published without a message id (by a client other than a planner) still has
+// its error action: the error message's id is then made from the occurrence.
+func TestErrorActionOfAnOccurrenceWithoutAnIDRuns(t *testing.T) {
+	e := newEnv(t)
+	res := e.results(t)
+	main := newTarget(t, http.StatusInternalServerError)
+	fallback := newTarget(t)
+	e.worker(t, nil)
+	none := &job.RetryPolicy{RetryType: job.RetryNone}
+	tag := e.publishDueAs(t, "c", "j", scheduled, 1, "", job.Action{ActionSpec: httpAct(main.URL, none),
+		ErrorAction: &job.ErrorAction{ActionSpec: httpAct(fallback.URL, none)}})
+	checkResults(t, res.take(t, 2), tag, []summary{
+		{job.ActionNameMain, 0, job.ExecutionFailed, false, false},
+		{job.ActionNameError, 0, job.ExecutionCompleted, true, true},
+	})
+	if n := len(fallback.callsSoFar()); n != 1 {
+		t.Errorf("the error action ran %d times, want once", n)
+	}
+}
+
 func TestMalformedMessagesAreTerminated(t *testing.T) {
 	e := newEnv(t)
 	res := e.results(t)

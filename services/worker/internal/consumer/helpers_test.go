@@ -109,7 +109,7 @@ func (e *env) publishDue(t *testing.T, collection, jobName string, at time.Time,
 }
 
 // publishDueAs publishes an occurrence numbered occurrence with the message id id (a run-now's
-// has its own), as the planner does, and returns its execution tag.
+// has its own; none when ""), as the planner does, and returns its execution tag.
 func (e *env) publishDueAs(t *testing.T, collection, jobName string, at time.Time, occurrence int, id string, act job.Action) string {
 	t.Helper()
 	raw, err := json.Marshal(act)
@@ -118,7 +118,9 @@ func (e *env) publishDueAs(t *testing.T, collection, jobName string, at time.Tim
 	}
 	m := nats.NewMsg(e.subjects.Due(collection, jobName))
 	m.Data = bus.AppendDueTagged(nil, collection, jobName, 0, at, bus.TagOf(id), occurrence, raw)
-	m.Header.Set(bus.HeaderMsgID, id)
+	if id != "" { // "": as a client that sets none
+		m.Header.Set(bus.HeaderMsgID, id)
+	}
 	if _, err := e.js.PublishMsg(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
