@@ -1,6 +1,7 @@
 package security
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -51,4 +52,51 @@ func TestRedisTLSWithClientCertificate(t *testing.T) {
 	sc := run(t, setup{natsURL: natstest.Start(t).ClientURL(), redis: []string{"REDIS_URL=" + rdb.URL(),
 		"REDIS_CA=" + rdb.CA, "REDIS_CERT=" + rdb.ClientCert.CertFile, "REDIS_KEY=" + rdb.ClientCert.KeyFile}})
 	sc.deliver(t, "c", "tls", "pw-redis-tls")
+}
+
+// Passwords rotated in place (a Kubernetes Secret refreshed in its mount): the planner's Redis
+// password and the planner's and worker's NATS passwords are files, the servers come to accept
+// only new ones, the files are rotated, and the old connections are closed. The services
+// connect again with the new passwords and go on delivering, without a restart. Read once at
+// start, every new connection was refused until the liveness check restarted them.
+func TestPasswordsRotatedInPlace(t *testing.T) {
+	users := map[string]string{"planner": "nats-pw-1", "worker": "nats-pw-1", "client": "pw-c"}
+	srv := natstest.Start(t, withUsers(users))
+	rdb := redistest.Start(t, redistest.WithACLUser("admin", "admin-pw"),
+		redistest.WithArgs("--user", "resched", "on", ">redis-pw-1", "~*", "&*", "+@all"))
+	secrets := t.TempDir()
+	natsFile := writeFile(t, secrets, "nats-password", []byte("nats-pw-1\n"))
+	redisFile := writeFile(t, secrets, "redis-password", []byte("redis-pw-1\n"))
+	plain := strings.Replace(rdb.URL(), "admin:admin-pw@", "", 1)
+	sc := run(t, setup{natsURL: srv.ClientURL(), planner: []string{"NATS_USER=planner", "NATS_PASSWORD_FILE=" + natsFile},
+		worker: []string{"NATS_USER=worker", "NATS_PASSWORD_FILE=" + natsFile}, client: []string{"NATS_USER=client", "NATS_PASSWORD=pw-c"},
+		redis: []string{"REDIS_URL=" + plain, "REDIS_USERNAME=resched", "REDIS_PASSWORD_FILE=" + redisFile}})
+	sc.deliver(t, "c", "before", "pw-before")
+
+	ctx := context.Background()
+	admin := rdb.Client(t)
+	testenv.WriteNewer(t, redisFile, []byte("redis-pw-2\n"))
+	testenv.WriteNewer(t, natsFile, []byte("nats-pw-2\n"))
+	if err := admin.Do(ctx, "ACL", "SETUSER", "resched", "resetpass", ">redis-pw-2").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.ClientKillByFilter(ctx, "USER", "resched").Err(); err != nil {
+		t.Fatal(err)
+	}
+	srv.Reload(withUsers(map[string]string{"planner": "nats-pw-2", "worker": "nats-pw-2", "client": "pw-c"}))
+	// The server turns out the connections made with the old password, then each service
+	// connects again, at its next attempt, with the file's new one.
+	for _, s := range []*service{sc.planner, sc.worker} {
+		testenv.Eventually(t, 10*time.Second, s.Name+" turned out", func() bool { return s.logged("authorization violation") }, s.Tail)
+		testenv.Eventually(t, 20*time.Second, s.Name+" connected again", func() bool { return s.status("/readyz") == 200 }, s.Tail)
+	}
+	sc.deliver(t, "c", "after", "pw-after")
+	for _, s := range []*service{sc.planner, sc.worker} {
+		if code := s.status("/healthz"); code != 200 || !s.Running() {
+			t.Errorf("%s after the rotation: /healthz %d", s.Name, code)
+		}
+		if s.logged("pw-1") || s.logged("pw-2") {
+			t.Errorf("%s logged a password", s.Name)
+		}
+	}
 }

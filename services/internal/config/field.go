@@ -19,6 +19,13 @@ func OptionalText(p *string, check func(string) error) Field {
 	return optionalTextField{textField{p, check}}
 }
 
+// Secret is an OptionalText (a password, a token) that remembers where it was read: given as
+// the variable X_FILE (a mounted Secret), *file is that path, so that the service can read the
+// file again when it is rotated in place; given otherwise, *file is empty.
+func Secret(p, file *string, check func(string) error) Field {
+	return secretField{optionalTextField{textField{p, check}}, file}
+}
+
 // Level is a slog level: debug, info, warn or error.
 func Level(p *slog.Level) Field { return levelField{p} }
 
@@ -73,6 +80,17 @@ func (f optionalTextField) Set(v string) error {
 	}
 	return f.textField.Set(v)
 }
+
+// secretField is an optional text whose file, when it came from one, is kept (fileSource).
+type secretField struct {
+	optionalTextField
+	file *string
+}
+
+func (f secretField) setFile(path string) { *f.file = path }
+
+// fileSource is a Field that keeps the path of the X_FILE it was read from.
+type fileSource interface{ setFile(path string) }
 
 // levelField is a slog level by name.
 type levelField struct{ p *slog.Level }

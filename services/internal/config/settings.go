@@ -20,12 +20,14 @@ type Setting struct {
 // Parse reads settings for the command name: their defaults (already in the fields), then the
 // environment (through getenv, so tests need not touch the process's), then flags. A variable
 // X may also be given as X_FILE, the path of a file holding its value (a mounted Secret), as
-// container images commonly allow; X itself wins when both are set. A usage
+// container images commonly allow; X itself wins when both are set, and a flag over both. A
+// Secret read from X_FILE also keeps the file's path (Secret). A usage
 // problem (flag.ErrHelp for -h, an unknown flag, an argument) is returned as err, with the
 // usage written to output; bad values come back in problems, every one naming its flag and
 // its variable.
 func Parse(name string, settings []Setting, args []string, getenv func(string) string, output io.Writer) (problems []error, err error) {
 	raw := make([]string, len(settings))
+	files := make([]string, len(settings)) // the X_FILE a value was read from
 	envs := map[string]bool{}
 	for _, s := range settings {
 		envs[s.Env] = true
@@ -50,6 +52,7 @@ func Parse(name string, settings []Setting, args []string, getenv func(string) s
 				continue
 			}
 			raw[i] = strings.TrimRight(string(b), "\r\n")
+			files[i] = path
 		}
 	}
 	if err := fs.Parse(args); err != nil {
@@ -58,9 +61,15 @@ func Parse(name string, settings []Setting, args []string, getenv func(string) s
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q: the %s takes flags only", fs.Arg(0), name)
 	}
+	given := map[string]bool{} // flags on the command line, which win over a file
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	for i, s := range settings {
 		if err := s.Value.Set(raw[i]); err != nil {
 			problems = append(problems, fmt.Errorf("%s (-%s, %s): %w", s.What, s.Flag, s.Env, err))
+			continue
+		}
+		if fsrc, ok := s.Value.(fileSource); ok && files[i] != "" && !given[s.Flag] {
+			fsrc.setFile(files[i])
 		}
 	}
 	return problems, nil

@@ -49,3 +49,31 @@ func TestBoolFlagsStandAlone(t *testing.T) {
 		t.Errorf("X_SWITCH=true: %v %v %v", b, err, problems)
 	}
 }
+
+func TestASecretKeepsTheFileItWasReadFrom(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "password")
+	if err := os.WriteFile(secret, []byte("from-a-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name      string
+		env       map[string]string
+		args      []string
+		want, src string
+	}{
+		{"from a file", map[string]string{"X_PASSWORD_FILE": secret}, nil, "from-a-file", secret},
+		{"the variable over the file", map[string]string{"X_PASSWORD": "direct", "X_PASSWORD_FILE": secret}, nil, "direct", ""},
+		{"the flag over the file", map[string]string{"X_PASSWORD_FILE": secret}, []string{"-password", "flag"}, "flag", ""},
+		{"neither", nil, nil, "", ""},
+	} {
+		var password, file string
+		settings := []Setting{Define("password", "password", "X_PASSWORD", "", Secret(&password, &file, func(string) error { return nil }))}
+		problems, err := Parse("test", settings, c.args, func(k string) string { return c.env[k] }, io.Discard)
+		if err != nil || len(problems) > 0 {
+			t.Fatal(c.name, err, problems)
+		}
+		if password != c.want || file != c.src {
+			t.Errorf("%s: password %q from %q, want %q from %q", c.name, password, file, c.want, c.src)
+		}
+	}
+}

@@ -24,6 +24,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 	"github.com/resched/resched/services/internal/config"
+	"github.com/resched/resched/services/internal/reload"
 )
 
 // Options say how to reach NATS and who to be there.
@@ -37,6 +38,10 @@ type Options struct {
 	CA          string // PEM file of the CAs that sign the servers' certificates
 	Cert, Key   string // PEM files of a client certificate and its key (mutual TLS)
 	InboxPrefix string // replies come on <InboxPrefix>.…; default _INBOX
+	// PasswordFile and TokenFile are the files Password and Token were read from
+	// (NATS_PASSWORD_FILE, NATS_TOKEN_FILE), read again at each connection attempt, as a
+	// .creds file is, so a secret rotated in place is picked up without a restart.
+	PasswordFile, TokenFile string
 	// AuthGrace is how long a service that was connected keeps trying credentials the server
 	// refuses before its liveness fails; 0: DefaultAuthGrace.
 	AuthGrace time.Duration
@@ -55,8 +60,8 @@ func (o *Options) Settings() []config.Setting {
 	return []config.Setting{
 		config.Define("NATS URL", "nats-url", "NATS_URL", "NATS server URL, or a comma-separated list", config.Text(&o.URL, config.NATSURLs)),
 		config.Define("NATS user", "nats-user", "NATS_USER", "user name, with -nats-password (or in the URL)", config.OptionalText(&o.User, none)),
-		config.Define("NATS password", "nats-password", "NATS_PASSWORD", "password of -nats-user", config.OptionalText(&o.Password, none)),
-		config.Define("NATS token", "nats-token", "NATS_TOKEN", "authentication token", config.OptionalText(&o.Token, none)),
+		config.Define("NATS password", "nats-password", "NATS_PASSWORD", "password of -nats-user", config.Secret(&o.Password, &o.PasswordFile, none)),
+		config.Define("NATS token", "nats-token", "NATS_TOKEN", "authentication token", config.Secret(&o.Token, &o.TokenFile, none)),
 		config.Define("NATS credentials", "nats-creds", "NATS_CREDS", "a .creds file (user JWT and seed, operator mode); read again at each reconnect, so a rotated file is picked up", config.OptionalText(&o.Creds, readable)),
 		config.Define("NATS nkey", "nats-nkey", "NATS_NKEY", "a file holding an nkey seed", config.OptionalText(&o.NKey, readable)),
 		config.Define("NATS CA", "nats-ca", "NATS_CA", "PEM file of the CAs that sign the NATS servers' certificates", config.OptionalText(&o.CA, readable)),
@@ -143,7 +148,7 @@ func credsUser(path string) (*jwt.UserClaims, error) {
 func (o Options) LogValue() slog.Value {
 	attrs := []slog.Attr{slog.String("url", config.RedactURLs(o.URL)), slog.String("identity", o.Identity()),
 		slog.String("ping_interval", cmp.Or(o.PingInterval, DefaultPingInterval).String())}
-	for k, v := range map[string]string{"ca": o.CA, "cert": o.Cert, "inbox_prefix": o.InboxPrefix} {
+	for k, v := range map[string]string{"ca": o.CA, "cert": o.Cert, "inbox_prefix": o.InboxPrefix, "password_file": o.PasswordFile, "token_file": o.TokenFile} {
 		if v != "" {
 			attrs = append(attrs, slog.String(k, v))
 		}
@@ -151,8 +156,9 @@ func (o Options) LogValue() slog.Value {
 	return slog.GroupValue(attrs...)
 }
 
-// clientOptions are the nats.go options of the identity, TLS and inbox.
-func (o Options) clientOptions() ([]nats.Option, error) {
+// clientOptions are the nats.go options of the identity, TLS and inbox. logger (nil: none)
+// hears of each rotation of a password or token file.
+func (o Options) clientOptions(logger *slog.Logger) ([]nats.Option, error) {
 	var opts []nats.Option
 	switch {
 	case o.Creds != "":
@@ -164,10 +170,25 @@ func (o Options) clientOptions() ([]nats.Option, error) {
 		}
 		opts = append(opts, opt)
 	}
-	if o.User != "" {
+	switch {
+	case o.User != "" && o.PasswordFile != "":
+		password, err := reload.NewText(o.PasswordFile, reload.Logged(logger, "the NATS password file"))
+		if err != nil {
+			return nil, fmt.Errorf("NATS password: %w", err)
+		}
+		user := o.User
+		opts = append(opts, nats.UserInfoHandler(func() (string, string) { return user, password.Get() }))
+	case o.User != "":
 		opts = append(opts, nats.UserInfo(o.User, o.Password))
 	}
-	if o.Token != "" {
+	switch {
+	case o.Token != "" && o.TokenFile != "":
+		token, err := reload.NewText(o.TokenFile, reload.Logged(logger, "the NATS token file"))
+		if err != nil {
+			return nil, fmt.Errorf("NATS token: %w", err)
+		}
+		opts = append(opts, nats.TokenHandler(token.Get))
+	case o.Token != "":
 		opts = append(opts, nats.Token(o.Token))
 	}
 	if o.CA != "" {
@@ -232,7 +253,7 @@ func Connect(o Options, name string, logger *slog.Logger) (*Conn, error) {
 	if c.grace <= 0 {
 		c.grace = DefaultAuthGrace
 	}
-	opts, err := o.clientOptions()
+	opts, err := o.clientOptions(logger)
 	if err != nil {
 		return nil, err
 	}
@@ -387,7 +408,7 @@ func IsAuthError(err error) bool {
 // Dial connects once, for a command: no reconnection, a time-out. errs receives the errors the
 // server reports later (a permissions violation), so a command can say why a request failed.
 func Dial(o Options, name string, timeout time.Duration, errs func(error)) (*nats.Conn, error) {
-	opts, err := o.clientOptions()
+	opts, err := o.clientOptions(nil)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -69,6 +70,43 @@ func TestRefusedCredentialsAreRetriedAndRecover(t *testing.T) {
 	testenv.Eventually(t, 10*time.Second, "reconnected and live", func() bool {
 		return c.Status() == nats.CONNECTED && c.Live(context.Background()) == nil
 	}, logs.String)
+}
+
+// A password or token read from a file is read again at each connection attempt: the server
+// comes to accept only a new one, the file is rotated in place, and the service reconnects
+// with it, without a restart. Read once, it was refused until its liveness failed.
+func TestARotatedSecretFileIsUsedOnTheNextConnection(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		with func(secret string) natstest.Option
+		opts func(secret, file string) natsconn.Options
+	}{
+		{"password", func(pw string) natstest.Option { return withUser("svc", pw) }, func(pw, file string) natsconn.Options {
+			return natsconn.Options{User: "svc", Password: pw, PasswordFile: file}
+		}},
+		{"token", func(token string) natstest.Option {
+			return func(o *server.Options) { o.Authorization = token }
+		}, func(token, file string) natsconn.Options { return natsconn.Options{Token: token, TokenFile: file} }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := natstest.Start(t, c.with("secret-1"))
+			file := filepath.Join(t.TempDir(), c.name)
+			testenv.WriteNewer(t, file, []byte("secret-1\n"))
+			o := c.opts("secret-1", file)
+			o.URL = srv.ClientURL()
+			conn, logs := connect(t, o)
+			testenv.Eventually(t, 5*time.Second, "connected", func() bool { return conn.Status() == nats.CONNECTED })
+
+			testenv.WriteNewer(t, file, []byte("secret-2\n"))
+			srv.Reload(c.with("secret-2"))
+			testenv.Eventually(t, 10*time.Second, "reconnected with the rotated secret", func() bool {
+				return conn.Status() == nats.CONNECTED && conn.Live(context.Background()) == nil && conn.Reconnects > 0
+			}, logs.String)
+			if l := logs.String(); strings.Contains(l, "secret-") {
+				t.Errorf("the log holds the secret:\n%s", l)
+			}
+		})
+	}
 }
 
 // A server that hangs (the link frozen: the connection open, nothing answered) is given up

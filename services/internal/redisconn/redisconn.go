@@ -12,6 +12,7 @@
 package redisconn
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -36,8 +37,12 @@ type Options struct {
 	// User and Password, when Password is set, replace those of the URL: the URL can then sit
 	// in a ConfigMap and the password alone in a Secret (REDIS_PASSWORD_FILE).
 	User, Password string
-	CA             string // PEM file of the CAs that sign the servers' certificates
-	Cert, Key      string // PEM files of a client certificate and its key
+	// PasswordFile is the file Password was read from (REDIS_PASSWORD_FILE), read again at
+	// each new connection, so a password rotated in place reaches the planner without a
+	// restart.
+	PasswordFile string
+	CA           string // PEM file of the CAs that sign the servers' certificates
+	Cert, Key    string // PEM files of a client certificate and its key
 }
 
 // Settings are the options as a service's settings: -redis-url, -redis-user, -redis-password,
@@ -50,7 +55,7 @@ func (o *Options) Settings() []config.Setting {
 			"redis:// or rediss:// (one server), redis+cluster://h:p,h:p/ (Cluster), redis+sentinel://h:p,h:p/master/db (Sentinel)",
 			config.Text(&o.URL, checkURL)),
 		config.Define("Redis user", "redis-user", "REDIS_USERNAME", "ACL user, with -redis-password (instead of the URL's)", config.OptionalText(&o.User, none)),
-		config.Define("Redis password", "redis-password", "REDIS_PASSWORD", "password (of -redis-user, else of the default user), instead of the URL's", config.OptionalText(&o.Password, none)),
+		config.Define("Redis password", "redis-password", "REDIS_PASSWORD", "password (of -redis-user, else of the default user), instead of the URL's", config.Secret(&o.Password, &o.PasswordFile, none)),
 		config.Define("Redis CA", "redis-ca", "REDIS_CA", "PEM file of the CAs that sign the Redis servers' certificates (rediss)", config.OptionalText(&o.CA, readable)),
 		config.Define("Redis client certificate", "redis-cert", "REDIS_CERT", "PEM file of a client certificate, with -redis-key", config.OptionalText(&o.Cert, readable)),
 		config.Define("Redis client key", "redis-key", "REDIS_KEY", "PEM file of the client certificate's key", config.OptionalText(&o.Key, readable)),
@@ -93,6 +98,9 @@ func (o Options) LogValue() slog.Value {
 	attrs := []slog.Attr{slog.String("url", Redact(o.URL))}
 	if o.Password != "" {
 		attrs = append(attrs, slog.String("user", o.User), slog.String("password", "xxxxx"))
+	}
+	if o.PasswordFile != "" {
+		attrs = append(attrs, slog.String("password_file", o.PasswordFile))
 	}
 	if t, err := parse(o.URL); err == nil {
 		attrs = append(attrs, slog.String("topology", t.kind))
@@ -239,7 +247,8 @@ const clusterReload = time.Second
 //
 // A client certificate (Cert, Key) is read again when its files change (certfile), so a
 // renewed one is used from the next connection on; logger (nil: none) hears of each renewal,
-// read or not readable.
+// read or not readable. So is a password read from a file (PasswordFile): each new connection
+// authenticates with the file's password of the moment.
 func (o Options) Client(name string, logger *slog.Logger) (redis.UniversalClient, error) {
 	t, err := parse(o.URL)
 	if err != nil {
@@ -253,6 +262,10 @@ func (o Options) Client(name string, logger *slog.Logger) (redis.UniversalClient
 		if tlsConfig, err = o.tlsConfig(logger); err != nil {
 			return nil, err
 		}
+	}
+	credentials, err := o.credentials(logger)
+	if err != nil {
+		return nil, err
 	}
 	switch t.kind {
 	case "cluster":
@@ -272,6 +285,7 @@ func (o Options) Client(name string, logger *slog.Logger) (redis.UniversalClient
 			ClusterStateReloadInterval: clusterReload,
 			ContextTimeoutEnabled:      true,
 			NewClient:                  newClusterNode,
+			CredentialsProviderContext: credentials,
 		}), nil
 	case "sentinel":
 		sentinelUser, sentinelPassword := t.user, t.password
@@ -284,6 +298,9 @@ func (o Options) Client(name string, logger *slog.Logger) (redis.UniversalClient
 			TLSConfig: tlsConfig, ClientName: name,
 			MaxRetries: 6, MinRetryBackoff: 100 * time.Millisecond, MaxRetryBackoff: time.Second, DialTimeout: 2 * time.Second,
 			ContextTimeoutEnabled: true,
+			// The data nodes' connections; the sentinels are asked with the password read at
+			// start.
+			CredentialsProviderContext: credentials,
 		}), nil
 	}
 	opts, err := redis.ParseURL(t.serverURL)
@@ -295,6 +312,7 @@ func (o Options) Client(name string, logger *slog.Logger) (redis.UniversalClient
 	if o.Password != "" {
 		opts.Username, opts.Password = o.User, o.Password
 	}
+	opts.CredentialsProviderContext = credentials
 	if tlsConfig != nil {
 		if opts.TLSConfig != nil {
 			tlsConfig.ServerName = opts.TLSConfig.ServerName
@@ -302,6 +320,21 @@ func (o Options) Client(name string, logger *slog.Logger) (redis.UniversalClient
 		opts.TLSConfig = tlsConfig
 	}
 	return redis.NewClient(opts), nil
+}
+
+// credentials is go-redis's provider of a password file's user and password, read at each
+// new connection and again only when the file changed (reload); nil without a file, which
+// leaves go-redis the password given.
+func (o Options) credentials(logger *slog.Logger) (func(context.Context) (string, string, error), error) {
+	if o.PasswordFile == "" || o.Password == "" {
+		return nil, nil
+	}
+	password, err := reload.NewText(o.PasswordFile, reload.Logged(logger, "the Redis password file"))
+	if err != nil {
+		return nil, fmt.Errorf("Redis password: %w", err)
+	}
+	user := o.User
+	return func(context.Context) (string, string, error) { return user, password.Get(), nil }, nil
 }
 
 // tlsConfig is the TLS of a rediss URL: the system's CAs, or those of the CA file, and the

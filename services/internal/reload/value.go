@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -44,6 +45,22 @@ func New[T any](read func() (T, error), changed func(error), paths ...string) (*
 	}
 	v.loaded = st
 	return v, nil
+}
+
+// NewText is the text of one file (a password, a token in a mounted Secret), without the line
+// ending it may have, as config reads a variable's X_FILE. An empty file is an error, so a
+// Secret swapped while half written keeps the text read before.
+func NewText(path string, changed func(error)) (*Value[string], error) {
+	return New(func() (string, error) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", err
+		}
+		if text := strings.TrimRight(string(b), "\r\n"); text != "" {
+			return text, nil
+		}
+		return "", fmt.Errorf("%s is empty", path)
+	}, changed, path)
 }
 
 // Get is the value, read again first when its files changed.

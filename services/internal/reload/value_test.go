@@ -60,3 +60,21 @@ func TestValueFollowsItsFile(t *testing.T) {
 		t.Error("a value of a file that is not there was made")
 	}
 }
+
+// A text is its file's without the line ending; an empty file keeps the text read before.
+func TestTextFollowsItsFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "password")
+	testenv.WriteNewer(t, path, []byte("old\n"))
+	v, err := reload.NewText(path, nil)
+	if err != nil || v.Get() != "old" {
+		t.Fatalf("first read: %v", err)
+	}
+	testenv.WriteNewer(t, path, []byte("new\r\n"))
+	if got := v.Get(); got != "new" {
+		t.Fatalf("after a rotation, %q, want new", got)
+	}
+	testenv.WriteNewer(t, path, nil)
+	if got := v.Get(); got != "new" {
+		t.Fatalf("after the file was emptied, %q, want new kept", got)
+	}
+}
