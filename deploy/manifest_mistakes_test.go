@@ -13,7 +13,7 @@ var mistakes = []variant{
 	},
 	{
 		name: "Secret key that does not exist", from: "base", check: "config and secret references", want: "redis-uri",
-		extra: jsonPatch("Deployment", "planner", `[{"op": "replace", "path": "/spec/template/spec/containers/0/env/2/valueFrom/secretKeyRef/key", "value": "redis-uri"}]`),
+		extra: jsonPatch("Deployment", "planner", `[{"op": "replace", "path": "/spec/template/spec/containers/0/env/1/valueFrom/secretKeyRef/key", "value": "redis-uri"}]`),
 	},
 	{
 		name: "ConfigMap key the planner does not read", from: "base", check: "service environment", want: "RESCHED_PLANNER_LOGLEVEL",
@@ -21,7 +21,7 @@ var mistakes = []variant{
 	},
 	{
 		name: "planner without REDIS_URL", from: "base", check: "service environment", want: "REDIS_URL is not set",
-		extra: jsonPatch("Deployment", "planner", `[{"op": "remove", "path": "/spec/template/spec/containers/0/env/2"}]`),
+		extra: jsonPatch("Deployment", "planner", `[{"op": "remove", "path": "/spec/template/spec/containers/0/env/1"}]`),
 	},
 	{
 		name: "planner container renamed", from: "base", check: "service environment", want: "no container named planner",
@@ -107,7 +107,11 @@ spec:
 	},
 	{
 		name: "planner with the wrong Redis password", from: "base", check: "authentication", want: "REDIS_PASSWORD",
-		extra: jsonPatch("Deployment", "planner", `[{"op": "replace", "path": "/spec/template/spec/containers/0/env/3/valueFrom/secretKeyRef/key", "value": "nats-admin-password"}]`),
+		extra: jsonPatch("Deployment", "planner", `[{"op": "replace", "path": "/spec/template/spec/volumes/0/secret/items/1/key", "value": "nats-admin-password"}]`),
+	},
+	{
+		name: "worker whose password file is not mounted", from: "base", check: "authentication", want: "worker: NATS_PASSWORD is not",
+		extra: jsonPatch("Deployment", "worker", `[{"op": "remove", "path": "/spec/template/spec/volumes/0"}, {"op": "remove", "path": "/spec/template/spec/containers/0/volumeMounts/0"}]`),
 	},
 	{
 		name: "worker without the secret keys", from: "base", check: "authentication", want: "not in a mounted Secret",

@@ -55,11 +55,11 @@ func checkAuthentication(m *manifests) []string {
 			user, _ := m.envValue(c, "NATS_USER")
 			variable, known := users[user]
 			want, _ := m.envValue(server, variable)
-			if got, _ := m.envValue(c, "NATS_PASSWORD"); !known || got != want || !fromSecret(c, "NATS_PASSWORD") {
+			if got, _ := m.envValue(c, "NATS_PASSWORD"); !known || got != want || !m.fromSecret(c, "NATS_PASSWORD") {
 				problems = append(problems, fmt.Sprintf("%s: NATS_PASSWORD is not, from a Secret, the password nats.conf gives user %q", program, user))
 			}
 			if program == "planner" {
-				if got, _ := m.envValue(c, "REDIS_PASSWORD"); (got != redisPassword && !m.externalRedis()) || !fromSecret(c, "REDIS_PASSWORD") {
+				if got, _ := m.envValue(c, "REDIS_PASSWORD"); (got != redisPassword && !m.externalRedis()) || !m.fromSecret(c, "REDIS_PASSWORD") {
 					problems = append(problems, "planner: REDIS_PASSWORD is not, from a Secret, the password Redis requires")
 				}
 			}
@@ -90,14 +90,20 @@ func flagOf(args []string, names ...string) string {
 	return v
 }
 
-// fromSecret reports whether the container's variable comes from a Secret's key.
-func fromSecret(c corev1.Container, name string) bool {
+// fromSecret reports whether the container's variable comes from a Secret's key: set from
+// it, or given as X_FILE, a file of a mounted Secret.
+func (m *manifests) fromSecret(c corev1.Container, name string) bool {
 	for _, e := range c.Env {
 		if e.Name == name {
 			return e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil
 		}
 	}
-	return false
+	file, ok := m.envSet(c, name+"_FILE")
+	if !ok {
+		return false
+	}
+	_, err := secretFile(c, m.podOf(c.Name), file)
+	return err == nil
 }
 
 // podOf is the pod template of a program's workload.

@@ -119,9 +119,30 @@ func secretValue(s *corev1.Secret, key string) (string, bool) {
 }
 
 // envValue is the value of an environment variable in the container, following env (which
-// wins) and envFrom into the ConfigMaps and Secrets of m. ok is false when the variable is not
-// set, or set from something the manifests do not hold (a field of the pod, a resource).
+// wins) and envFrom into the ConfigMaps and Secrets of m, and else X_FILE into the Secret
+// mounted there, as the services read it. ok is false when the variable is not set, or set
+// from something the manifests do not hold (a field of the pod, a resource).
 func (m *manifests) envValue(c corev1.Container, name string) (string, bool) {
+	if v, ok := m.envSet(c, name); ok || strings.HasSuffix(name, "_FILE") {
+		return v, ok
+	}
+	file, ok := m.envSet(c, name+"_FILE")
+	if !ok {
+		return "", false
+	}
+	ref, err := secretFile(c, m.podOf(c.Name), file)
+	if err != nil {
+		return "", false
+	}
+	secretName, key, _ := strings.Cut(ref, "/")
+	if s := m.secret(secretName); s != nil {
+		return secretValue(s, key)
+	}
+	return "", false
+}
+
+// envSet is the value of a variable set in the container itself, through env or envFrom.
+func (m *manifests) envSet(c corev1.Container, name string) (string, bool) {
 	for _, e := range c.Env {
 		if e.Name != name {
 			continue
