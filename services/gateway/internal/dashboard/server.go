@@ -84,7 +84,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.mux = http.NewServeMux()
 	s.mux.Handle("GET /dashboard/", http.StripPrefix("/dashboard/", http.FileServer(http.FS(static))))
-	s.mux.Handle("GET /dashboard", http.RedirectHandler("/dashboard/", http.StatusMovedPermanently))
+	// A relative Location (http.Redirect would make it absolute): behind a proxy that serves
+	// the gateway under a path, /resched/dashboard leads to /resched/dashboard/.
+	s.mux.HandleFunc("GET /dashboard", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Location", "dashboard/")
+		w.WriteHeader(http.StatusMovedPermanently)
+	})
 	api := func(pattern string, write bool, h func(*call) (any, error)) {
 		s.mux.HandleFunc(pattern, s.endpoint(write, h))
 	}

@@ -24,8 +24,9 @@ const consoleErrors = [];
     page.on("pageerror", (e) => consoleErrors.push(e.message));
 
     step("sign in");
-    await page.goto(BASE + "/dashboard/");
+    await page.goto(BASE + "/dashboard"); // redirected to dashboard/, under BASE's path
     await page.waitForSelector("#token");
+    check(page.url().startsWith(BASE + "/dashboard/"), "/dashboard leads to the dashboard: " + page.url());
     check(page.url().endsWith("#/login"), "an unsigned page goes to the sign-in: " + page.url());
     await page.fill("#token", "not-a-token");
     await page.press("#token", "Enter");
@@ -112,15 +113,15 @@ const consoleErrors = [];
     // that has not recorded it yet would (the list as it was before the run); the page reads again.
     const runsCell = `tr[data-job="${COLLECTION}/http-ok"] td:nth-child(6)`;
     const runsBefore = Number(await page.textContent(runsCell));
-    const staleList = await page.evaluate(async (c) => (await fetch(`/dashboard/api/jobs?collection=${c}&top=50`,
+    const staleList = await page.evaluate(async (c) => (await fetch(`api/jobs?collection=${c}&top=50`,
       { headers: { Authorization: "Bearer " + sessionStorage.getItem("resched-token") } })).text(), COLLECTION);
     check(staleList.includes('"http-ok"'), "the list before the run: " + staleList.slice(0, 200));
     let staleReads = 0;
-    await page.route((url) => url.pathname === "/dashboard/api/jobs", (route) => {
+    await page.route((url) => url.pathname.endsWith("/dashboard/api/jobs"), (route) => {
       staleReads++;
       return route.fulfill({ status: 200, contentType: "application/json", body: staleList });
     }, { times: 1 });
-    const ran = await page.evaluate(async (c) => (await fetch(`/dashboard/api/jobs/${c}/http-ok/run`, { method: "POST",
+    const ran = await page.evaluate(async (c) => (await fetch(`api/jobs/${c}/http-ok/run`, { method: "POST",
       headers: { Authorization: "Bearer " + sessionStorage.getItem("resched-token") } })).status, COLLECTION);
     check(ran === 200, "run now through the API: " + ran);
     await page.waitForFunction(([sel, n]) => Number((document.querySelector(sel) || {}).textContent) === n, [runsCell, runsBefore + 1], { timeout: 20000 });
@@ -136,7 +137,7 @@ const consoleErrors = [];
     // The job changes elsewhere just before the editor opens: its event reaches the page, which
     // reads the job again half a second later; that read must not draw over the editor, which
     // has the job's own address.
-    const disabled = await page.evaluate(async (c) => (await fetch(`/dashboard/api/jobs/${c}/http-ok/disable`, { method: "POST",
+    const disabled = await page.evaluate(async (c) => (await fetch(`api/jobs/${c}/http-ok/disable`, { method: "POST",
       headers: { Authorization: "Bearer " + sessionStorage.getItem("resched-token") } })).status, COLLECTION);
     check(disabled === 200, "disable through the API: " + disabled);
     await page.click("main button >> text=Edit");
@@ -234,7 +235,7 @@ const consoleErrors = [];
     await page.fill("#s-uri", TARGET + "/replaced");
     await page.click("button >> text=Save job");
     await page.waitForSelector("text=A job made-here/from-builder already exists");
-    const kept = await page.evaluate(async () => (await fetch("/dashboard/api/jobs/made-here/from-builder",
+    const kept = await page.evaluate(async () => (await fetch("api/jobs/made-here/from-builder",
       { headers: { Authorization: "Bearer " + sessionStorage.getItem("resched-token") } })).json());
     check(kept.job.properties.action.request.uri === TARGET + "/builder" && kept.job.properties.recurrence.frequency === "Second",
       "the existing job is unchanged: " + JSON.stringify(kept.job.properties).slice(0, 200));
@@ -260,7 +261,7 @@ const consoleErrors = [];
     step("paging: the jobs list's next page, the history's older entries and its status filter");
     // 55 jobs (a page is 50) and 27 runs of one of them (a history page is 25), through the API.
     const made = await page.evaluate(async (target) => {
-      const call = async (method, path, body) => (await fetch("/dashboard/api/" + path, { method,
+      const call = async (method, path, body) => (await fetch("api/" + path, { method,
         headers: { Authorization: "Bearer " + sessionStorage.getItem("resched-token"), "Content-Type": "application/json" },
         body: body === undefined ? undefined : JSON.stringify(body) })).status;
       const codes = [await call("PUT", "collections/many", {})];
@@ -308,11 +309,11 @@ const consoleErrors = [];
     await page.goto(BASE + `/dashboard/#/job/${COLLECTION}/report`);
     await page.waitForSelector("h1 >> text=orders/report");
     check((await page.$$("button >> text=Run now")).length === 0, "a reader gets no run button");
-    const status = await page.evaluate(async (c) => (await fetch(`/dashboard/api/jobs/${c}/report/run`, { method: "POST",
+    const status = await page.evaluate(async (c) => (await fetch(`api/jobs/${c}/report/run`, { method: "POST",
       headers: { Authorization: "Bearer " + sessionStorage.getItem("resched-token") } })).status, COLLECTION);
     check(status === 403, "a reader's run is refused: " + status);
     check((await page.$$("main button >> text=Delete")).length === 0 && (await page.$$("main button >> text=Edit")).length === 0, "no change buttons for a reader");
-    const putStatus = await page.evaluate(async (c) => (await fetch(`/dashboard/api/jobs/${c}/report`, { method: "PUT",
+    const putStatus = await page.evaluate(async (c) => (await fetch(`api/jobs/${c}/report`, { method: "PUT",
       headers: { Authorization: "Bearer " + sessionStorage.getItem("resched-token"), "Content-Type": "application/json" }, body: "{}" })).status, COLLECTION);
     check(putStatus === 403, "a reader's edit is refused: " + putStatus);
     await page.goto(BASE + "/dashboard/#/builder");

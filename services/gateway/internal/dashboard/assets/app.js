@@ -56,10 +56,12 @@ class APIError extends Error {
   }
 }
 
+// api calls the dashboard's API. Its URLs are relative to the page (…/dashboard/), so the
+// dashboard works where a proxy serves the gateway under a path of its own (/resched/dashboard/).
 async function api(path, opts = {}) {
   const headers = Object.assign({ Authorization: "Bearer " + sessionStorage.getItem(TOKEN) }, opts.headers);
   if (opts.body !== undefined) headers["Content-Type"] = "application/json";
-  const resp = await fetch("/dashboard/api/" + path, {
+  const resp = await fetch("api/" + path, {
     method: opts.method || "GET", headers,
     body: opts.body === undefined ? undefined : typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body),
   });
@@ -135,7 +137,7 @@ const live = {
     const ctrl = new AbortController();
     this.ctrl = ctrl;
     try {
-      const resp = await fetch("/dashboard/api/live", { headers: { Authorization: "Bearer " + sessionStorage.getItem(TOKEN) }, signal: ctrl.signal });
+      const resp = await fetch("api/live", { headers: { Authorization: "Bearer " + sessionStorage.getItem(TOKEN) }, signal: ctrl.signal });
       if (resp.status === 401) { // expired or withdrawn: as for any other request
         const body = await resp.json().catch(() => null);
         signOut("Your token was refused: " + (body && body.error ? body.error.message : ""));
