@@ -134,6 +134,18 @@ func TestMonitoringComponent(t *testing.T) {
 	for _, problem := range checkPodMonitor(monitors[0], ofType[*appsv1.Deployment](m)) {
 		t.Error(problem)
 	}
+	// The dashboard, for Grafana's sidecar: found by its label, the JSON whole.
+	dashboard := m.configMap("resched-grafana-dashboard")
+	if dashboard == nil || dashboard.Labels["grafana_dashboard"] != "1" || dashboard.Namespace != "resched" {
+		t.Fatalf("the overlay's Grafana dashboard ConfigMap: %+v, want resched/resched-grafana-dashboard labelled grafana_dashboard=1", dashboard)
+	}
+	want, err := os.ReadFile(dashboardFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dashboard.Data["grafana-dashboard.json"] != string(want) {
+		t.Error("the ConfigMap does not hold grafana-dashboard.json as it is")
+	}
 }
 
 // checkPodMonitor says what keeps a PodMonitor from scraping every Deployment's pods: each

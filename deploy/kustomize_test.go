@@ -134,14 +134,14 @@ func build(fsys filesys.FileSystem, dir string) (*manifests, error) {
 	return m, nil
 }
 
-// deployFS is the deploy directory's YAML and .conf files (kustomizations, manifests and the
-// files ConfigMaps are generated from), copied into
+// deployFS is the deploy directory's YAML, .conf and .json files (kustomizations, manifests and
+// the files ConfigMaps are generated from), copied into
 // memory under /deploy, so a build reads the real files but cannot reach past them.
 func deployFS(t *testing.T) filesys.FileSystem {
 	t.Helper()
 	fsys := filesys.MakeFsInMemory()
 	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !(strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".conf")) {
+		if err != nil || d.IsDir() || !(strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".conf") || strings.HasSuffix(p, ".json")) {
 			return err
 		}
 		content, err := os.ReadFile(p)
