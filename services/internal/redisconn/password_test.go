@@ -3,7 +3,9 @@ package redisconn_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/resched/resched/services/internal/redisconn"
 	"github.com/resched/resched/services/internal/redistest"
 	"github.com/resched/resched/services/internal/testenv"
+	"github.com/resched/resched/services/internal/tlstest"
 )
 
 // A password read from a file is read again for each new connection: here Redis comes to
@@ -47,22 +50,25 @@ func TestARotatedPasswordFileIsUsedOnTheNextConnection(t *testing.T) {
 	}, func() string { return fmt.Sprint(err) })
 }
 
-// Every topology's client takes the password file's provider: a cluster's nodes and a
-// Sentinel's data nodes connect as a single server's do.
-func TestEveryTopologyReadsThePasswordFile(t *testing.T) {
+// Every topology's client takes the password file's provider and, over TLS, the dialer that
+// reads the CA file again: a cluster's nodes and a Sentinel's data nodes connect as a single
+// server's do.
+func TestEveryTopologyReadsItsFilesAgain(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "redis-password")
 	testenv.WriteNewer(t, file, []byte("secret\n"))
-	for _, url := range []string{"redis://127.0.0.1:1/0", "redis+cluster://127.0.0.1:1,127.0.0.1:2/", "redis+sentinel://127.0.0.1:1/mymaster/0"} {
-		rdb, err := redisconn.Options{URL: url, Password: "secret", PasswordFile: file}.Client("test", nil)
+	ca := tlstest.NewCA(t, "topologies")
+	for _, url := range []string{"rediss://127.0.0.1:1/0", "rediss+cluster://127.0.0.1:1,127.0.0.1:2/", "rediss+sentinel://127.0.0.1:1/mymaster/0"} {
+		rdb, err := redisconn.Options{URL: url, Password: "secret", PasswordFile: file, CA: ca.CertFile}.Client("test", nil)
 		if err != nil {
 			t.Fatal(url, err)
 		}
 		var provider func(context.Context) (string, string, error)
+		var dialer func(context.Context, string, string) (net.Conn, error)
 		switch c := rdb.(type) {
 		case *redis.Client:
-			provider = c.Options().CredentialsProviderContext
+			provider, dialer = c.Options().CredentialsProviderContext, c.Options().Dialer
 		case *redis.ClusterClient:
-			provider = c.Options().CredentialsProviderContext
+			provider, dialer = c.Options().CredentialsProviderContext, c.Options().Dialer
 		default:
 			t.Fatalf("%s: a %T", url, rdb)
 		}
@@ -70,6 +76,12 @@ func TestEveryTopologyReadsThePasswordFile(t *testing.T) {
 			t.Errorf("%s: no credentials provider", url)
 		} else if _, password, _ := provider(context.Background()); password != "secret" {
 			t.Errorf("%s: the provider says %q", url, password)
+		}
+		// Only the cluster's options show whether the dialer is ours: go-redis fills in its own
+		// for one server (ours is checked against a real server above) and wraps ours in its
+		// failover dialer for Sentinel.
+		if dialer == nil && strings.Contains(url, "cluster") {
+			t.Errorf("%s: go-redis's own dialer, which verifies with the CAs read at start", url)
 		}
 		_ = rdb.Close()
 	}

@@ -12,12 +12,14 @@
 package redisconn
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"os"
 	"regexp"
@@ -258,8 +260,9 @@ func (o Options) Client(name string, logger *slog.Logger) (redis.UniversalClient
 		t.user, t.password = o.User, o.Password
 	}
 	var tlsConfig *tls.Config
+	var roots *reload.Value[*x509.CertPool]
 	if t.tls {
-		if tlsConfig, err = o.tlsConfig(logger); err != nil {
+		if tlsConfig, roots, err = o.tlsConfig(logger); err != nil {
 			return nil, err
 		}
 	}
@@ -279,7 +282,7 @@ func (o Options) Client(name string, logger *slog.Logger) (redis.UniversalClient
 			// begun just after the loss came back 10 to 13.5 s after the promotion
 			// (docs/scaling.md).
 			MaxRedirects: clusterTries, MinRetryBackoff: 50 * time.Millisecond, MaxRetryBackoff: 500 * time.Millisecond,
-			DialTimeout: 2 * time.Second, DialerRetries: 1,
+			DialTimeout: 2 * time.Second, DialerRetries: 1, Dialer: dialer(tlsConfig, roots, 2*time.Second),
 			// The slot map is read again this often (go-redis: every minute), so a replica
 			// promoted after its master died is used within seconds, not a minute.
 			ClusterStateReloadInterval: clusterReload,
@@ -297,6 +300,7 @@ func (o Options) Client(name string, logger *slog.Logger) (redis.UniversalClient
 			Username: t.user, Password: t.password, SentinelUsername: sentinelUser, SentinelPassword: sentinelPassword,
 			TLSConfig: tlsConfig, ClientName: name,
 			MaxRetries: 6, MinRetryBackoff: 100 * time.Millisecond, MaxRetryBackoff: time.Second, DialTimeout: 2 * time.Second,
+			Dialer:                dialer(tlsConfig, roots, 2*time.Second),
 			ContextTimeoutEnabled: true,
 			// The data nodes' connections; the sentinels are asked with the password read at
 			// start.
@@ -318,6 +322,7 @@ func (o Options) Client(name string, logger *slog.Logger) (redis.UniversalClient
 			tlsConfig.ServerName = opts.TLSConfig.ServerName
 		}
 		opts.TLSConfig = tlsConfig
+		opts.Dialer = dialer(tlsConfig, roots, cmp.Or(opts.DialTimeout, 5*time.Second)) // go-redis's default
 	}
 	return redis.NewClient(opts), nil
 }
@@ -338,26 +343,54 @@ func (o Options) credentials(logger *slog.Logger) (func(context.Context) (string
 }
 
 // tlsConfig is the TLS of a rediss URL: the system's CAs, or those of the CA file, and the
-// client certificate when given, read again when its files change.
-func (o Options) tlsConfig(logger *slog.Logger) (*tls.Config, error) {
-	c := &tls.Config{MinVersion: tls.VersionTLS12}
+// client certificate when given, read again when its files change. The CA file is read again
+// when it changes too: roots (nil without a CA file) is then what dialer verifies with.
+func (o Options) tlsConfig(logger *slog.Logger) (c *tls.Config, roots *reload.Value[*x509.CertPool], err error) {
+	c = &tls.Config{MinVersion: tls.VersionTLS12}
 	if o.CA != "" {
-		pem, err := os.ReadFile(o.CA)
+		roots, err = reload.New(func() (*x509.CertPool, error) {
+			pem, err := os.ReadFile(o.CA)
+			if err != nil {
+				return nil, err
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("%s: no PEM certificate in it", o.CA)
+			}
+			return pool, nil
+		}, reload.Logged(logger, "the Redis CA file"), o.CA)
 		if err != nil {
-			return nil, fmt.Errorf("Redis CA: %w", err)
+			return nil, nil, fmt.Errorf("Redis CA: %w", err)
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("Redis CA %s: no PEM certificate in it", o.CA)
-		}
-		c.RootCAs = pool
+		c.RootCAs = roots.Get()
 	}
 	if o.Cert != "" {
 		pair, err := certfile.Load(o.Cert, o.Key, reload.Logged(logger, "the Redis client certificate"))
 		if err != nil {
-			return nil, fmt.Errorf("Redis client certificate: %w", err)
+			return nil, nil, fmt.Errorf("Redis client certificate: %w", err)
 		}
 		c.GetClientCertificate = pair.GetClientCertificate
 	}
-	return c, nil
+	return c, roots, nil
 }
+
+// dialer is go-redis's dialer where a CA file is given (nil otherwise, go-redis's own): it
+// makes each connection's TLS configuration with the CAs as the file holds them then, so a
+// Redis certificate of a new CA is trusted from the next connection on. crypto/tls reads
+// RootCAs once, and go-redis shares one configuration among its connections. The rest is as
+// go-redis dials: the time-out, TCP keep-alives, the server name from the address when the
+// configuration has none.
+func dialer(base *tls.Config, roots *reload.Value[*x509.CertPool], timeout time.Duration) func(context.Context, string, string) (net.Conn, error) {
+	if roots == nil {
+		return nil
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c := base.Clone()
+		c.RootCAs = roots.Get()
+		d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: timeout, KeepAliveConfig: keepAlive}, Config: c}
+		return d.DialContext(ctx, network, addr)
+	}
+}
+
+// keepAlive is go-redis's own TCP keep-alive setting.
+var keepAlive = net.KeepAliveConfig{Enable: true, Idle: 30 * time.Second, Interval: 5 * time.Second, Count: 3}
