@@ -182,7 +182,7 @@ func (o Options) clientOptions(logger *slog.Logger) ([]nats.Option, error) {
 		opts = append(opts, nats.UserInfo(o.User, o.Password))
 	}
 	switch {
-	case o.Token != "" && o.TokenFile != "":
+	case o.Token != "" && o.TokenFile != "" && !urlCredentials(o.URL):
 		token, err := reload.NewText(o.TokenFile, reload.Logged(logger, "the NATS token file"))
 		if err != nil {
 			return nil, fmt.Errorf("NATS token: %w", err)
@@ -204,6 +204,17 @@ func (o Options) clientOptions(logger *slog.Logger) ([]nats.Option, error) {
 		opts = append(opts, nats.CustomInboxPrefix(o.InboxPrefix))
 	}
 	return opts, nil
+}
+
+// urlCredentials reports whether a URL of the list carries credentials, which nats.go uses in
+// preference to the options'; with a token handler beside them it would refuse to connect.
+func urlCredentials(list string) bool {
+	for _, raw := range strings.Split(list, ",") {
+		if u, err := url.Parse(strings.TrimSpace(raw)); err == nil && u.User != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // DefaultAuthGrace is how long a service that was connected keeps trying credentials the

@@ -109,6 +109,17 @@ func TestARotatedSecretFileIsUsedOnTheNextConnection(t *testing.T) {
 	}
 }
 
+// A token in the URL is used, as before, when a token file is set too: nats.go refuses a
+// token handler beside the URL's credentials, and would never connect.
+func TestATokenInTheURLWinsOverATokenFile(t *testing.T) {
+	srv := natstest.Start(t, func(o *server.Options) { o.Authorization = "url-token" })
+	file := filepath.Join(t.TempDir(), "token")
+	testenv.WriteNewer(t, file, []byte("file-token\n"))
+	url := strings.Replace(srv.ClientURL(), "nats://", "nats://url-token@", 1)
+	conn, logs := connect(t, natsconn.Options{URL: url, Token: "file-token", TokenFile: file})
+	testenv.Eventually(t, 5*time.Second, "connected with the URL's token", func() bool { return conn.Status() == nats.CONNECTED }, logs.String)
+}
+
 // A server that hangs (the link frozen: the connection open, nothing answered) is given up
 // within seconds, so that a planner lets its partitions go and a client moves to another
 // server of a cluster. With nats.go's default pings it took more than two minutes.
