@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/resched/resched/services/internal/testenv"
 )
 
 func newPlanner(t *testing.T) (*Planner, *prometheus.Registry) {
@@ -259,4 +260,11 @@ resched_planner_redis_replicas_in_sync{master="redis"} 2
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "resched_planner_redis_replicas_in_sync"); err != nil {
 		t.Errorf("after a failover: %v", err)
 	}
+}
+
+func TestMetricsAreTheDocumentedOnes(t *testing.T) {
+	testenv.CheckMetricsDocumented(t, "resched_planner_", func(reg prometheus.Registerer) error {
+		_, err := New(reg)
+		return err
+	})
 }
