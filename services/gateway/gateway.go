@@ -61,7 +61,8 @@ func newGateway(ctx context.Context, cfg Config, logger *slog.Logger) (*gateway,
 		g.conn.Close()
 		return nil, err
 	}
-	board, err := dashboard.New(dashboard.Config{NATS: g.conn.Conn, Requests: g.conn, Subjects: subjects, Auth: auth, Logger: logger, Timeout: cfg.RequestTimeout})
+	board, err := dashboard.New(dashboard.Config{NATS: g.conn.Conn, Requests: g.conn, Subjects: subjects,
+		JetStreamAPI: cfg.NATS.JetStreamAPI(), Auth: auth, Logger: logger, Timeout: cfg.RequestTimeout})
 	if err != nil {
 		g.conn.Close()
 		return nil, fmt.Errorf("dashboard: %w", err)

@@ -101,7 +101,7 @@ func newPlanner(cfg Config, logger *slog.Logger) (*planner, error) {
 		return nil, err
 	}
 	p.nc = p.conn.Conn
-	if p.js, err = jetstream.New(p.nc, dispatch.JetStreamOptions(cfg.Concurrency, cfg.Batch)...); err != nil {
+	if p.js, err = cfg.NATS.JetStream(p.nc, dispatch.JetStreamOptions(cfg.Concurrency, cfg.Batch)...); err != nil {
 		p.close()
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}

@@ -56,7 +56,7 @@ func newWorker(cfg Config, logger *slog.Logger) (*worker, error) {
 		w.closeDel(context.Background())
 		return nil, err
 	}
-	if w.js, err = jetstream.New(w.conn.Conn); err != nil {
+	if w.js, err = cfg.NATS.JetStream(w.conn.Conn); err != nil {
 		w.close()
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 	"github.com/resched/resched/services/internal/config"
 	"github.com/resched/resched/services/internal/reload"
@@ -38,6 +39,10 @@ type Options struct {
 	CA          string // PEM file of the CAs that sign the servers' certificates
 	Cert, Key   string // PEM files of a client certificate and its key (mutual TLS)
 	InboxPrefix string // replies come on <InboxPrefix>.…; default _INBOX
+	// JSDomain is the JetStream domain the streams live in (JetStream's API on
+	// $JS.<domain>.API), for a service connected to a leaf node whose hub holds them; empty:
+	// the JetStream of the server connected to.
+	JSDomain string
 	// PasswordFile and TokenFile are the files Password and Token were read from
 	// (NATS_PASSWORD_FILE, NATS_TOKEN_FILE), read again at each connection attempt, as a
 	// .creds file is, so a secret rotated in place is picked up without a restart.
@@ -67,6 +72,7 @@ func (o *Options) Settings() []config.Setting {
 		config.Define("NATS CA", "nats-ca", "NATS_CA", "PEM file of the CAs that sign the NATS servers' certificates", config.OptionalText(&o.CA, readable)),
 		config.Define("NATS client certificate", "nats-cert", "NATS_CERT", "PEM file of a client certificate (mutual TLS), with -nats-key", config.OptionalText(&o.Cert, readable)),
 		config.Define("NATS client key", "nats-key", "NATS_KEY", "PEM file of the client certificate's key", config.OptionalText(&o.Key, readable)),
+		config.Define("NATS JetStream domain", "nats-js-domain", "NATS_JS_DOMAIN", "JetStream domain of the streams (a leaf node's hub, for example); default the connected server's own", config.OptionalText(&o.JSDomain, checkDomain)),
 		config.Define("NATS inbox prefix", "nats-inbox-prefix", "NATS_INBOX_PREFIX", "subject prefix of this service's reply inboxes (default _INBOX), for a user allowed only its own", config.OptionalText(&o.InboxPrefix, config.SubjectPrefix)),
 		config.Define("NATS ping interval", "nats-ping-interval", "NATS_PING_INTERVAL", "how often the connection pings its server; a server that leaves two unanswered is given up for another (raise it for a link whose round trip nears a second)", config.Duration(&o.PingInterval, 100*time.Millisecond)),
 	}
@@ -148,7 +154,7 @@ func credsUser(path string) (*jwt.UserClaims, error) {
 func (o Options) LogValue() slog.Value {
 	attrs := []slog.Attr{slog.String("url", config.RedactURLs(o.URL)), slog.String("identity", o.Identity()),
 		slog.String("ping_interval", cmp.Or(o.PingInterval, DefaultPingInterval).String())}
-	for k, v := range map[string]string{"ca": o.CA, "cert": o.Cert, "inbox_prefix": o.InboxPrefix, "password_file": o.PasswordFile, "token_file": o.TokenFile} {
+	for k, v := range map[string]string{"ca": o.CA, "cert": o.Cert, "inbox_prefix": o.InboxPrefix, "password_file": o.PasswordFile, "token_file": o.TokenFile, "js_domain": o.JSDomain} {
 		if v != "" {
 			attrs = append(attrs, slog.String(k, v))
 		}
@@ -204,6 +210,31 @@ func (o Options) clientOptions(logger *slog.Logger) ([]nats.Option, error) {
 		opts = append(opts, nats.CustomInboxPrefix(o.InboxPrefix))
 	}
 	return opts, nil
+}
+
+// checkDomain accepts a JetStream domain: a subject token.
+func checkDomain(d string) error {
+	if strings.ContainsAny(d, ".*> \t") {
+		return fmt.Errorf("%q: a JetStream domain is one subject token (no dot, space, * or >)", d)
+	}
+	return nil
+}
+
+// JetStream is the JetStream of the options' domain over nc.
+func (o Options) JetStream(nc *nats.Conn, opts ...jetstream.JetStreamOpt) (jetstream.JetStream, error) {
+	if o.JSDomain != "" {
+		return jetstream.NewWithDomain(nc, o.JSDomain, opts...)
+	}
+	return jetstream.New(nc, opts...)
+}
+
+// JetStreamAPI is the subject prefix of JetStream's API in the options' domain, for a request
+// made without the jetstream package: $JS.API, or $JS.<domain>.API.
+func (o Options) JetStreamAPI() string {
+	if o.JSDomain != "" {
+		return "$JS." + o.JSDomain + ".API"
+	}
+	return "$JS.API"
 }
 
 // urlCredentials reports whether a URL of the list carries credentials, which nats.go uses in

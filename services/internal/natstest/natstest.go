@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/internal/testenv"
 )
 
 // Server is an embedded NATS server with JetStream.
@@ -193,5 +195,31 @@ func EditStream(t testing.TB, js jetstream.JetStream, stream string, edit func(*
 	edit(&cfg)
 	if _, err := js.UpdateStream(ctx, cfg); err != nil {
 		t.Fatalf("natstest: edit stream %s: %v", stream, err)
+	}
+}
+
+// LeafOf starts a server with JetStream in domain that connects to hub as a leaf node, as an
+// edge site does to a central cluster: its clients reach the hub's streams through JetStream
+// domain hubDomain, its own through domain. hub must listen for leaf nodes (WithLeafNodes).
+func LeafOf(t testing.TB, hub *Server, domain string) *Server {
+	t.Helper()
+	remote, err := url.Parse(fmt.Sprintf("nats-leaf://127.0.0.1:%d", hub.opts.LeafNode.Port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := Start(t, func(o *server.Options) {
+		o.JetStreamDomain = domain
+		o.LeafNode.Remotes = []*server.RemoteLeafOpts{{URLs: []*url.URL{remote}}}
+	})
+	testenv.Eventually(t, 10*time.Second, "the leaf node connected to its hub", func() bool { return leaf.NumLeafNodes() == 1 })
+	return leaf
+}
+
+// WithLeafNodes makes the server a hub with JetStream in domain, listening for leaf nodes.
+func WithLeafNodes(t testing.TB, domain string) Option {
+	port := testenv.FreePort(t)
+	return func(o *server.Options) {
+		o.JetStreamDomain = domain
+		o.LeafNode.Host, o.LeafNode.Port = "127.0.0.1", port
 	}
 }

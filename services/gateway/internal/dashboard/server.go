@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
@@ -40,9 +41,12 @@ type Config struct {
 	// request in flight when it is lost (natsconn.Conn).
 	Requests schedapi.Requester
 	Subjects bus.Subjects
-	Auth     Authenticator
-	Logger   *slog.Logger
-	Timeout  time.Duration // bound on one request to the planners
+	// JetStreamAPI is the subject prefix of JetStream's API ($JS.API, or $JS.<domain>.API
+	// where the streams live in another domain): the backlog is asked of it. Empty: $JS.API.
+	JetStreamAPI string
+	Auth         Authenticator
+	Logger       *slog.Logger
+	Timeout      time.Duration // bound on one request to the planners
 }
 
 // Server serves the dashboard.
@@ -255,7 +259,7 @@ func (s *Server) overview(c *call) (any, error) {
 
 // backlog is the due occurrences waiting for a worker: the workers' consumer's pending count.
 func (s *Server) backlog(ctx context.Context) (map[string]uint64, bool) {
-	subject := "$JS.API.CONSUMER.INFO." + s.cfg.Subjects.DueStream() + "." + bus.WorkerConsumer
+	subject := cmp.Or(s.cfg.JetStreamAPI, "$JS.API") + ".CONSUMER.INFO." + s.cfg.Subjects.DueStream() + "." + bus.WorkerConsumer
 	msg, err := s.cfg.NATS.RequestWithContext(ctx, subject, nil)
 	if err != nil {
 		return nil, false
