@@ -1,6 +1,7 @@
 // The dashboard in Chromium, driven by playwright-core: run by TestDashboardInChromium with
-// BASE (the gateway, which the Go test serves under a proxy's path), OPERATOR and READER (tokens), COLLECTION (the planners' name of the test's
-// collection) and CHROMIUM. Any failed check exits 1 with what was wrong.
+// BASE (the gateway, which the Go test serves under a proxy's path), OPERATOR and READER
+// (tokens), COLLECTION (the planners' name of the test's collection) and CHROMIUM. Any failed
+// check exits 1 with what was wrong.
 "use strict";
 const { chromium } = require("playwright-core");
 
