@@ -265,10 +265,11 @@ func (s *Server) backlog(ctx context.Context) (map[string]uint64, bool) {
 		return nil, false
 	}
 	var info struct {
-		NumPending    uint64 `json:"num_pending"`
-		NumAckPending uint64 `json:"num_ack_pending"`
+		NumPending    uint64    `json:"num_pending"`
+		NumAckPending uint64    `json:"num_ack_pending"`
+		Error         *struct{} `json:"error"` // no such consumer, in this JetStream or at all
 	}
-	if json.Unmarshal(msg.Data, &info) != nil {
+	if json.Unmarshal(msg.Data, &info) != nil || info.Error != nil {
 		return nil, false
 	}
 	return map[string]uint64{"waiting": info.NumPending, "inFlight": info.NumAckPending}, true
