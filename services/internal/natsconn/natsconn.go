@@ -123,13 +123,11 @@ func (o Options) Identity() string {
 	case o.Token != "":
 		return "a token"
 	}
-	for _, raw := range strings.Split(o.URL, ",") {
-		if u, err := url.Parse(strings.TrimSpace(raw)); err == nil && u.User != nil {
-			if _, hasPassword := u.User.Password(); hasPassword {
-				return fmt.Sprintf("user %q (from the URL)", u.User.Username())
-			}
-			return "a token (from the URL)"
+	if u := urlUser(o.URL); u != nil {
+		if _, hasPassword := u.Password(); hasPassword {
+			return fmt.Sprintf("user %q (from the URL)", u.Username())
 		}
+		return "a token (from the URL)"
 	}
 	return "no credentials"
 }
@@ -176,26 +174,22 @@ func (o Options) clientOptions(logger *slog.Logger) ([]nats.Option, error) {
 		}
 		opts = append(opts, opt)
 	}
-	switch {
-	case o.User != "" && o.PasswordFile != "":
-		password, err := reload.NewText(o.PasswordFile, reload.Logged(logger, "the NATS password file"))
+	// Credentials in the URL win (nats.go uses them before the options'); beside them a token
+	// handler would make nats.go refuse to connect, so none is given.
+	if o.User != "" {
+		password, err := secret(o.Password, o.PasswordFile, "NATS password", logger)
 		if err != nil {
-			return nil, fmt.Errorf("NATS password: %w", err)
+			return nil, err
 		}
 		user := o.User
-		opts = append(opts, nats.UserInfoHandler(func() (string, string) { return user, password.Get() }))
-	case o.User != "":
-		opts = append(opts, nats.UserInfo(o.User, o.Password))
+		opts = append(opts, nats.UserInfoHandler(func() (string, string) { return user, password() }))
 	}
-	switch {
-	case o.Token != "" && o.TokenFile != "" && !urlCredentials(o.URL):
-		token, err := reload.NewText(o.TokenFile, reload.Logged(logger, "the NATS token file"))
+	if o.Token != "" && urlUser(o.URL) == nil {
+		token, err := secret(o.Token, o.TokenFile, "NATS token", logger)
 		if err != nil {
-			return nil, fmt.Errorf("NATS token: %w", err)
+			return nil, err
 		}
-		opts = append(opts, nats.TokenHandler(token.Get))
-	case o.Token != "":
-		opts = append(opts, nats.Token(o.Token))
+		opts = append(opts, nats.TokenHandler(token))
 	}
 	if o.CA != "" {
 		opts = append(opts, nats.RootCAs(o.CA))
@@ -237,15 +231,27 @@ func (o Options) JetStreamAPI() string {
 	return "$JS.API"
 }
 
-// urlCredentials reports whether a URL of the list carries credentials, which nats.go uses in
-// preference to the options'; with a token handler beside them it would refuse to connect.
-func urlCredentials(list string) bool {
+// secret is a password or token as nats.go asks for it at each connection attempt: value, or
+// the file it was read from (file), read again when it changed.
+func secret(value, file, what string, logger *slog.Logger) (func() string, error) {
+	if file == "" {
+		return func() string { return value }, nil
+	}
+	v, err := reload.NewText(file, reload.Logged(logger, "the "+what+" file"))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return v.Get, nil
+}
+
+// urlUser is the credentials of the first URL of the list that carries some (nil: none).
+func urlUser(list string) *url.Userinfo {
 	for _, raw := range strings.Split(list, ",") {
 		if u, err := url.Parse(strings.TrimSpace(raw)); err == nil && u.User != nil {
-			return true
+			return u.User
 		}
 	}
-	return false
+	return nil
 }
 
 // DefaultAuthGrace is how long a service that was connected keeps trying credentials the
