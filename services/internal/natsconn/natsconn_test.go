@@ -120,6 +120,23 @@ func TestATokenInTheURLWinsOverATokenFile(t *testing.T) {
 	testenv.Eventually(t, 5*time.Second, "connected with the URL's token", func() bool { return conn.Status() == nats.CONNECTED }, logs.String)
 }
 
+// A password or token file gone between the start's reading and the connection is an error
+// that names it, not a connection without credentials.
+func TestAMissingSecretFileFailsTheConnection(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "gone")
+	for what, o := range map[string]natsconn.Options{
+		"NATS password": {URL: "nats://127.0.0.1:1", User: "svc", Password: "pw", PasswordFile: missing},
+		"NATS token":    {URL: "nats://127.0.0.1:1", Token: "tok", TokenFile: missing},
+	} {
+		if c, err := natsconn.Connect(o, "test", nil); err == nil || !strings.Contains(err.Error(), what) {
+			if c != nil {
+				c.Close()
+			}
+			t.Errorf("%s file missing: %v, want an error naming it", what, err)
+		}
+	}
+}
+
 // A server that hangs (the link frozen: the connection open, nothing answered) is given up
 // within seconds, so that a planner lets its partitions go and a client moves to another
 // server of a cluster. With nats.go's default pings it took more than two minutes.

@@ -86,3 +86,20 @@ func TestEveryTopologyReadsItsFilesAgain(t *testing.T) {
 		_ = rdb.Close()
 	}
 }
+
+// A password or CA file gone between the start's reading and the client is an error that
+// names it, not a client without them.
+func TestAMissingFileFailsTheClient(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "gone")
+	for what, o := range map[string]redisconn.Options{
+		"Redis password": {URL: "redis://127.0.0.1:1/0", Password: "pw", PasswordFile: missing},
+		"Redis CA":       {URL: "rediss://127.0.0.1:1/0", CA: missing},
+	} {
+		if rdb, err := o.Client("test", nil); err == nil || !strings.Contains(err.Error(), what) {
+			if rdb != nil {
+				_ = rdb.Close()
+			}
+			t.Errorf("%s file missing: %v, want an error naming it", what, err)
+		}
+	}
+}
