@@ -357,7 +357,7 @@ func parseRetry(s string) (map[string]any, error) {
 		if err != nil || d <= 0 {
 			return nil, fmt.Errorf("%q: the interval is a duration such as 30s or 1m", interval)
 		}
-		policy["retryInterval"] = job.Duration(d).String()
+		policy["retryInterval"] = job.DurationOf(d).String()
 	}
 	return policy, nil
 }

@@ -10,14 +10,22 @@ import (
 	"time"
 )
 
-// Duration is a span of time as the original service wrote it: .NET TimeSpan text
-// ("00:00:30", "1.02:03:04"). It is read from that form or from an ISO 8601 duration
-// ("PT30S", "PT1D", "P1DT2H"), since the documents used ISO 8601 while real clients and the
-// service itself used TimeSpan (reference, section 3.9).
-type Duration time.Duration
+// Duration is a span of time in the form a client wrote it: .NET TimeSpan text ("00:00:30",
+// "1.02:03:04") or an ISO 8601 duration ("PT30S", "PT1D", "P1DT2H"). The documents and the
+// swagger say ISO 8601 while the service itself and older clients used TimeSpan (reference,
+// section 3.9); clients generated from the swagger (Python's azure-mgmt-scheduler) cannot read
+// TimeSpan back, and others compare what they get with what they sent. So a duration is
+// written in the form it was read in: ISO 8601 as ISO 8601, anything else as TimeSpan.
+type Duration struct {
+	span time.Duration
+	iso  bool // read as ISO 8601, so written so
+}
+
+// DurationOf is d written as TimeSpan text.
+func DurationOf(d time.Duration) Duration { return Duration{span: d} }
 
 // Std returns the duration as a time.Duration.
-func (d Duration) Std() time.Duration { return time.Duration(d) }
+func (d Duration) Std() time.Duration { return d.span }
 
 const durationForms = "write a .NET TimeSpan such as 00:00:30 or 1.02:03:04, or an ISO 8601 duration such as PT30S or P1DT2H"
 
@@ -29,12 +37,14 @@ func ParseDuration(s string) (Duration, error) {
 		d   time.Duration
 		err error
 	)
+	iso := false
 	switch {
 	case s == "":
 		err = errors.New("empty")
 	case s[0] == '-':
 		err = errors.New("must not be negative")
 	case s[0] == 'P' || s[0] == 'p':
+		iso = true
 		d, err = parseISODuration(s[1:])
 	case strings.Contains(s, ":"):
 		d, err = parseTimeSpan(s)
@@ -42,9 +52,9 @@ func ParseDuration(s string) (Duration, error) {
 		err = errors.New("not a duration")
 	}
 	if err != nil {
-		return 0, fmt.Errorf("invalid duration %q: %v (%s)", s, err, durationForms)
+		return Duration{}, fmt.Errorf("invalid duration %q: %v (%s)", s, err, durationForms)
 	}
-	return Duration(d), nil
+	return Duration{span: d, iso: iso}, nil
 }
 
 // parseISODuration reads what follows the P of an ISO 8601 duration.
@@ -204,10 +214,19 @@ func parseTimeSpan(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// String returns the TimeSpan text: hh:mm:ss, d.hh:mm:ss from one day on, and seven
-// fraction digits (100 ns ticks, as .NET writes them) when the span is not whole seconds.
+// String returns the duration in the form it was read in: ISO 8601 (ISO) or TimeSpan text
+// (TimeSpan).
 func (d Duration) String() string {
-	t := time.Duration(d)
+	if d.iso {
+		return d.ISO()
+	}
+	return d.TimeSpan()
+}
+
+// TimeSpan returns the TimeSpan text: hh:mm:ss, d.hh:mm:ss from one day on, and seven
+// fraction digits (100 ns ticks, as .NET writes them) when the span is not whole seconds.
+func (d Duration) TimeSpan() string {
+	t := d.span
 	sign := ""
 	if t < 0 {
 		sign, t = "-", -t
@@ -225,7 +244,40 @@ func (d Duration) String() string {
 	return sign + out
 }
 
-// MarshalJSON writes the TimeSpan text.
+// ISO returns the ISO 8601 duration: days, then hours, minutes and seconds after the T, each
+// only when not zero (PT0S for none), and the fraction of a second without trailing zeros.
+func (d Duration) ISO() string {
+	t, sign := d.span, ""
+	if t < 0 {
+		sign, t = "-", -t
+	}
+	days := t / (24 * time.Hour)
+	t -= days * 24 * time.Hour
+	out := sign + "P"
+	if days > 0 {
+		out += fmt.Sprintf("%dD", days)
+		if t == 0 {
+			return out
+		}
+	}
+	out += "T"
+	if h := t / time.Hour; h > 0 {
+		out += fmt.Sprintf("%dH", h)
+	}
+	if m := t % time.Hour / time.Minute; m > 0 {
+		out += fmt.Sprintf("%dM", m)
+	}
+	if s, frac := t%time.Minute/time.Second, t%time.Second; s > 0 || frac > 0 || t == 0 {
+		out += fmt.Sprintf("%d", s)
+		if frac > 0 {
+			out += strings.TrimRight(fmt.Sprintf(".%09d", frac), "0")
+		}
+		out += "S"
+	}
+	return out
+}
+
+// MarshalJSON writes the text String gives.
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
 
 // UnmarshalJSON reads a JSON string with ParseDuration.

@@ -97,8 +97,42 @@ func TestDurationString(t *testing.T) {
 		{1500 * time.Millisecond, "00:00:01.5000000"},
 	}
 	for _, tt := range tests {
-		if got := Duration(tt.in).String(); got != tt.want {
-			t.Errorf("Duration(%v).String() = %q, want %q", tt.in, got, tt.want)
+		if got := DurationOf(tt.in).String(); got != tt.want {
+			t.Errorf("DurationOf(%v).String() = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestDurationISO: a duration read as ISO 8601 is written as ISO 8601, in a form that reads
+// back to the same span.
+func TestDurationISO(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"PT30S", "PT30S"},
+		{"pt30s", "PT30S"},
+		{"PT0S", "PT0S"},
+		{"PT1M", "PT1M"},
+		{"PT90S", "PT1M30S"},
+		{"PT1H30M", "PT1H30M"},
+		{"PT1.5S", "PT1.5S"},
+		{"PT0,25S", "PT0.25S"},
+		{"P1D", "P1D"},
+		{"PT1D", "P1D"},
+		{"P1DT2H", "P1DT2H"},
+		{"P2W", "P14D"},
+		{"P1DT0.000000001S", "P1DT0.000000001S"},
+		{"P548D", "P548D"},
+	}
+	for _, tt := range tests {
+		d, err := ParseDuration(tt.in)
+		if err != nil {
+			t.Fatalf("ParseDuration(%q): %v", tt.in, err)
+		}
+		if got := d.String(); got != tt.want {
+			t.Errorf("ParseDuration(%q).String() = %q, want %q", tt.in, got, tt.want)
+		}
+		back, err := ParseDuration(d.String())
+		if err != nil || back != d {
+			t.Errorf("%q read back as %v, %v; want %v", d.String(), back, err, d)
 		}
 	}
 }
@@ -112,8 +146,15 @@ func TestDurationJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `{"retryType":"Fixed","retryInterval":"1.00:00:00","retryCount":2}`; string(out) != want {
+	if want := `{"retryType":"Fixed","retryInterval":"P1D","retryCount":2}`; string(out) != want {
 		t.Errorf("round trip = %s, want %s", out, want)
+	}
+	p = RetryPolicy{}
+	if err := json.Unmarshal([]byte(`{"retryInterval":"1.00:00:00"}`), &p); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ = json.Marshal(p); string(out) != `{"retryInterval":"1.00:00:00"}` {
+		t.Errorf("a TimeSpan round trip = %s, want it as it came", out)
 	}
 	if err := json.Unmarshal([]byte(`{"retryInterval":30}`), &p); err == nil {
 		t.Error("a number as retryInterval was accepted")

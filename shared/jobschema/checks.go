@@ -121,7 +121,7 @@ func (c checker) retryInterval(rp map[string]any, at jsonPath) {
 	case err != nil:
 		c.probs.add(string(at), err.Error())
 	case d.Std() < c.minRetry:
-		c.probs.add(string(at), fmt.Sprintf("must be at least %s (%s)", job.Duration(c.minRetry), plainDuration(c.minRetry)))
+		c.probs.add(string(at), fmt.Sprintf("must be at least %s (%s)", job.DurationOf(c.minRetry), plainDuration(c.minRetry)))
 	case d.Std() > MaxRetryInterval:
 		c.probs.add(string(at), "must be at most 548.00:00:00 (548 days, about 18 months)")
 	}

@@ -208,7 +208,7 @@ func TestDecodeIsCaseInsensitive(t *testing.T) {
 		"State":"DISABLED"}}`
 	canonical := `{"startTime":"2024-01-01T09:00:00Z",
 		"action":{"type":"Http","request":{"uri":"http://localhost:8080/","method":"POST","headers":{"x-Custom":"Keep Me"}},
-			"retryPolicy":{"retryType":"Fixed","retryInterval":"00:01:00","retryCount":2}},
+			"retryPolicy":{"retryType":"Fixed","retryInterval":"PT1M","retryCount":2}},
 		"recurrence":{"frequency":"Month","interval":2,
 			"schedule":{"hours":[5],"monthlyOccurrences":[{"day":"Friday","occurrence":-1}]}},
 		"state":"Disabled"}`

@@ -159,6 +159,27 @@ func TestAzureSDKDrivesEveryOperation(t *testing.T) {
 		to.String(a.CertificateThumbprint) == "" || to.String(a.CertificateSubjectName) != "CN=resched test" || a.CertificateExpirationDate == nil {
 		t.Errorf("the ClientCertificate job's details: %+v", cert.Properties.Action.Request.Authentication)
 	}
+	// A retry interval comes back in the form it was sent: TimeSpan text (what the service
+	// answered, and what a client comparing its own value expects) or ISO 8601 (the swagger's,
+	// the only one generated clients read; TestPythonSDKDrivesTheGateway).
+	for name, interval := range map[string]string{"retry-timespan": "00:01:00", "retry-iso": "PT1M"} {
+		a := *jobs["http-ok"]
+		a.RetryPolicy = &scheduler.RetryPolicy{RetryType: scheduler.Fixed, RetryInterval: to.StringPtr(interval), RetryCount: to.Int32Ptr(1)}
+		created, err := jc.CreateOrUpdate(ctx, "rg-a", "c-standard", name, scheduler.JobDefinition{Properties: &scheduler.JobProperties{
+			StartTime: &start, Action: &a, Recurrence: hourly}})
+		if err != nil {
+			t.Fatalf("create job %s: %v", name, err)
+		}
+		got, err := jc.Get(ctx, "rg-a", "c-standard", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range []scheduler.JobDefinition{created, got} {
+			if p := j.Properties.Action.RetryPolicy; p == nil || to.String(p.RetryInterval) != interval {
+				t.Errorf("job %s: the retry policy came back as %+v, want the interval %s", name, p, interval)
+			}
+		}
+	}
 
 	// Listing through nextLink, two at a time, and by state.
 	page, err := jc.List(ctx, "rg-a", "c-p20premium", to.Int32Ptr(2), nil, "")

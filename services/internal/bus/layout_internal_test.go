@@ -50,7 +50,11 @@ func TestWrittenDueIsReadDirectly(t *testing.T) {
 // TestWrittenActionsAreReadDirectly: the HTTP actions the planner stores (json.Marshal) are
 // read without encoding/json; the others are left to it.
 func TestWrittenActionsAreReadDirectly(t *testing.T) {
-	count, interval := 2, job.Duration(45*time.Second)
+	count, interval := 2, job.DurationOf(45*time.Second)
+	iso, err := job.ParseDuration("PT45S") // written back as ISO 8601, and so read
+	if err != nil {
+		t.Fatal(err)
+	}
 	direct := []job.Action{
 		{ActionSpec: job.ActionSpec{Type: job.ActionHTTP, Request: &job.HTTPRequest{URI: "http://x/", Method: "GET"}}},
 		{ActionSpec: job.ActionSpec{Type: job.ActionHTTPS, Request: &job.HTTPRequest{URI: "https://x/a?b=c&d=<é>", Method: "POST",
@@ -58,6 +62,8 @@ func TestWrittenActionsAreReadDirectly(t *testing.T) {
 			RetryPolicy: &job.RetryPolicy{RetryType: job.RetryFixed, RetryInterval: &interval, RetryCount: &count}}},
 		{ActionSpec: job.ActionSpec{Type: job.ActionHTTP, Request: &job.HTTPRequest{URI: "http://x/", Method: "GET"},
 			RetryPolicy: &job.RetryPolicy{RetryType: job.RetryNone}}},
+		{ActionSpec: job.ActionSpec{Type: job.ActionHTTP, Request: &job.HTTPRequest{URI: "http://x/", Method: "GET"},
+			RetryPolicy: &job.RetryPolicy{RetryType: job.RetryFixed, RetryInterval: &iso}}},
 		{ActionSpec: job.ActionSpec{Type: job.ActionHTTP, Request: &job.HTTPRequest{URI: "http://x/", Method: "GET"},
 			RetryPolicy: &job.RetryPolicy{RetryCount: &count}}},
 	}

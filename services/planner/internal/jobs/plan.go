@@ -76,7 +76,7 @@ func checkFreeJob(coll *job.Collection, p job.Properties) error {
 		if s.Request != nil && s.Request.Authentication != nil && s.Request.Authentication.Type != "" {
 			return conflict("%s.request.authentication: jobs of a Free job collection cannot use outbound authentication; change the collection's plan to Standard or Premium", where)
 		}
-		if r := s.RetryPolicy; r != nil && r.RetryInterval != nil && r.RetryType != job.RetryNone && time.Duration(*r.RetryInterval) < freeRetryInterval {
+		if r := s.RetryPolicy; r != nil && r.RetryInterval != nil && r.RetryType != job.RetryNone && r.RetryInterval.Std() < freeRetryInterval {
 			return badRequest("%s.retryPolicy.retryInterval: at least 1 hour in a Free job collection", where)
 		}
 	}

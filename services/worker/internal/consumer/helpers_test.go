@@ -271,7 +271,7 @@ func httpAct(uri string, p *job.RetryPolicy) job.ActionSpec {
 }
 
 func fixed(count int, interval time.Duration) *job.RetryPolicy {
-	d := job.Duration(interval)
+	d := job.DurationOf(interval)
 	return &job.RetryPolicy{RetryType: job.RetryFixed, RetryCount: &count, RetryInterval: &d}
 }
 

@@ -35,7 +35,7 @@ var (
 )
 
 func policy(kind job.RetryType, count int, interval time.Duration) *job.RetryPolicy {
-	d := job.Duration(interval)
+	d := job.DurationOf(interval)
 	return &job.RetryPolicy{RetryType: kind, RetryCount: &count, RetryInterval: &d}
 }
 

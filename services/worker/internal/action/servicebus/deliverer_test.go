@@ -65,7 +65,7 @@ var meta = action.Meta{Collection: "billing", Job: "nightly", Scheduled: time.Da
 // everything sets every brokered property and two custom ones.
 func everything(t *testing.T, b *sbfaketest.Broker) job.ServiceBusMessage {
 	sb := base(b, `{"report":"nightly"}`)
-	ttl := job.Duration(10 * time.Minute)
+	ttl := job.DurationOf(10 * time.Minute)
 	when, err := job.ParseDateTime("2020-01-02T03:04:05Z") // in the past: enqueued at once
 	if err != nil {
 		t.Fatal(err)

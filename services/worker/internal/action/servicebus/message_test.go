@@ -40,7 +40,7 @@ func with(m map[string]any, kv ...any) map[string]any {
 }
 
 func TestNewMessage(t *testing.T) {
-	ttl := job.Duration(90 * time.Second)
+	ttl := job.DurationOf(90 * time.Second)
 	scheduled := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name string
