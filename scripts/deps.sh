@@ -6,7 +6,9 @@
 #   shells   zsh and fish, whose completion scripts schedctl's tests run
 #   browser  Debian's chromium and playwright-core (scripts/browser, from its lockfile), for the
 #            dashboard's browser test; no browser is ever downloaded
-# Usage: scripts/deps.sh redis [emulators] [shells] [browser]
+#   python   Debian's python3-azure, whose azure-mgmt-scheduler is the Python client the
+#            gateway's tests drive
+# Usage: scripts/deps.sh redis [emulators] [shells] [browser] [python]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -91,6 +93,16 @@ shells() {
 	[ ${#missing[@]} -eq 0 ] && return
 	say "installing ${missing[*]} (schedctl's completion tests run them)"
 	pkg_install "${missing[@]}" || echo "could not install ${missing[*]}: the completion tests of those shells will fail" >&2
+}
+
+python() {
+	# Debian's python3, where python3-azure installs; another python3 first on PATH (pyenv's)
+	# does not see Debian's packages, so the test looks for this one.
+	if /usr/bin/python3 -c 'import azure.mgmt.scheduler' 2>/dev/null; then
+		return
+	fi
+	say "installing python3-azure (the gateway's tests drive its azure-mgmt-scheduler)"
+	pkg_install python3-azure || echo "could not install python3-azure: the gateway's Python client test will fail" >&2
 }
 
 for dep in "$@"; do

@@ -39,6 +39,7 @@ const audience = "api://resched-gateway"
 // tokens), with an HTTP target, as an operator runs them.
 type stack struct {
 	base    string       // the gateway's HTTPS URL
+	caFile  string       // the CA of the gateway's certificate
 	natsURL string       // the planners' NATS server
 	client  *http.Client // trusts the gateway's CA and validates every answer against the swagger
 	checker *swaggerChecker
@@ -82,7 +83,7 @@ func startStack(t testing.TB) *stack {
 		"RESCHED_GATEWAY_TLS_CERT=" + pair.CertFile, "RESCHED_GATEWAY_TLS_KEY=" + pair.KeyFile,
 		"RESCHED_GATEWAY_ACCESS_FILE=" + access, "RESCHED_GATEWAY_OIDC_ISSUER=" + s.issuer.url,
 		"RESCHED_GATEWAY_OIDC_AUDIENCE=" + audience})
-	s.base = "https://" + addr
+	s.base, s.caFile = "https://"+addr, ca.CertFile
 	s.checker = newSwaggerChecker(t, s.base)
 	s.client = &http.Client{Timeout: 30 * time.Second, Transport: &recordingTransport{checker: s.checker,
 		next: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool(t, ca.CertFile), MinVersion: tls.VersionTLS12}}}}

@@ -31,12 +31,14 @@ type CA struct {
 // Pair is a certificate and its key, as PEM files.
 type Pair struct{ CertFile, KeyFile string }
 
-// NewCA makes a CA named name.
+// NewCA makes a CA named "<name> CA". The name differs from its certificates' (often name
+// too): OpenSSL takes a certificate whose issuer is its own subject for a self-signed one, and
+// refuses it, so Python and Node clients could not be tested against such a pair.
 func NewCA(t testing.TB, name string) *CA {
 	t.Helper()
 	ca := &CA{dir: t.TempDir(), key: newKey(t)}
 	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name + " CA"},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
 	}
