@@ -166,7 +166,8 @@ func fraction(digits string) (time.Duration, error) {
 	return ns, nil
 }
 
-// parseTimeSpan reads [d.]hh:mm[:ss[.fffffff]], the form of .NET TimeSpan.Parse.
+// parseTimeSpan reads [d.]hh:mm[:ss[.fffffff]], the form of .NET TimeSpan.Parse; digits past
+// the seventh are dropped.
 func parseTimeSpan(s string) (time.Duration, error) {
 	var days int64
 	rest := s
@@ -209,7 +210,9 @@ func parseTimeSpan(s string) (time.Duration, error) {
 		if err != nil {
 			return 0, err
 		}
-		d += f
+		// To the tick (100 ns), as .NET keeps it and as TimeSpan writes it back: a duration
+		// read this way is written as it was read.
+		d += f.Truncate(100)
 	}
 	return d, nil
 }

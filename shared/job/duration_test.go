@@ -30,7 +30,7 @@ func TestParseDuration(t *testing.T) {
 		{"1.02:03:04", 26*time.Hour + 3*time.Minute + 4*time.Second},
 		{"00:00:00.5", 500 * time.Millisecond},
 		{"00:00:01.1234567", time.Second + 123456700},
-		{"00:00:01.1234567891", time.Second + 123456789},
+		{"00:00:01.1234567891", time.Second + 123456700}, // to the tick, as .NET keeps it
 	}
 	for _, tt := range tests {
 		got, err := ParseDuration(tt.in)
@@ -159,4 +159,28 @@ func TestDurationJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"retryInterval":30}`), &p); err == nil {
 		t.Error("a number as retryInterval was accepted")
 	}
+}
+
+// FuzzParseDuration: whatever ParseDuration accepts is written back (String) as a text it reads
+// as the same span in the same form, so a stored definition answers what was sent.
+func FuzzParseDuration(f *testing.F) {
+	for _, s := range []string{"PT30S", "pt1.5s", "P1DT2H", "P2W", "PT0,25S", "00:00:30", "1.02:03:04", "00:00:01.1234567891", "01:30", "P1DT0.000000001S"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := ParseDuration(s)
+		if err != nil {
+			return
+		}
+		back, err := ParseDuration(d.String())
+		if err != nil || back != d {
+			t.Fatalf("%q read as %v (%s), written %q, read back as %v, %v", s, d.Std(), d.ISO(), d.String(), back, err)
+		}
+		if iso, err := ParseDuration(d.ISO()); err != nil || iso.Std() != d.Std() {
+			t.Fatalf("%q: ISO %q read back as %v, %v", s, d.ISO(), iso.Std(), err)
+		}
+		if ts, err := ParseDuration(d.TimeSpan()); err != nil || ts.Std() != d.Std().Truncate(100) {
+			t.Fatalf("%q: TimeSpan %q read back as %v, %v", s, d.TimeSpan(), ts.Std(), err)
+		}
+	})
 }
