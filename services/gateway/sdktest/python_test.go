@@ -20,7 +20,8 @@ import (
 // created, read, listed page by page and filtered, patched, run, disabled, enabled and
 // deleted (testdata/python_sdk.py). That client is generated from the swagger and reads every
 // answer strictly: a retryInterval or timeToLive it cannot parse as an ISO 8601 duration, a
-// date it cannot read, a long-running operation it cannot follow each fail it.
+// date it cannot read, a long-running operation it cannot follow each fail it, and a field
+// it does not find under the swagger's spelling ("Occurrence") is silently lost.
 func TestPythonSDKDrivesTheGateway(t *testing.T) {
 	python := pythonWithSDK(t)
 	s := startStack(t)
@@ -56,6 +57,10 @@ func TestPythonSDKDrivesTheGateway(t *testing.T) {
 			SasKeyShown               bool
 			Hours                     []int
 			Next                      string
+		}
+		LastFriday struct {
+			Occurrences, OccurrencesAfter [][]any
+			NextBefore, NextAfter         string
 		}
 		History   []struct{ Status, Action string }
 		Completed int
@@ -94,6 +99,12 @@ func TestPythonSDKDrivesTheGateway(t *testing.T) {
 	}
 	if !reflect.DeepEqual(seen.Got.Hours, []int{3}) || !strings.HasSuffix(seen.Got.Next, "03:30:00+00:00") {
 		t.Errorf("the schedule: hours %v, next %s", seen.Got.Hours, seen.Got.Next)
+	}
+	// A monthly occurrence's count is read, and a job read and put back keeps it.
+	lastFriday := [][]any{{"Friday", -1.0}}
+	if lf := seen.LastFriday; !reflect.DeepEqual(lf.Occurrences, lastFriday) || !reflect.DeepEqual(lf.OccurrencesAfter, lastFriday) ||
+		lf.NextBefore != lf.NextAfter || !strings.HasSuffix(lf.NextBefore, "09:00:00+00:00") {
+		t.Errorf("the last Friday of each month: %+v", lf)
 	}
 	if len(seen.History) != 1 || seen.History[0].Status != "Completed" || seen.History[0].Action != "MainAction" || seen.Completed != 1 {
 		t.Errorf("the history after a run: %+v (%d completed)", seen.History, seen.Completed)

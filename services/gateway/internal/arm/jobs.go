@@ -1,6 +1,7 @@
 package arm
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -17,7 +18,7 @@ const jobType = "Microsoft.Scheduler/jobCollections/jobs"
 
 // toARMJob gives a planner's job its ARM id, name and type, and echoes what the service
 // echoed: interval 1 when the definition left it out.
-func toARMJob(s scope, collection string, d job.Definition) job.Definition {
+func toARMJob(s scope, collection string, d job.Definition) armJob {
 	job := d.Name
 	if _, j, ok := strings.Cut(d.Name, "/"); ok {
 		job = j
@@ -26,7 +27,52 @@ func toARMJob(s scope, collection string, d job.Definition) job.Definition {
 	if r := d.Properties.Recurrence; r != nil && r.Interval == 0 {
 		r.Interval = 1
 	}
-	return d
+	return armJob{d}
+}
+
+// armJob is a job as the gateway answers it. A monthly occurrence's count is written under
+// both spellings: "occurrence", as the service answered it, and "Occurrence", the swagger's,
+// the only one clients generated from the swagger read. Python's azure-mgmt-scheduler read no
+// count from "occurrence", so a "last Friday" job it read and put back ran every Friday.
+// Clients that match names without case (Go, .NET) read the one value either way.
+type armJob struct{ job.Definition }
+
+func (j armJob) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(j.Definition)
+	if err != nil || !countsOccurrences(j.Definition) {
+		return b, err
+	}
+	var tree map[string]any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&tree); err != nil {
+		return nil, err
+	}
+	props, _ := tree["properties"].(map[string]any)
+	rec, _ := props["recurrence"].(map[string]any)
+	sched, _ := rec["schedule"].(map[string]any)
+	occs, _ := sched["monthlyOccurrences"].([]any)
+	for _, o := range occs {
+		if o, ok := o.(map[string]any); ok && o["occurrence"] != nil {
+			o["Occurrence"] = o["occurrence"]
+		}
+	}
+	return json.Marshal(tree)
+}
+
+// countsOccurrences says whether the job has a monthly occurrence with a count, the only
+// jobs armJob writes again.
+func countsOccurrences(d job.Definition) bool {
+	r := d.Properties.Recurrence
+	if r == nil || r.Schedule == nil {
+		return false
+	}
+	for _, o := range r.Schedule.MonthlyOccurrences {
+		if o.Occurrence != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // jobCall is the path's job on the planners: their collection name and the job's.
@@ -110,7 +156,7 @@ func (s *Server) listJobs(c *call) error {
 	if _, err := s.planners.call(c.ctx, req, &page, "jobs", "list", pname); err != nil {
 		return s.jobError(c, err)
 	}
-	value := make([]job.Definition, len(page.Value))
+	value := make([]armJob, len(page.Value))
 	for i, d := range page.Value {
 		value[i] = toARMJob(c.scope(), c.vars["c"], d)
 	}

@@ -64,6 +64,24 @@ seen["certificate"] = {"type": cert.type, "subject": cert.certificate_subject_na
                        "expires": cert.certificate_expiration_date.isoformat() if cert.certificate_expiration_date else None,
                        "pfxShown": cert.pfx is not None or cert.password is not None}
 
+# The last Friday of each month: read, then put back as read (a read-modify-write).
+client.jobs.create_or_update("rg-py", "py-orders", "last-friday", m.JobDefinition(properties=m.JobProperties(
+    start_time=start,
+    action=m.JobAction(type="Http", request=m.HttpRequest(uri=target + "/monthly", method="GET"),
+                       retry_policy=m.RetryPolicy(retry_type="None")),
+    recurrence=m.JobRecurrence(frequency="Month", schedule=m.JobRecurrenceSchedule(
+        monthly_occurrences=[m.JobRecurrenceScheduleMonthlyOccurrence(day="Friday", occurrence=-1)], hours=[9], minutes=[0])))))
+monthly = client.jobs.get("rg-py", "py-orders", "last-friday")
+before = monthly.properties.status.next_execution_time
+monthly.properties.status = None
+again = client.jobs.create_or_update("rg-py", "py-orders", "last-friday", monthly)
+seen["lastFriday"] = {
+    "occurrences": [[o.day, o.occurrence] for o in monthly.properties.recurrence.schedule.monthly_occurrences],
+    "nextBefore": before.isoformat(), "nextAfter": again.properties.status.next_execution_time.isoformat(),
+    "occurrencesAfter": [[o.day, o.occurrence] for o in again.properties.recurrence.schedule.monthly_occurrences],
+}
+client.jobs.delete("rg-py", "py-orders", "last-friday")
+
 got = client.jobs.get("rg-py", "py-orders", "nightly")
 props = got.properties
 sb = props.action.error_action.service_bus_queue_message
