@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -97,8 +98,14 @@ func (c *canonicaliser) object(f *facts, obj map[string]any) any {
 			c.mark()
 		}
 		if prev, dup := given[name]; dup {
-			c.probs.add(string(pathOf(c.at).key(name)), fmt.Sprintf(
-				"given twice, as %q and %q (property names are matched ignoring case)", prev, k))
+			// The same value under two spellings is that value: the gateway answers a
+			// monthly occurrence's count as "occurrence" and "Occurrence", and a client that
+			// puts back what it read sends both.
+			if !reflect.DeepEqual(obj[prev], obj[k]) {
+				c.probs.add(string(pathOf(c.at).key(name)), fmt.Sprintf(
+					"given twice, as %q and %q (property names are matched ignoring case)", prev, k))
+			}
+			c.mark()
 			continue
 		}
 		given[name] = k

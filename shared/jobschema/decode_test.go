@@ -295,6 +295,19 @@ func TestDecodeDocumentProblems(t *testing.T) {
 	}
 }
 
+// TestDecodeTakesANameGivenTwiceWithOneValue: what the gateway answers (a monthly occurrence's
+// count as "occurrence" and "Occurrence") is accepted when put back as it was read.
+func TestDecodeTakesANameGivenTwiceWithOneValue(t *testing.T) {
+	d, err := newValidator(t).Decode([]byte(`{"action":{"type":"Http","request":{"uri":"http://x/","method":"GET"}},
+		"recurrence":{"frequency":"Month","schedule":{"monthlyOccurrences":[{"day":"Friday","occurrence":-1,"Occurrence":-1}]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if occ := d.Properties.Recurrence.Schedule.MonthlyOccurrences; len(occ) != 1 || occ[0].Occurrence != -1 {
+		t.Errorf("monthly occurrences %+v, want the last Friday", occ)
+	}
+}
+
 func TestDecodeDropsReadOnlyFields(t *testing.T) {
 	in := `{"id":"i","type":"t","name":"n","properties":{"action":{"type":"Https","request":{"uri":"https://localhost/","method":"GET",
 		"authentication":{"type":"ClientCertificate","pfx":"UEZY","password":"pw","certificateThumbprint":"77ED","certificateExpiration":"2021-01-01T07:00:00Z"}}},

@@ -1,9 +1,11 @@
 package sdktest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -158,6 +160,39 @@ func TestAzureSDKDrivesEveryOperation(t *testing.T) {
 	if a, ok := cert.Properties.Action.Request.Authentication.AsClientCertAuthentication(); !ok ||
 		to.String(a.CertificateThumbprint) == "" || to.String(a.CertificateSubjectName) != "CN=resched test" || a.CertificateExpirationDate == nil {
 		t.Errorf("the ClientCertificate job's details: %+v", cert.Properties.Action.Request.Authentication)
+	}
+	// A job's JSON read and put back as read (curl and jq, PowerShell's Invoke-RestMethod)
+	// carries a monthly occurrence's count under both spellings the gateway answers: it is
+	// accepted, and the job keeps its count (the last Friday, not every Friday).
+	lastFriday := *jobs["http-ok"]
+	monthly := scheduler.JobDefinition{Properties: &scheduler.JobProperties{StartTime: &start, Action: &lastFriday,
+		Recurrence: &scheduler.JobRecurrence{Frequency: scheduler.Month, Schedule: &scheduler.JobRecurrenceSchedule{
+			MonthlyOccurrences: &[]scheduler.JobRecurrenceScheduleMonthlyOccurrence{{Day: scheduler.JobScheduleDayFriday, Occurrence: to.Int32Ptr(-1)}}}}}}
+	if _, err := jc.CreateOrUpdate(ctx, "rg-a", "c-standard", "last-friday", monthly); err != nil {
+		t.Fatal(err)
+	}
+	jobURL := s.base + armID("rg-a", "c-standard") + "/jobs/last-friday?api-version=2016-03-01"
+	raw := func(method string, body []byte) []byte {
+		req, _ := http.NewRequest(method, jobURL, bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer operator-token")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := s.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s last-friday: %d %s", method, resp.StatusCode, b)
+		}
+		return b
+	}
+	read := raw("GET", nil)
+	if !strings.Contains(string(read), `"occurrence":-1`) || !strings.Contains(string(read), `"Occurrence":-1`) {
+		t.Errorf("the last Friday answered as %s", read)
+	}
+	if back := raw("PUT", read); !bytes.Equal(back, read) {
+		t.Errorf("put back as read, the job became\n%s\nfrom\n%s", back, read)
 	}
 	// A retry interval comes back in the form it was sent: TimeSpan text (what the service
 	// answered, and what a client comparing its own value expects) or ISO 8601 (the swagger's,
