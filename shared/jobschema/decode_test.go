@@ -295,6 +295,18 @@ func TestDecodeDocumentProblems(t *testing.T) {
 	}
 }
 
+// TestAMissingSecretSaysWhy: a job read (its secrets left out) and put back whole is refused
+// with the reason and the way out, not only "is required".
+func TestAMissingSecretSaysWhy(t *testing.T) {
+	_, err := newValidator(t).Decode([]byte(withAction(`{"type":"ServiceBusQueue","serviceBusQueueMessage":{"namespace":"n","queueName":"q",
+		"authentication":{"type":"SharedAccessKey","sasKeyName":"k"}}}`)))
+	ve, ok := err.(*ValidationError)
+	if !ok || len(ve.Problems) != 1 || ve.Problems[0].Path != "action.serviceBusQueueMessage.authentication.sasKey" ||
+		!strings.Contains(ve.Problems[0].Message, "is required (secrets are never answered, so a job read and put back must give its secrets again; a PATCH keeps them)") {
+		t.Errorf("got %v", err)
+	}
+}
+
 // TestDecodeTakesANameGivenTwiceWithOneValue: what the gateway answers (a monthly occurrence's
 // count as "occurrence" and "Occurrence") is accepted when put back as it was read.
 func TestDecodeTakesANameGivenTwiceWithOneValue(t *testing.T) {

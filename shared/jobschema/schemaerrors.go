@@ -13,6 +13,10 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 )
 
+// secretGivenAgain follows "is required" for a missing secret: the usual cause is a job read
+// (its secrets answered empty or left out) and put back whole.
+const secretGivenAgain = " (secrets are never answered, so a job read and put back must give its secrets again; a PATCH keeps them)"
+
 // schemaDocs are the raw schema documents by $id, read for the errorMessage keyword.
 type schemaDocs map[string]any
 
@@ -23,7 +27,11 @@ func (d schemaDocs) report(verr *jsonschema.ValidationError, tree any, base json
 	case *kind.Required:
 		at := instancePath(tree, verr.InstanceLocation, base)
 		for _, m := range k.Missing {
-			probs.add(string(at.key(m)), d.message(verr, "required", "is required"))
+			msg := d.message(verr, "required", "is required")
+			if job.IsSecretMember("", m) {
+				msg += secretGivenAgain
+			}
+			probs.add(string(at.key(m)), msg)
 		}
 		return
 	case *kind.AdditionalProperties:
