@@ -106,7 +106,10 @@ seen["history"] = [{"status": h.properties.status, "action": h.properties.action
                     "expected": h.properties.expected_execution_time.isoformat()} for h in history]
 seen["completed"] = len(list(client.jobs.list_job_history("rg-py", "py-orders", "nightly", filter="status eq 'Completed'")))
 
-patched = client.jobs.patch("rg-py", "py-orders", "nightly", m.JobDefinition(properties=m.JobProperties(state="Disabled")))
+# As PowerShell does: the whole definition read, changed, and sent back as a PATCH, without
+# the secrets it was answered without (the error action's SAS key), which the PATCH keeps.
+got.properties.state = "Disabled"
+patched = client.jobs.patch("rg-py", "py-orders", "nightly", got)
 seen["patched"] = {"state": patched.properties.state,
                    "retryInterval": patched.properties.action.retry_policy.retry_interval.total_seconds()}
 seen["disabled"] = [j.name for j in client.jobs.list("rg-py", "py-orders", filter="state eq 'Disabled'")]
