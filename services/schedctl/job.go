@@ -610,8 +610,8 @@ func statusTime(s *job.Status, next bool) *time.Time {
 	return s.LastExecutionTime
 }
 
-// countOf is a status counter, "unknown" when the planner sent no status (it sends none for a
-// disabled job, as the original service did).
+// countOf is a status counter, "unknown" when the planner sent no status (a planner of an
+// earlier release sent none for a disabled job, as the original service did).
 func countOf(s *job.Status, count func(*job.Status) int) string {
 	if s == nil {
 		return "unknown"

@@ -68,7 +68,7 @@ func TestJobCommands(t *testing.T) {
 	}
 	wantLines(t, p.mustRun(t, onceJob, "job", "put", "c/j2", "-f", "-"), "job c/j2 created",
 		"State:  +Disabled", "Schedule:  +once", "Action:  +Http GET http://example.com/ (no retries)",
-		"Executions:  +unknown", "Next:  +- (disabled)")
+		"Executions:  +0", "Next:  +- (disabled)")
 	if out := p.mustRun(t, "", "job", "get", "c/j1"); out != strings.TrimPrefix(want, "job c/j1 created\n") {
 		t.Fatalf("job get:\n%s", out)
 	}
@@ -171,7 +171,7 @@ func TestJobCommands(t *testing.T) {
 		out := p.mustRun(t, "", "job", "list", "c", "--filter", "name~j*")
 		wantLines(t, out, "NAME  STATE     SCHEDULE    ACTION  NEXT                      LAST  EXECUTIONS  FAILURES",
 			"c/j1  Enabled   every hour  Https   2099-01-01T00:00:00.000Z  -     0           0",
-			"c/j2  Disabled  once        Http    - (disabled)              -     unknown     unknown")
+			"c/j2  Disabled  once        Http    - (disabled)              -     0           0")
 		p.mustRun(t, "", "collection", "create", "other")
 		p.mustRun(t, "", "job", "create", "other/o1", "--every", "1h", "--at", "2099-01-01T00:00:00Z", "--http-get", "http://x/")
 		p.mustRun(t, "", "collection", "disable", "other")
@@ -195,7 +195,7 @@ func TestJobCommands(t *testing.T) {
 	})
 
 	t.Run("disable, enable, run", func(t *testing.T) {
-		wantLines(t, p.mustRun(t, "", "job", "disable", "c/j1"), "State:  +Disabled", "Executions:  +unknown")
+		wantLines(t, p.mustRun(t, "", "job", "disable", "c/j1"), "State:  +Disabled", "Executions:  +0")
 		decode(t, p.mustRun(t, "", "job", "get", "c/j1", "-o", "json"), &d)
 		if d.Properties.State != job.StateDisabled {
 			t.Fatalf("get after disable: %q", d.Properties.State)

@@ -242,6 +242,10 @@ func TestAzureSDKDrivesEveryOperation(t *testing.T) {
 	if err != nil || !disabled.NotDone() || to.String(disabled.Value().Name) != "c-p20premium/queue" {
 		t.Errorf("state filter: %v", err)
 	}
+	// As the service answered it, a disabled job has no status (the planners' API keeps it).
+	if q, err := jc.Get(ctx, "rg-a", "c-p20premium", "queue"); err != nil || q.Properties.Status != nil {
+		t.Errorf("a disabled job: %v, status %+v", err, q.Properties.Status)
+	}
 
 	// Runs, and their history with a status filter.
 	for _, name := range []string{"http-ok", "http-fail"} {

@@ -17,15 +17,18 @@ import (
 const jobType = "Microsoft.Scheduler/jobCollections/jobs"
 
 // toARMJob gives a planner's job its ARM id, name and type, and echoes what the service
-// echoed: interval 1 when the definition left it out.
+// echoed: interval 1 when the definition left it out, and no status for a disabled job.
 func toARMJob(s scope, collection string, d job.Definition) armJob {
-	job := d.Name
+	name := d.Name
 	if _, j, ok := strings.Cut(d.Name, "/"); ok {
-		job = j
+		name = j
 	}
-	d.ID, d.Type, d.Name = jobID(s, collection, job), jobType, collection+"/"+job
+	d.ID, d.Type, d.Name = jobID(s, collection, name), jobType, collection+"/"+name
 	if r := d.Properties.Recurrence; r != nil && r.Interval == 0 {
 		r.Interval = 1
+	}
+	if d.Properties.State == job.StateDisabled {
+		d.Properties.Status = nil
 	}
 	return armJob{d}
 }

@@ -130,19 +130,18 @@ func toDefinition(rec *store.Job) (*job.Definition, error) {
 func definition(rec *store.Job, stored job.Properties) *job.Definition {
 	p := job.Properties{StartTime: stored.StartTime, Recurrence: stored.Recurrence, Action: stored.Action}
 	p.State = rec.State
-	// As the original service did, a disabled job has no status.
-	if rec.State != job.StateDisabled {
-		st := &job.Status{ExecutionCount: rec.Executions, FailureCount: rec.Failures, FaultedCount: rec.Faults}
-		if !rec.LastExecution.IsZero() {
-			t := rec.LastExecution
-			st.LastExecutionTime = &t
-		}
-		if !rec.Next.IsZero() && rec.State == job.StateEnabled {
-			t := rec.Next
-			st.NextExecutionTime = &t
-		}
-		p.Status = st
+	// A disabled job keeps its counts, so that a job disabled for failing still says how
+	// often it failed (the gateway leaves the status out, as the original service did).
+	st := &job.Status{ExecutionCount: rec.Executions, FailureCount: rec.Failures, FaultedCount: rec.Faults}
+	if !rec.LastExecution.IsZero() {
+		t := rec.LastExecution
+		st.LastExecutionTime = &t
 	}
+	if !rec.Next.IsZero() && rec.State == job.StateEnabled {
+		t := rec.Next
+		st.NextExecutionTime = &t
+	}
+	p.Status = st
 	d := &job.Definition{
 		ID:   "/jobCollections/" + rec.Collection + "/jobs/" + rec.Name,
 		Type: "Microsoft.Scheduler/jobCollections/jobs", Name: rec.Collection + "/" + rec.Name,
