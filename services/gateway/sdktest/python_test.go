@@ -19,10 +19,11 @@ import (
 // python3-azure; scripts/deps.sh python installs it) against the gateway: collections and jobs
 // created, read, listed page by page and filtered, read and put back, read and patched back
 // whole without the secrets it was answered without (as PowerShell updates a job), run,
-// disabled, enabled and deleted (testdata/python_sdk.py). That client is generated from the swagger and reads every
-// answer strictly: a retryInterval or timeToLive it cannot parse as an ISO 8601 duration, a
-// date it cannot read, a long-running operation it cannot follow each fail it, and a field
-// it does not find under the swagger's spelling ("Occurrence") is silently lost.
+// disabled, enabled and deleted (testdata/python_sdk.py). That client is generated from the
+// swagger and reads every answer strictly: a retryInterval or timeToLive it cannot parse as an
+// ISO 8601 duration, a date it cannot read, a long-running operation it cannot follow each
+// fail it, and a field it does not find under the swagger's spelling ("Occurrence") is
+// silently lost.
 func TestPythonSDKDrivesTheGateway(t *testing.T) {
 	python := pythonWithSDK(t)
 	s := startStack(t)
