@@ -89,7 +89,7 @@ func TestJobCommands(t *testing.T) {
 		s := d.Properties.Recurrence.Schedule
 		if req.Body != `{"r":1}` || req.Headers["Content-Type"] != "application/json" || req.Headers["X-Team"] != "ops" ||
 			d.Properties.StartTime == nil || d.Properties.StartTime.Second != 0 || s.Minutes[0] != 30 ||
-			d.Properties.Action.RetryPolicy.Interval() != time.Minute {
+			d.Properties.Action.RetryPolicy.Interval() != time.Minute || d.Properties.Action.RetryPolicy.RetryInterval.String() != "PT1M" {
 			t.Fatalf("the job created from flags: %+v, request %+v", d.Properties, req)
 		}
 		if next := d.Properties.Status.NextExecutionTime; next == nil || !next.After(time.Now()) || next.Weekday() != time.Monday && next.Weekday() != time.Friday {

@@ -357,7 +357,8 @@ func parseRetry(s string) (map[string]any, error) {
 		if err != nil || d <= 0 {
 			return nil, fmt.Errorf("%q: the interval is a duration such as 30s or 1m", interval)
 		}
-		policy["retryInterval"] = job.DurationOf(d).String()
+		// ISO 8601, the swagger's form: the one clients generated from it read back.
+		policy["retryInterval"] = job.DurationOf(d).ISO()
 	}
 	return policy, nil
 }
