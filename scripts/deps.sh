@@ -3,7 +3,8 @@
 # `make run` and `make test` work on a fresh machine with nothing done by hand:
 #   redis    redis-server on PATH (through the system's package manager)
 #   emulators  the Node packages of scripts/emulators (Azurite, rhea), from its lockfile
-#   shells   zsh and fish, whose completion scripts schedctl's tests run
+#   shells   zsh and fish, whose completion scripts schedctl's tests run, and curl, for the
+#            gateway call make run prints, which the first-hour test pastes into bash
 #   browser  Debian's chromium and playwright-core (scripts/browser, from its lockfile), for the
 #            dashboard's browser test; no browser is ever downloaded
 #   python   Debian's python3-azure, whose azure-mgmt-scheduler is the Python client the
@@ -87,12 +88,12 @@ browser() {
 
 shells() {
 	local missing=()
-	for sh in zsh fish; do
+	for sh in zsh fish curl; do
 		command -v "$sh" >/dev/null || missing+=("$sh")
 	done
 	[ ${#missing[@]} -eq 0 ] && return
-	say "installing ${missing[*]} (schedctl's completion tests run them)"
-	pkg_install "${missing[@]}" || echo "could not install ${missing[*]}: the completion tests of those shells will fail" >&2
+	say "installing ${missing[*]} (schedctl's completion tests and the first-hour test run them)"
+	pkg_install "${missing[@]}" || echo "could not install ${missing[*]}: the tests that run them will fail" >&2
 }
 
 python() {

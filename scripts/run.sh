@@ -222,15 +222,18 @@ for j in $JOBS; do
 		"$BIN/schedctl" job put "$COLLECTION/$j" -f - >/dev/null
 	echo "    $COLLECTION/$j"
 done
+# The commands below are for pasting into a shell: paths quoted as the shell needs them.
+bin_q=$(printf %q "$BIN")
+token_q=$(printf %q "$DATA/gateway-token")
 cat <<MSG
 
 resched is running. Try, in another terminal:
   export NATS_URL=nats://$NATS_ADDR
-  $BIN/schedctl job list $COLLECTION
-  $BIN/schedctl job history $COLLECTION/http-every-10-seconds
+  $bin_q/schedctl job list $COLLECTION
+  $bin_q/schedctl job history $COLLECTION/http-every-10-seconds
 The dashboard (docs/dashboard.md): http://$GATEWAY_ADDR/dashboard/ (sign in with the token in $DATA/gateway-token)
 The Azure Scheduler REST API (docs/azure-migration.md), with the same token:
-  curl -H "Authorization: Bearer \$(cat $DATA/gateway-token)" \\
+  curl -H "Authorization: Bearer \$(cat $token_q)" \\
     "http://$GATEWAY_ADDR/subscriptions/local/providers/Microsoft.Scheduler/jobCollections?api-version=2016-03-01"
 Press Ctrl-C to stop everything.
 

@@ -51,6 +51,13 @@ func TestFreshCloneMakeRunAndTheReadmeTour(t *testing.T) {
 			t.Errorf("the tour's output lacks %q:\n%s", want, out)
 		}
 	}
+	// The gateway call make run prints, pasted into a shell as it is.
+	call := printedCall(t, run.output())
+	cmd = exec.Command("bash", "-c", "set -euo pipefail\n"+call)
+	cmd.Dir, cmd.Env = clone, cleanEnv()
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), `"value":[`) {
+		t.Errorf("the gateway call make run prints (%v):\n%s\n%s", err, call, out)
+	}
 	run.interrupt(t)
 
 	// make run again, on the first run's data. No planner ran in between, so the new one
@@ -154,12 +161,27 @@ func TestMakeRunEndedOutrightLeavesNothing(t *testing.T) {
 // freshClone clones the repository at HEAD into a temporary directory, as a new user would.
 func freshClone(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "resched")
+	// A space in the path, as in a macOS "~/My Projects": every path the script uses or
+	// prints must be quoted.
+	dir := filepath.Join(t.TempDir(), "my projects", "resched")
 	cmd := exec.Command("git", "clone", "--quiet", testenv.RepoRoot(t), dir)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("git clone: %v\n%s", err, out)
 	}
 	return dir
+}
+
+// printedCall is the curl command make run prints for the gateway: its line and the next.
+func printedCall(t *testing.T, out string) string {
+	t.Helper()
+	lines := strings.Split(out, "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(strings.TrimSpace(l), "curl ") && i+1 < len(lines) {
+			return l + "\n" + lines[i+1]
+		}
+	}
+	t.Fatalf("make run printed no curl command:\n%s", out)
+	return ""
 }
 
 // cleanEnv is the environment without any of make run's overrides, as a new user has it.
