@@ -47,7 +47,7 @@ help: ## list the targets
 build: ## build bin/planner, bin/worker, bin/schedctl, bin/gateway and bin/target (the example HTTP target)
 	go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./services/,$(COMMANDS))
 
-deps: ## install what the tests need when missing: redis-server, the emulators' Node packages, zsh and fish, chromium and playwright-core, the Python Azure SDK
+deps: ## install what the tests need when missing: redis-server, the emulators' Node packages, zsh, fish and curl, chromium and playwright-core, the Python Azure SDK
 	scripts/deps.sh redis emulators shells browser python
 
 test: deps ## go vet and go test every module (TESTFLAGS adds flags)
