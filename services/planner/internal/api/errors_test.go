@@ -55,6 +55,9 @@ func TestErrors(t *testing.T) {
 		{"preview without a job", "preview", `{"count": 3}`, "400", "BadRequest", "job", ""},
 		{"preview with a bad now", "preview", `{"job": {}, "now": "yesterday"}`, "400", "BadRequest", "now", ""},
 		{"malformed preview", "preview", `not json`, "400", "BadRequest", "", ""},
+		{"preview of more runs than a page", "preview", `{"job": {}, "count": 1001}`, "400", "BadRequest", "count", ""},
+		{"negative preview count", "preview", `{"job": {}, "count": -1}`, "400", "BadRequest", "count", ""},
+		{"more runs than a page", "jobs.runs.c.existing", `{"count": 1001}`, "400", "BadRequest", "count", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := e.fail(t, tc.subject, tc.body, tc.status, tc.code)

@@ -95,8 +95,8 @@ func (a *handlers) runs(ctx context.Context, r request) (any, micro.Headers, err
 	if err := decodeBody(r.body, &req); err != nil {
 		return nil, nil, err
 	}
-	if req.Count < 0 {
-		return nil, nil, badRequest("count", "must be 0 (the default, 10) or more")
+	if err := checkCount(req.Count); err != nil {
+		return nil, nil, err
 	}
 	runs, err := a.svc.Runs(ctx, r.names[0], r.names[1], cmp.Or(req.Count, 10))
 	return runs, nil, err

@@ -103,6 +103,19 @@ func decodeHistory(body []byte) (job.ExecutionStatus, jobs.PageRequest, error) {
 	return status, page.jobs(), nil
 }
 
+// checkCount checks how many runs a preview or a job's runs asks for. More than a page is
+// refused rather than cut: these lists have no next page, so a shorter answer would read as
+// a series that ends.
+func checkCount(n int) error {
+	switch {
+	case n < 0:
+		return badRequest("count", "must be 0 (the default, 10) or more")
+	case n > jobs.MaxPageSize:
+		return badRequest("count", fmt.Sprintf("must be at most %d", jobs.MaxPageSize))
+	}
+	return nil
+}
+
 // previewRequest is the body of preview; now is RFC 3339 (the planner's clock when absent).
 type previewRequest struct {
 	Job   json.RawMessage `json:"job"`
@@ -120,8 +133,8 @@ func decodePreview(body []byte) (jobs.PreviewRequest, error) {
 	if len(def) == 0 || bytes.Equal(def, []byte("null")) {
 		return jobs.PreviewRequest{}, badRequest("job", "required: the job definition to preview")
 	}
-	if r.Count < 0 {
-		return jobs.PreviewRequest{}, badRequest("count", "must be 0 (the default, 10) or more")
+	if err := checkCount(r.Count); err != nil {
+		return jobs.PreviewRequest{}, err
 	}
 	out := jobs.PreviewRequest{Job: r.Job, Count: r.Count}
 	if r.Now != "" {
