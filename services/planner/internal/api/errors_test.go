@@ -49,6 +49,7 @@ func TestErrors(t *testing.T) {
 		{"invalid collection", "collections.put.x", `{"properties": {"quota": {"maxJobCount": "ten"}}}`, "400", "BadRequest", "properties.quota.maxJobCount", ""},
 		{"malformed list body", "jobs.list.c", `{"top": `, "400", "BadRequest", "", ""},
 		{"top of the wrong type", "jobs.list.c", `{"top": "ten"}`, "400", "BadRequest", "top", ""},
+		{"top not a whole number", "jobs.list.c", `{"top": 1.5}`, "400", "BadRequest", "top", ""},
 		{"negative skip", "collections.list", `{"skip": -1}`, "400", "BadRequest", "skip", ""},
 		{"unknown state filter", "jobs.list.c", `{"state": "Sleeping"}`, "400", "BadRequest", "state", ""},
 		{"unknown status filter", "jobs.history.c.existing", `{"status": "Exploded"}`, "400", "BadRequest", "status", ""},
@@ -63,6 +64,11 @@ func TestErrors(t *testing.T) {
 			a := e.fail(t, tc.subject, tc.body, tc.status, tc.code)
 			if tc.path != "" && !slices.Contains(a.paths(), tc.path) {
 				t.Errorf("details name %v, want %q among them", a.paths(), tc.path)
+			}
+			// A refused request's message, the header most clients show alone, names its field.
+			if request := strings.HasPrefix(a.Error.Message, "the request is invalid"); request && tc.path != "" &&
+				!strings.Contains(a.Error.Message, "invalid: "+tc.path+": ") && !strings.Contains(a.Error.Message, "invalid: "+tc.path+" name ") {
+				t.Errorf("message %q does not name %s", a.Error.Message, tc.path)
 			}
 			if tc.notStored != "" {
 				e.fail(t, "jobs.get.c."+tc.notStored, "", "404", "ResourceNotFound")

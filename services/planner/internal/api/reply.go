@@ -109,7 +109,13 @@ func headerText(s string) string {
 
 // badRequest is a 400 about one field of the request.
 func badRequest(path, message string) *jobs.Error {
-	return &jobs.Error{Status: 400, Code: jobs.CodeBadRequest, Message: "the request is invalid: " + message,
+	// The message names the field too: it is also the Nats-Service-Error header, which is all
+	// many clients show.
+	named := message
+	if path != "" && !strings.HasPrefix(message, path+" ") { // "job name …" names it already
+		named = path + ": " + message
+	}
+	return &jobs.Error{Status: 400, Code: jobs.CodeBadRequest, Message: "the request is invalid: " + named,
 		Details: []bus.ErrorEntry{{Path: path, Message: message}}}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/resched/resched/services/planner/internal/jobs"
@@ -48,6 +49,20 @@ type historyRequest struct {
 	Status string `json:"status"`
 }
 
+// jsonKind names a Go kind as the JSON value a request must give for it.
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	}
+	return "a JSON " + k.String()
+}
+
 // decodeBody reads an optional JSON object: an empty body leaves v at its defaults.
 func decodeBody(body []byte, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
@@ -56,7 +71,7 @@ func decodeBody(body []byte, v any) error {
 	if err := json.Unmarshal(body, v); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) && typeErr.Field != "" {
-			return badRequest(typeErr.Field, fmt.Sprintf("must be a JSON %s", typeErr.Type.Kind()))
+			return badRequest(typeErr.Field, "must be "+jsonKind(typeErr.Type.Kind()))
 		}
 		return badRequest("", "the body is not a JSON object: "+err.Error())
 	}
