@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/services/planner/internal/intake"
 	"github.com/resched/resched/services/planner/internal/jobs"
@@ -32,15 +34,19 @@ func (s stuck) Apply(ctx context.Context, changes []jobs.Change) []jobs.Outcome 
 
 // An acknowledged definition leaves the work queue, but its bytes stay in the stream's file
 // while other messages share it; with Erase they are overwritten, for an applied definition
-// and a refused one alike.
+// a refused one and one dropped unread alike.
 func TestErasedDefinitionsLeaveNoSecretOnDisk(t *testing.T) {
-	secrets := []string{"intake-pw-5150", "intake-pw-6160"}
+	secrets := []string{"intake-pw-5150", "intake-pw-6160", "intake-pw-7170", "intake-pw-8180"}
 	for _, erase := range []bool{false, true} {
 		t.Run(map[bool]string{false: "acknowledged only", true: "erased"}[erase], func(t *testing.T) {
 			e := newEnv(t)
 			e.run(t, stuck{e.svc}, func(c *intake.Config) { c.Erase = erase })
 			e.publish(t, "scheduler.jobs.c.j", withSecret, nil)
 			e.publish(t, "scheduler.jobs.missing.j", strings.Replace(withSecret, secrets[0], secrets[1], 1), nil)
+			// Dropped unread: an unknown operation, and a subject that names no job.
+			e.publish(t, "scheduler.jobs.c.typo", strings.Replace(withSecret, secrets[0], secrets[2], 1),
+				nats.Header{bus.HeaderOperation: []string{"putt"}})
+			e.publish(t, "scheduler.jobs.c.j.extra", strings.Replace(withSecret, secrets[0], secrets[3], 1), nil)
 			e.publish(t, "scheduler.jobs.c.stuck", definition, nil)
 			testenv.Eventually(t, 10*time.Second, "the two definitions settled, the stuck one left", func() bool {
 				return e.exists("c", "j") && e.pending(t) == 1
@@ -52,7 +58,7 @@ func TestErasedDefinitionsLeaveNoSecretOnDisk(t *testing.T) {
 				return
 			}
 			// The control: the check sees secrets that rest there.
-			testenv.Eventually(t, 5*time.Second, "acknowledged secrets found on disk", func() bool { return len(on()) == 2 },
+			testenv.Eventually(t, 5*time.Second, "acknowledged secrets found on disk", func() bool { return len(on()) == len(secrets) },
 				func() string { return strings.Join(on(), "\n") })
 		})
 	}

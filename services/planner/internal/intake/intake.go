@@ -12,7 +12,8 @@
 //     cannot help; the service has published the rejected event with the errors;
 //   - failed inside the planner (Redis down): negatively acknowledged with a delay, so it comes
 //     back and nothing is lost;
-//   - a subject that names no job, or an unknown operation: terminated, with a log line.
+//   - a subject that names no job, or an unknown operation: terminated (and erased), with a
+//     log line; an unknown operation is reported as a rejected event too.
 //
 // Bodies are never logged: they can hold secrets. For the same reason, with Erase set (the
 // planner seals secrets), a message that held secrets, or was refused, is erased from the
@@ -23,6 +24,7 @@ package intake
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -41,7 +43,7 @@ type Jobs interface {
 	Apply(ctx context.Context, changes []jobs.Change) []jobs.Outcome
 }
 
-// Publisher publishes the deferred events (a *nats.Conn).
+// Publisher publishes the intake's events (a *nats.Conn).
 type Publisher interface {
 	Publish(subject string, data []byte) error
 }
@@ -52,7 +54,8 @@ type Config struct {
 	Jobs     Jobs
 	Subjects bus.Subjects
 	Logger   *slog.Logger
-	// Events, when set, has the deferred event published for a change Redis refused.
+	// Events, when set, has the intake's own events published: deferred, for a change Redis
+	// refused, and rejected, for an unknown operation (the service reports the other refusals).
 	Events Publisher
 	// Clock dates the deferred events (time.Now when nil).
 	Clock func() time.Time
@@ -131,6 +134,7 @@ func (in *Intake) handle(ctx context.Context, msgs []jetstream.Msg) {
 	for _, msg := range msgs {
 		ch, ok := in.change(work, msg)
 		if !ok {
+			in.erase(work, msg) // nothing will apply it, and its body may hold secrets
 			in.settle(msg, msg.Term())
 			continue
 		}
@@ -149,16 +153,24 @@ func (in *Intake) handle(ctx context.Context, msgs []jetstream.Msg) {
 func (in *Intake) change(ctx context.Context, msg jetstream.Msg) (jobs.Change, bool) {
 	c, j, ok := in.names(msg.Subject())
 	if !ok {
+		// No job to publish an event on: the log is the only word of it.
 		in.log.Warn("intake: subject is not <prefix>.jobs.<collection>.<job>; message dropped", "subject", msg.Subject())
 		return jobs.Change{}, false
 	}
+	md, mdErr := msg.Metadata()
 	op := msg.Headers().Get(bus.HeaderOperation)
 	if op != "" && !strings.EqualFold(op, "put") && !strings.EqualFold(op, "delete") {
-		in.log.Warn("intake: unknown operation; message dropped", "collection", c, "job", j, "operation", op)
+		in.log.Info("intake: unknown operation refused", "collection", c, "job", j, "operation", op)
+		e := bus.Event{Kind: bus.EventRejected, Collection: c, Job: j, Time: in.cfg.Clock().UTC(),
+			Errors: []bus.ErrorEntry{{Path: bus.HeaderOperation, Message: fmt.Sprintf("unknown operation %q: must be delete, or put (the same as no header)", op)}}}
+		if mdErr == nil {
+			e.IntakeSequence = md.Sequence.Stream
+		}
+		in.publish(e)
 		return jobs.Change{}, false
 	}
 	ch := jobs.Change{Collection: c, Name: j, Raw: msg.Data(), Delete: strings.EqualFold(op, "delete")}
-	if md, err := msg.Metadata(); err == nil {
+	if mdErr == nil {
 		ch.Stamp = in.stamp(ctx, md.Sequence.Stream, md.Timestamp)
 	}
 	return ch, true
@@ -251,13 +263,17 @@ func (in *Intake) deferred(msg jetstream.Msg, ch jobs.Change, reason string) {
 	}
 	in.log.Warn("intake: the planners cannot store the change now; it waits on the intake stream",
 		"collection", ch.Collection, "job", ch.Name, "reason", reason)
+	in.publish(bus.Event{Kind: bus.EventDeferred, Collection: ch.Collection, Job: ch.Name, Time: in.cfg.Clock().UTC(),
+		IntakeSequence: ch.Stamp.Seq, Reason: reason})
+}
+
+// publish publishes an event of the intake's own, when Events is set.
+func (in *Intake) publish(e bus.Event) {
 	if in.cfg.Events == nil {
 		return
 	}
-	e := bus.Event{Kind: bus.EventDeferred, Collection: ch.Collection, Job: ch.Name, Time: in.cfg.Clock().UTC(),
-		IntakeSequence: ch.Stamp.Seq, Reason: reason}
-	if err := in.cfg.Events.Publish(in.cfg.Subjects.Event(ch.Collection, ch.Name, e.Kind), bus.AppendEvent(nil, e)); err != nil {
-		in.log.Warn("intake: publish the deferred event", "collection", ch.Collection, "job", ch.Name, "error", err)
+	if err := in.cfg.Events.Publish(in.cfg.Subjects.Event(e.Collection, e.Job, e.Kind), bus.AppendEvent(nil, e)); err != nil {
+		in.log.Warn("intake: publish the "+e.Kind+" event", "collection", e.Collection, "job", e.Job, "error", err)
 	}
 }
 

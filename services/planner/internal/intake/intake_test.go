@@ -72,7 +72,7 @@ func newEnv(t testing.TB) *env {
 // then stops cleanly.
 func (e *env) run(t *testing.T, svc intake.Jobs, opts ...func(*intake.Config)) {
 	t.Helper()
-	cfg := intake.Config{JS: e.js, Jobs: svc, Subjects: subjects,
+	cfg := intake.Config{JS: e.js, Jobs: svc, Subjects: subjects, Events: e.nc,
 		Logger: slog.New(slog.NewTextHandler(t.Output(), nil)), RetryDelay: 20 * time.Millisecond}
 	for _, o := range opts {
 		o(&cfg)
@@ -216,9 +216,11 @@ func TestInvalidDefinitionIsRejected(t *testing.T) {
 	}
 }
 
-// A subject that names no job, or an unknown operation, is dropped and does not block the stream.
+// A subject that names no job, or an unknown operation, is dropped and does not block the
+// stream; an unknown operation is reported to its publisher.
 func TestMalformedMessagesAreDropped(t *testing.T) {
 	e := newEnv(t)
+	sub := e.watch(t, "scheduler.events.c.j.rejected")
 	e.run(t, e.svc)
 	e.publish(t, "scheduler.jobs.c", definition, nil)
 	e.publish(t, "scheduler.jobs.c.j.extra", definition, nil)
@@ -228,6 +230,11 @@ func TestMalformedMessagesAreDropped(t *testing.T) {
 	testenv.Eventually(t, 5*time.Second, "every message to leave the stream", func() bool { return e.pending(t) == 0 })
 	if e.exists("c", "j") {
 		t.Fatal("a message with an unknown operation was applied")
+	}
+	ev := nextEvent(t, sub)
+	if ev.Kind != bus.EventRejected || ev.Job != "j" || ev.IntakeSequence != 3 || len(ev.Errors) != 1 ||
+		ev.Errors[0].Path != bus.HeaderOperation || !strings.Contains(ev.Errors[0].Message, `"explode"`) {
+		t.Fatalf("rejected event %+v", ev)
 	}
 }
 
