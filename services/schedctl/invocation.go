@@ -334,6 +334,9 @@ func (inv *invocation) exit(err error) int {
 		return exitUsage
 	case errors.As(err, &api):
 		fmt.Fprintf(inv.stderr, "schedctl: %s\n", printable(api.Message))
+		if len(api.Details) == 1 && strings.HasSuffix(api.Message, api.Details[0].Message) {
+			api.Details = nil // the message says it already ("the request is invalid: top: …")
+		}
 		for _, d := range api.Details {
 			if d.Path == "" {
 				fmt.Fprintf(inv.stderr, "  %s\n", printable(d.Message))

@@ -189,7 +189,7 @@ func TestJobCommands(t *testing.T) {
 		if len(page.Value) != 1 || page.Value[0].Name != "c/j1" {
 			t.Fatalf("job list -o json: %+v", page)
 		}
-		p.mustFail(t, "", 2, []string{"\n  state: "}, "job", "list", "c", "--state", "Sleeping")
+		p.mustFail(t, "", 2, []string{"invalid: state: unknown job state"}, "job", "list", "c", "--state", "Sleeping")
 		p.mustFail(t, "", 1, []string{"job collection nowhere not found"}, "job", "list", "nowhere")
 		p.mustRun(t, "", "collection", "enable", "other")
 	})
@@ -326,6 +326,11 @@ func TestJobCommands(t *testing.T) {
 		p.mustFail(t, typo, 2, []string{"recurence"}, "job", "create", "c/typo", "-f", "-")
 		p.mustFail(t, "", 2, []string{`job name "bad.name"`}, "job", "get", "c/bad.name")
 		p.mustFail(t, "", 2, []string{`"c": name the job as COLLECTION/JOB`}, "job", "get", "c")
+		// A request refused for one field says it once.
+		code, _, errOut = p.schedctl(t, "", "job", "history", "c/j1", "--status", "Exploded")
+		if want := "schedctl: the request is invalid: status: unknown execution status \"Exploded\": must be one of Completed, Failed, Postponed, Skipped\n"; code != 2 || errOut != want {
+			t.Fatalf("history with an unknown status: exit %d, stderr %q, want %q", code, errOut, want)
+		}
 	})
 
 	t.Run("global flags anywhere", func(t *testing.T) {
