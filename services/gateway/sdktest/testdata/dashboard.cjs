@@ -54,12 +54,12 @@ const consoleErrors = [];
     await page.click("button >> text=Filter");
     await page.waitForSelector("text=No job matches.");
     await page.goto(BASE + "/dashboard/#/jobs?type=Https");
-    await page.waitForSelector("text=1 jobs shown");
+    await page.waitForSelector("text=1 job shown");
     await page.goto(BASE + "/dashboard/#/jobs");
     await page.waitForSelector("text=3 jobs shown");
     await shot(page, "jobs");
     await page.goto(BASE + "/dashboard/#/jobs?type=Https");
-    await page.waitForSelector("text=1 jobs shown");
+    await page.waitForSelector("text=1 job shown");
     check((await page.textContent("tbody")).includes("report"), "across collections, filtered by action type");
 
     step("a job: definition, next runs, calendar");

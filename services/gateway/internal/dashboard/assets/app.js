@@ -71,6 +71,9 @@ async function api(path, opts = {}) {
   return body;
 }
 
+// count is "1 job", "2 jobs": a number with its noun.
+function count(n, noun) { return `${n} ${noun}${n === 1 ? "" : "s"}`; }
+
 function errorBox(err) { return el("p", { class: "error", role: "alert", text: err.message }); }
 
 function query() {
@@ -200,8 +203,8 @@ async function overviewPage(again) {
   if (!onOverview()) return; // the user went elsewhere meanwhile
   const fires = o.minutes.reduce((a, m) => a + m.fires, 0), failed = o.minutes.reduce((a, m) => a + m.failed, 0);
   const top = Math.max(1, ...o.minutes.map((m) => m.fires + m.failed));
-  const chart = el("div", { class: "chart", role: "img", "aria-label": `Fires per minute over the last hour: ${fires} fires, ${failed} failed attempts` },
-    o.minutes.map((m) => el("span", { class: m.failed ? "failed" : "", title: `${new Date(m.at * 1000).toLocaleTimeString()}: ${m.fires} fires, ${m.failed} failed`, style: null, "data-h": Math.round(100 * (m.fires + m.failed) / top) })));
+  const chart = el("div", { class: "chart", role: "img", "aria-label": `Fires per minute over the last hour: ${count(fires, "fire")}, ${count(failed, "failed attempt")}` },
+    o.minutes.map((m) => el("span", { class: m.failed ? "failed" : "", title: `${new Date(m.at * 1000).toLocaleTimeString()}: ${count(m.fires, "fire")}, ${m.failed} failed`, style: null, "data-h": Math.round(100 * (m.fires + m.failed) / top) })));
   for (const s of chart.children) s.style.height = s.dataset.h + "%";
   const sampled = o.minutes.filter((m) => m.backlog !== undefined);
   const btop = Math.max(1, ...sampled.map((m) => m.backlog));
@@ -286,7 +289,8 @@ async function jobsPage() {
         el("td", {}, String(st.failureCount || 0)),
         el("td", {}, r.action)));
     }
-    status.textContent = body.children.length ? `${body.children.length} jobs shown` : "No job matches.";
+    const n = body.children.length;
+    status.textContent = n ? `${count(n, "job")} shown` : "No job matches.";
     after = page.next;
     more.hidden = !after;
     return page.value;
@@ -493,7 +497,7 @@ function calendar(utc, local, ends) {
       const dst = on.some((r) => { const i = runs.indexOf(r); return i > 0 && runs[i - 1].off !== r.off; });
       const end = ends && on.includes(runs[runs.length - 1]);
       const cls = [on.length ? "on" : "", dst ? "dst" : "", end ? "end" : ""].join(" ").trim();
-      cells.push(el("div", { class: cls || null, "data-day": day, "aria-label": `${day}: ${on.length} runs${dst ? ", daylight saving change" : ""}${end ? ", the last run" : ""}` },
+      cells.push(el("div", { class: cls || null, "data-day": day, "aria-label": `${day}: ${count(on.length, "run")}${dst ? ", daylight saving change" : ""}${end ? ", the last run" : ""}` },
         String(d), on.slice(0, 3).map((r) => el("small", {}, r.s.slice(11, 16))), on.length > 3 ? el("small", {}, `+${on.length - 3}`) : null,
         dst ? el("small", {}, "DST " + on[0].off) : null, end ? el("small", {}, "end") : null));
       void idx;
