@@ -167,7 +167,7 @@ func (d *Deliverer) Deliver(ctx context.Context, a *job.ActionSpec, m action.Met
 		}
 		return failure(host, transportError(ctx, err))
 	}
-	msg := summarise(host, resp)
+	msg := summarise(host, resp, sentSecrets(req, basicPassword(r.Authentication)))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return msg, fmt.Errorf("host %s answered %s", host, statusText(resp))
 	}
@@ -279,6 +279,14 @@ func (d *Deliverer) authenticate(ctx context.Context, req *http.Request, a *job.
 		return nil
 	}
 	return action.Permanent(fmt.Errorf("authentication type %q is not supported", a.Type))
+}
+
+// basicPassword is the password of Basic authentication, which the target receives.
+func basicPassword(a *job.HTTPAuthentication) string {
+	if a == nil || a.Type != job.AuthBasic {
+		return ""
+	}
+	return a.Password
 }
 
 // transportError says why no answer came, without the request URI (its query may hold a

@@ -20,9 +20,16 @@ const (
 // summarise reads the answer into the original history message and closes its body:
 //
 //	Http Action - Response from host '<host>': '<reason>' Response Headers: <Name>: <value>\r\n… Body: <first 2,048 bytes>
-func summarise(host string, resp *http.Response) string {
+//
+// with every one of secrets the answer holds masked (sentSecrets).
+func summarise(host string, resp *http.Response, secrets []string) string {
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxBodyInMessage))
+	longest := 0
+	if len(secrets) > 0 {
+		longest = len(secrets[0])
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, int64(maxBodyInMessage+longest)))
+	body = redactPrefix(body, secrets, maxBodyInMessage)
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBodyDrained))
 
 	var b strings.Builder
@@ -39,7 +46,7 @@ func summarise(host string, resp *http.Response) string {
 	for _, name := range names {
 		b.WriteString(name)
 		b.WriteString(": ")
-		b.WriteString(strings.Join(resp.Header[name], ", "))
+		b.WriteString(redactString(strings.Join(resp.Header[name], ", "), secrets))
 		b.WriteString("\r\n")
 	}
 	b.WriteString(" Body: ")
