@@ -156,6 +156,9 @@ func (c *tokenCache) fetch(ctx context.Context, a *job.HTTPAuthentication) (stri
 		} else if jsonErr != nil {
 			reason += ": the answer is not a token response"
 		}
+		if len(a.Secret) >= minRedacted { // an identity provider that quotes the request
+			reason = redactString(reason, []string{a.Secret})
+		}
 		return "", time.Time{}, fmt.Errorf("ActiveDirectoryOAuth token request to %s refused: %s", req.URL.Host, reason)
 	}
 	now := c.now()

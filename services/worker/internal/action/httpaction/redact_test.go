@@ -70,3 +70,19 @@ func TestAnEchoedOAuthTokenIsNotKept(t *testing.T) {
 		t.Errorf("the history's message:\n%s", msg)
 	}
 }
+
+// An identity provider that quotes the token request in its refusal does not put the client
+// secret in the history.
+func TestAClientSecretQuotedByTheIdentityProviderIsNotKept(t *testing.T) {
+	authority := newTargetFunc(t, func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = fmt.Fprintf(w, `{"error": "invalid_client", "error_description": "secret %s is not valid"}`, r.PostForm.Get("client_secret"))
+	})
+	d := httpaction.New(httpaction.Options{OAuthAuthority: authority})
+	msg, err := d.Deliver(context.Background(), oauthAction(echoTarget(t, 0)), testMeta())
+	if err == nil || strings.Contains(msg, "the-secret") || !strings.Contains(msg, "secret REDACTED is not valid") {
+		t.Errorf("the history's message (%v):\n%s", err, msg)
+	}
+}
