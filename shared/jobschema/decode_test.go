@@ -277,6 +277,9 @@ func TestDecodeDocumentProblems(t *testing.T) {
 		{"properties twice", `{"properties":` + ok + `,"Properties":` + ok + `}`, "properties is given twice"},
 		{"resource without properties", `{"name":"x"}`, "has no properties object"},
 		{"unknown resource member", `{"properties":` + ok + `,"location":"x"}`, `unknown member "location"`},
+		// az resource show writes these null (and resourceGroup a name): anything else is not its output.
+		{"tags on a job", `{"properties":` + ok + `,"tags":{"a":"b"}}`, `unknown member "tags"`},
+		{"resourceGroup not a name", `{"properties":` + ok + `,"resourceGroup":5}`, `unknown member "resourceGroup"`},
 	}
 	v := newValidator(t)
 	for _, tt := range tests {

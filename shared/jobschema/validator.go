@@ -257,6 +257,21 @@ func jsonErrorText(err error) string {
 // type and name itself); a job resource may also carry $schema, for editors.
 var jobResourceKeys = []string{"properties", "id", "type", "name"}
 
+// azNullKeys are the members of any ARM resource that `az resource show` (the Azure CLI's way
+// to read a scheduler job) writes, all null for a job, which has none of them. Its output
+// also names the resourceGroup. They say nothing about the job: null, they are ignored, so
+// that what az printed is accepted as it is.
+var azNullKeys = []string{"location", "tags", "kind", "managedBy", "sku", "plan", "identity", "extendedLocation"}
+
+// azOutputMember reports whether k: v is one of the members az adds to a job resource.
+func azOutputMember(k string, v any) bool {
+	if strings.EqualFold(k, "resourceGroup") {
+		_, ok := v.(string)
+		return ok
+	}
+	return v == nil && containsFold(azNullKeys, k)
+}
+
 // unwrap returns the properties object of a job given as a whole resource, or the object
 // itself when it is the properties alone. The wrapper's own problems have an empty path,
 // since paths are relative to the properties object. Without a usable properties object it
@@ -273,7 +288,7 @@ func unwrap(tree any, probs *problems) map[string]any {
 		switch {
 		case strings.EqualFold(k, "properties"):
 			props, found = val, found+1
-		case !containsFold(jobResourceKeys, k) && k != "$schema":
+		case !containsFold(jobResourceKeys, k) && k != "$schema" && !azOutputMember(k, val):
 			probs.add("", fmt.Sprintf("the job resource has an unknown member %q; only properties (and the read-only id, type and name) belong next to properties", k))
 		}
 	}
