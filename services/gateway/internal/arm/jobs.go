@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/shared/job"
 )
 
@@ -78,11 +79,16 @@ func countsOccurrences(d job.Definition) bool {
 	return false
 }
 
-// jobCall is the path's job on the planners: their collection name and the job's.
+// jobCall is the path's job on the planners: their collection name and the job's. The job's
+// name is checked here: one the NATS API cannot carry (a dot splits a subject) would reach no
+// planner, and be answered 503, which clients retry, rather than 400.
 func (c *call) plannerJob() ([]string, error) {
 	pname, err := c.plannerCollection()
 	if err != nil {
 		return nil, err
+	}
+	if err := bus.CheckName("job", c.vars["j"]); err != nil {
+		return nil, badRequest("jobName %q: 1 to 64 letters, digits, '-' or '_'", c.vars["j"])
 	}
 	return []string{pname, c.vars["j"]}, nil
 }

@@ -47,6 +47,9 @@ func TestAnswersWithoutPlanners(t *testing.T) {
 		{"connection lost in flight", "GET", job, natsconn.ErrConnectionLost, 503, "ServerBusy", "whether it was done is not known"},
 		{"unknown path", "GET", "/subscriptions/s/providers/Microsoft.Web/sites?api-version=2016-03-01", nil, 404, "InvalidResourceType", ""},
 		{"wrong method", "POST", job, nil, 405, "InvalidHttpVerb", ""},
+		// A dot would split the planners' subject: no planner would get it, and 503 is retried.
+		{"a job name the NATS API cannot carry", "GET", strings.Replace(job, "/jobs/j?", "/jobs/a.b?", 1), nats.ErrNoResponders, 400, "BadRequest", `jobName "a.b"`},
+		{"its history", "GET", strings.Replace(job, "/jobs/j?", "/jobs/a.b/history?", 1), nats.ErrNoResponders, 400, "BadRequest", `jobName "a.b"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			srv, err := New(Config{NATS: planner{err: c.err}, Subjects: bus.NewSubjects(""), Auth: anyone{}})
