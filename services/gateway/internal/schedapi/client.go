@@ -41,7 +41,14 @@ func (e *Error) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Cod
 
 // Call sends body (nil, []byte, or a value to encode) to <prefix>.api.<tokens...> and decodes a
 // successful answer into out (when not nil).
+// A token that is no name of the API (a dot, a wildcard, nothing) is refused here: its subject
+// would reach no planner, or another operation, and "no planner answered" would be wrong.
 func (c Client) Call(ctx context.Context, body any, out any, tokens ...string) (*nats.Msg, error) {
+	for _, t := range tokens {
+		if err := bus.CheckName("collection or job", t); err != nil {
+			return nil, &Error{Status: http.StatusBadRequest, Code: "BadRequest", Message: err.Error()}
+		}
+	}
 	msg := nats.NewMsg(c.Subjects.API(tokens...))
 	switch b := body.(type) {
 	case nil:
