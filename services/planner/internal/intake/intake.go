@@ -57,7 +57,7 @@ type Config struct {
 	// Events, when set, has the intake's own events published: deferred, for a change Redis
 	// refused, and rejected, for an unknown operation (the service reports the other refusals).
 	Events Publisher
-	// Clock dates the deferred events (time.Now when nil).
+	// Clock dates the intake's events (time.Now when nil).
 	Clock func() time.Time
 	// Erase overwrites, in the stream's storage, each message that held secrets or was refused.
 	Erase bool
