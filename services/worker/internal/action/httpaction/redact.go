@@ -21,7 +21,7 @@ const minRedacted = 4
 // answer that echoes them (an echo service, a debugging endpoint, an error page quoting the
 // request) does not put them in the history, which readers of the job see. They are the
 // values of the secret headers (job.SecretHeaders, with the credentials of an Authorization
-// without its scheme: a Basic pair in base64, an OAuth token) and of the secret query
+// without its scheme: a Basic pair in base64, an OAuth token; and each cookie's value) and of the secret query
 // parameters (job.SecretQueryParameters), as written and decoded. Longest first, so that a
 // value holding another is masked whole.
 func sentSecrets(req *http.Request, password string) []string {
@@ -38,7 +38,12 @@ func sentSecrets(req *http.Request, password string) []string {
 		}
 		for _, v := range values {
 			add(v)
-			if _, credentials, ok := strings.Cut(v, " "); ok {
+			if strings.EqualFold(name, "Cookie") { // each cookie's value, as a target lists them
+				for _, c := range strings.Split(v, ";") {
+					_, value, _ := strings.Cut(c, "=")
+					add(strings.TrimSpace(value))
+				}
+			} else if _, credentials, ok := strings.Cut(v, " "); ok {
 				add(strings.TrimSpace(credentials))
 			}
 		}

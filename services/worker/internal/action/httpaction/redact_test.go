@@ -24,6 +24,9 @@ func echoTarget(t *testing.T, pad int) string {
 			_, _ = fmt.Fprintf(w, "%s: %s\n", name, strings.Join(values, ", "))
 		}
 		_, _ = fmt.Fprintf(w, "query: %s\ndecoded: %v\n", r.URL.RawQuery, r.URL.Query())
+		for _, c := range r.Cookies() {
+			_, _ = fmt.Fprintf(w, "cookie %s is %s\n", c.Name, c.Value)
+		}
 	})
 }
 
@@ -31,7 +34,7 @@ func echoTarget(t *testing.T, pad int) string {
 // readers of a job's history are not all allowed to see its secrets.
 func TestSecretsEchoedByTheTargetAreNotKept(t *testing.T) {
 	d := httpaction.New(httpaction.Options{})
-	secrets := []string{"b4sic-pw-1", "api-key-2", "func/code+3=", "session=cookie-4"}
+	secrets := []string{"b4sic-pw-1", "api-key-2", "func/code+3=", "session=cookie-4; theme=cookie-5"}
 	for _, pad := range []int{0, 1900, 2000, 2040} { // the cut falls before, inside and after the secrets
 		t.Run(fmt.Sprint("padding ", pad), func(t *testing.T) {
 			a := withAuth(httpAction(echoTarget(t, pad)+"/hook?code="+url.QueryEscape(secrets[2])+"&plain=1", "GET"),
@@ -42,7 +45,7 @@ func TestSecretsEchoedByTheTargetAreNotKept(t *testing.T) {
 				t.Fatal(err)
 			}
 			basic := "YWxpY2U6YjRzaWMtcHctMQ==" // alice:b4sic-pw-1
-			for _, s := range append(secrets, basic, url.QueryEscape(secrets[2]), "cookie-4") {
+			for _, s := range append(secrets, basic, url.QueryEscape(secrets[2]), "cookie-4", "cookie-5") {
 				if strings.Contains(msg, s) {
 					t.Errorf("the history's message holds %q:\n%s", s, msg)
 				}
