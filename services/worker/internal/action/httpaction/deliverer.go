@@ -298,6 +298,11 @@ func transportError(ctx context.Context, err error) error {
 	case errors.Is(err, context.Canceled):
 		return fmt.Errorf("the attempt was cancelled: %w", context.Canceled)
 	}
+	if errors.As(err, new(x509.UnknownAuthorityError)) {
+		// A private CA is the usual cause, and the way out is the workers' setting: say so
+		// where the job's owner looks.
+		return fmt.Errorf("%w (a private CA is trusted through the workers' RESCHED_WORKER_TARGET_CA)", unwrapURLError(err))
+	}
 	return unwrapURLError(err)
 }
 

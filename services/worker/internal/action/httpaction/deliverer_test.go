@@ -2,6 +2,8 @@ package httpaction_test
 
 import (
 	"context"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -252,4 +254,20 @@ func newTargetFunc(t *testing.T, h http.HandlerFunc) string {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// A target whose certificate no trusted CA signed fails with the way out named: the workers'
+// setting for a private CA.
+func TestAnUnknownCASaysWhereToTrustIt(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake is expected
+	t.Cleanup(srv.Close)
+	msg, err := httpaction.New(httpaction.Options{}).Deliver(context.Background(), httpAction(srv.URL, "GET"), testMeta())
+	if err == nil || !strings.Contains(msg, "certificate signed by unknown authority") || !strings.Contains(msg, "RESCHED_WORKER_TARGET_CA") {
+		t.Errorf("the history's message (%v): %s", err, msg)
+	}
+	// Trusted, the same target is delivered.
+	if _, err := httpaction.New(httpaction.Options{RootCAs: serverPool(srv)}).Deliver(context.Background(), httpAction(srv.URL, "GET"), testMeta()); err != nil {
+		t.Errorf("with its CA trusted: %v", err)
+	}
 }
