@@ -276,7 +276,7 @@ func (im *importer) summary(journalPath string) error {
 	defer im.mu.Unlock()
 	took := time.Since(im.started).Round(100 * time.Millisecond)
 	w := im.inv.stdout
-	fmt.Fprintf(w, "imported %d jobs in %s (%d created, %d replaced)", im.created+im.updated, took, im.created, im.updated)
+	fmt.Fprintf(w, "imported %s in %s (%d created, %d replaced)", plural(im.created+im.updated, "job"), took, im.created, im.updated)
 	if im.skipped > 0 {
 		fmt.Fprintf(w, "; %d already imported by an earlier run", im.skipped)
 	}
@@ -308,7 +308,7 @@ type importRefused struct {
 }
 
 func (e *importRefused) Error() string {
-	return fmt.Sprintf("%d jobs refused (listed above); mend them and run the same command again: %s records what is stored", e.n, e.journal)
+	return fmt.Sprintf("%s refused (listed above); mend them and run the same command again: %s records what is stored", plural(e.n, "job"), e.journal)
 }
 
 // isTerminal reports whether w is a terminal (a progress bar may be redrawn in place).

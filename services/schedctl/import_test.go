@@ -75,7 +75,7 @@ func TestImportFoldersAndAzureExportsAndResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	out = p.mustRun(t, "", "job", "import", folder, exportFile, "--batch", "7")
-	if !strings.Contains(out, "imported 1 jobs") || !strings.Contains(out, "41 already imported by an earlier run") {
+	if !strings.Contains(out, "imported 1 job in") || !strings.Contains(out, "41 already imported by an earlier run") {
 		t.Errorf("the resumed import:\n%s", out)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "schedctl-import.journal")); !os.IsNotExist(err) {
