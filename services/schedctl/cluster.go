@@ -59,7 +59,7 @@ func writeStatus(w io.Writer, s bus.Status) {
 		field(w, key, fmt.Sprintf("no planner ran from %s to %s (%v)", o.From.Format(time.RFC3339), o.To.Format(time.RFC3339), o.To.Sub(o.From).Round(time.Second)))
 	}
 	for _, st := range s.Streams {
-		field(w, "Stream "+st.Name, fmt.Sprintf("%d messages, %d bytes", st.Messages, st.Bytes))
+		field(w, "Stream "+st.Name, plural(int(st.Messages), "message")+", "+plural(int(st.Bytes), "byte"))
 		for _, c := range st.Consumers {
 			field(w, "  consumer "+c.Name, fmt.Sprintf("%d pending, %d in flight, %d waiting pulls, %d redelivered",
 				c.Pending, c.InFlight, c.Waiting, c.Redelivered))

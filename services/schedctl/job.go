@@ -635,6 +635,9 @@ func actionText(a *job.ActionSpec) string {
 	retry := "no retries"
 	if n := a.RetryPolicy.Count(); n > 0 {
 		retry = fmt.Sprintf("%d retries %s apart", n, shortDuration(a.RetryPolicy.Interval()))
+		if n == 1 {
+			retry = "1 retry " + shortDuration(a.RetryPolicy.Interval()) + " later"
+		}
 	}
 	return strings.TrimSpace(string(a.Type)+" "+target) + " (" + retry + ")"
 }

@@ -12,6 +12,7 @@ import (
 	"testing/iotest"
 	"time"
 
+	"github.com/resched/resched/shared/job"
 	"golang.org/x/text/encoding/unicode"
 )
 
@@ -98,3 +99,22 @@ func TestDefinitionsSavedByWindowsTools(t *testing.T) {
 		t.Errorf("win holds %d jobs, want 12:\n%s", n, list)
 	}
 }
+
+// An action's summary counts its retries as English does.
+func TestActionTextCountsRetries(t *testing.T) {
+	for n, want := range map[int]string{1: "(1 retry 30s later)", 2: "(2 retries 30s apart)", 0: "(no retries)"} {
+		a := &job.ActionSpec{Type: job.ActionHTTP, Request: &job.HTTPRequest{Method: "GET", URI: "http://x/"},
+			RetryPolicy: &job.RetryPolicy{RetryType: job.RetryFixed, RetryInterval: ptr(job.DurationOf(30 * time.Second)), RetryCount: &n}}
+		if n == 0 {
+			a.RetryPolicy = &job.RetryPolicy{RetryType: job.RetryNone}
+		}
+		if got := actionText(a); !strings.HasSuffix(got, want) {
+			t.Errorf("%d retries: %q, want it to end %q", n, got, want)
+		}
+	}
+	if got := plural(1, "message") + ", " + plural(2, "byte"); got != "1 message, 2 bytes" {
+		t.Errorf("plural: %q", got)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
