@@ -96,3 +96,16 @@ func TestStatusNamesThePlannersLeaving(t *testing.T) {
 		}
 	}
 }
+
+// Several outages are listed one a line under their heading, the further ones without a key.
+func TestStatusListsEveryOutage(t *testing.T) {
+	var b strings.Builder
+	at := time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC)
+	writeStatus(&b, bus.Status{Partitions: 16, Outages: []bus.OutageStatus{{From: at, To: at.Add(time.Minute)}, {From: at.Add(-time.Hour), To: at.Add(-50 * time.Minute)}}})
+	for _, line := range []string{"\nOutages on record:\tno planner ran from 2026-11-29T07:00:00Z to 2026-11-29T07:01:00Z (1m0s)\n",
+		"\n\tno planner ran from 2026-11-29T06:00:00Z to 2026-11-29T06:10:00Z (10m0s)\n"} {
+		if !strings.Contains(b.String(), line) {
+			t.Errorf("no line %q in:\n%s", line, b.String())
+		}
+	}
+}

@@ -61,8 +61,14 @@ func row(w io.Writer, cells ...string) {
 	fmt.Fprintln(w, strings.Join(cells, "\t"))
 }
 
-// field writes one line of a key: value summary.
-func field(w io.Writer, key, value string) { row(w, key+":", value) }
+// field writes one line of a key: value summary; without a key, a further value of the one
+// above (a second outage), under its value.
+func field(w io.Writer, key, value string) {
+	if key != "" {
+		key += ":"
+	}
+	row(w, key, value)
+}
 
 func oneLine(s string) string {
 	if strings.ContainsAny(s, "\t\r\n") {
