@@ -21,9 +21,9 @@ const minRedacted = 4
 // answer that echoes them (an echo service, a debugging endpoint, an error page quoting the
 // request) does not put them in the history, which readers of the job see. They are the
 // values of the secret headers (job.SecretHeaders, with the credentials of an Authorization
-// without its scheme: a Basic pair in base64, an OAuth token; and each cookie's value) and of the secret query
-// parameters (job.SecretQueryParameters), as written and decoded. Longest first, so that a
-// value holding another is masked whole.
+// without its scheme: a Basic pair in base64, an OAuth token; and each cookie's value), the
+// Basic password, and the values of the secret query parameters (job.SecretQueryParameters),
+// as written and decoded. Longest first, so that a value holding another is masked whole.
 func sentSecrets(req *http.Request, password string) []string {
 	var out []string
 	add := func(v string) {
@@ -31,7 +31,7 @@ func sentSecrets(req *http.Request, password string) []string {
 			out = append(out, v)
 		}
 	}
-	add(password) // a Basic password, which also travels in clear inside the base64
+	add(password) // a target may show the Basic credentials decoded
 	for name, values := range req.Header {
 		if !job.IsSecretMember("headers", name) {
 			continue
