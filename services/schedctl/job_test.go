@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -150,6 +151,23 @@ func TestJobCommands(t *testing.T) {
 		p.mustFail(t, `{"recurrence": {"interval": 0}}`, 2, []string{"recurrence.interval"}, "job", "patch", "c/weekly", "-f", "-")
 		p.mustFail(t, "", 1, []string{"job c/missing not found"}, "job", "update", "c/missing", "--hours", "3")
 		p.mustFail(t, "", 2, []string{"-f is required"}, "job", "patch", "c/weekly")
+	})
+
+	t.Run("what -o yaml prints is put back with -f", func(t *testing.T) {
+		// c/weekly has a retry interval in ISO form and times YAML would read as timestamps.
+		yamlText := p.mustRun(t, "", "job", "get", "c/weekly", "-o", "yaml")
+		p.mustRun(t, yamlText, "job", "put", "c/weekly-copy", "-f", "-")
+		var orig, cp job.Definition
+		decode(t, p.mustRun(t, "", "job", "get", "c/weekly", "-o", "json"), &orig)
+		decode(t, p.mustRun(t, "", "job", "get", "c/weekly-copy", "-o", "json"), &cp)
+		orig.Properties.Status, cp.Properties.Status = nil, nil
+		a, _ := json.Marshal(orig.Properties)
+		b, _ := json.Marshal(cp.Properties)
+		if !bytes.Equal(a, b) {
+			t.Fatalf("put back from YAML:\n%s\nwant\n%s", b, a)
+		}
+		// YAML that is not a mapping stays the planners' to refuse, as JSON.
+		p.mustFail(t, "just words", 2, []string{"not valid JSON"}, "job", "put", "c/words", "-f", "-")
 	})
 
 	t.Run("describe shows the next runs and the last results", func(t *testing.T) {
