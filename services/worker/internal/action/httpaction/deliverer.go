@@ -167,9 +167,10 @@ func (d *Deliverer) Deliver(ctx context.Context, a *job.ActionSpec, m action.Met
 		}
 		return failure(host, transportError(ctx, err))
 	}
-	msg := summarise(host, resp, sentSecrets(req, basicPassword(r.Authentication)))
+	secrets := sentSecrets(req, basicPassword(r.Authentication))
+	msg := summarise(host, resp, secrets)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return msg, fmt.Errorf("host %s answered %s", host, statusText(resp))
+		return msg, fmt.Errorf("host %s answered %s", host, redactString(statusText(resp), secrets))
 	}
 	return msg, nil
 }

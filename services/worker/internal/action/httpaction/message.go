@@ -36,7 +36,7 @@ func summarise(host string, resp *http.Response, secrets []string) string {
 	b.WriteString("Http Action - Response from host '")
 	b.WriteString(host)
 	b.WriteString("': '")
-	b.WriteString(statusText(resp))
+	b.WriteString(redactString(statusText(resp), secrets))
 	b.WriteString("' Response Headers: ")
 	names := make([]string, 0, len(resp.Header))
 	for name := range resp.Header {

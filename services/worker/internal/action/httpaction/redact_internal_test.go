@@ -1,6 +1,8 @@
 package httpaction
 
 import (
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -23,5 +25,15 @@ func TestRedactPrefixAtTheCut(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("redactPrefix(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// A reason phrase that quotes a secret is masked too: it is in the history and in the error.
+func TestSummariseMasksTheReasonPhrase(t *testing.T) {
+	resp := &http.Response{Status: "401 bad key key-0123456789", StatusCode: 401, Header: http.Header{},
+		Body: io.NopCloser(strings.NewReader("no"))}
+	msg := summarise("h", resp, []string{"key-0123456789"})
+	if strings.Contains(msg, "key-0123456789") || !strings.Contains(msg, "'bad key REDACTED'") {
+		t.Errorf("message %q", msg)
 	}
 }
