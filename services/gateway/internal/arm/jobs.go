@@ -80,8 +80,9 @@ func countsOccurrences(d job.Definition) bool {
 }
 
 // jobCall is the path's job on the planners: their collection name and the job's. The job's
-// name is checked here: one the NATS API cannot carry (a dot splits a subject) would reach no
-// planner, and be answered 503, which clients retry, rather than 400.
+// name is checked here, as the collection's is, so that a refusal names the swagger's path
+// parameter (jobName); schedapi.Call would refuse a name the NATS API cannot carry too, in
+// that API's words, rather than send it to no planner.
 func (c *call) plannerJob() ([]string, error) {
 	pname, err := c.plannerCollection()
 	if err != nil {
