@@ -168,6 +168,7 @@ func TestJobCommands(t *testing.T) {
 		}
 		// YAML that is not a mapping stays the planners' to refuse, as JSON.
 		p.mustFail(t, "just words", 2, []string{"not valid JSON"}, "job", "put", "c/words", "-f", "-")
+		p.mustFail(t, "action: [", 2, []string{"not valid JSON"}, "job", "put", "c/words", "-f", "-")
 	})
 
 	t.Run("describe shows the next runs and the last results", func(t *testing.T) {
