@@ -59,7 +59,9 @@ func TestDashboardInChromium(t *testing.T) {
 			tomorrow, map[bool]string{true: "s", false: ""}[auth != ""], s.target.url+path, auth)
 	}
 	put("/jobs/http-ok", job("/ok", ""))
-	put("/jobs/http-fail", job("/fail", ""))
+	// http-fail's error action succeeds: the jobs list must still read its run as failed.
+	put("/jobs/http-fail", strings.Replace(job("/fail", ""), `"retryPolicy"`,
+		fmt.Sprintf(`"errorAction": {"type": "Http", "request": {"uri": %q, "method": "POST"}}, "retryPolicy"`, s.target.url+"/ok"), 1))
 	put("/jobs/report", job("/report?code=report-function-code", `, "headers": {"x-functions-key": "report-function-key"},
 		"authentication": {"type": "Basic", "username": "u", "password": "report-secret"}`))
 

@@ -100,6 +100,16 @@ const consoleErrors = [];
     await page.waitForSelector("button >> text=Disable");
     await page.goto(BASE + `/dashboard/#/job/${COLLECTION}/http-fail`);
     await page.waitForSelector("h1 >> text=orders/http-fail"); // not the page before it, still shown
+
+    step("a run whose error action succeeded is listed as failed");
+    await page.click("button >> text=Run now");
+    await page.waitForSelector("#history tbody tr td.status-Completed", { timeout: 20000 }); // the error action's entry
+    await page.goto(BASE + `/dashboard/#/jobs?collection=${COLLECTION}`);
+    const outcome = `tr[data-job="${COLLECTION}/http-fail"] td:nth-child(5)`;
+    await page.waitForSelector(outcome);
+    check((await page.textContent(outcome)) === "Failed (error action Completed)", "the outcome of a run whose error action ran: " + await page.textContent(outcome));
+    await page.goto(BASE + `/dashboard/#/job/${COLLECTION}/http-fail`);
+    await page.waitForSelector("h1 >> text=orders/http-fail");
     await page.click("button >> text=Delete");
     await page.click("dialog button >> text=Cancel");
     await page.waitForTimeout(300);

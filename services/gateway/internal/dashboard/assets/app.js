@@ -74,6 +74,15 @@ async function api(path, opts = {}) {
 // count is "1 job", "2 jobs": a number with its noun.
 function count(n, noun) { return `${n} ${noun}${n === 1 ? "" : "s"}`; }
 
+// outcomeCell shows how a job's latest run ended from its latest history entry. An error action
+// runs only once the main action has failed for good, so an entry of the error action is a
+// failed run, whatever the error action's own status: "Completed" there would read as success.
+function outcomeCell(last) {
+  if (!last) return el("td", {}, "—");
+  if (last.actionName === "ErrorAction") return el("td", { class: "status-Failed" }, `Failed (error action ${last.status})`);
+  return el("td", { class: "status-" + last.status }, last.status);
+}
+
 function errorBox(err) { return el("p", { class: "error", role: "alert", text: err.message }); }
 
 function query() {
@@ -284,7 +293,7 @@ async function jobsPage() {
         el("td", { class: "state-" + r.state }, r.state),
         el("td", {}, r.state === "Paused" ? "paused" : fmtTime(st.nextExecutionTime)),
         el("td", {}, fmtTime(st.lastExecutionTime)),
-        el("td", { class: r.last ? "status-" + r.last.status : "" }, r.last ? r.last.status : "—"),
+        outcomeCell(r.last),
         el("td", {}, String(st.executionCount || 0)),
         el("td", {}, String(st.failureCount || 0)),
         el("td", {}, r.action)));
