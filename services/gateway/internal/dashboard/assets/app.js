@@ -243,7 +243,9 @@ async function overviewPage(again) {
       el("div", { class: "card" }, el("b", { id: "stat-failed", class: failed ? "status-Failed" : "" }, String(failed)), "failed attempts, last hour"),
       el("div", { class: "card" }, el("b", {}, o.backlog ? String(o.backlog.waiting) : "—"), "due, waiting for a worker")),
     el("h2", {}, "Fires per minute"), chart,
+    el("p", { class: "muted" }, `A bar per minute of the last hour, the latest on the right; the tallest is ${Math.max(0, ...o.minutes.map((m) => m.fires + m.failed))}. Red: a minute with a failed attempt. A bar's title gives its figures.`),
     el("h2", {}, "Due backlog"), backlogChart,
+    el("p", { class: "muted" }, sampled.length ? `Occurrences due and not yet taken by a worker, the most seen in each minute (at most ${Math.max(0, ...sampled.map((m) => m.backlog))}).` : "No sample yet. The gateway reads the workers' JetStream consumer every 20 seconds; if no sample comes, its NATS user may not read it (deploy/base/nats.conf allows it)."),
     el("h2", {}, "Collections"), collections,
     el("h2", {}, "Recent failures"), failures);
 }
