@@ -75,6 +75,9 @@ func TestFreshCloneMakeRunAndTheReadmeTour(t *testing.T) {
 	for _, l := range strings.Split(again.output(), "\n") {
 		printed = append(printed, line{text: l})
 	}
+	if strings.Contains(again.output(), "note: a put replaces") || !strings.Contains(again.output(), "demo/"+job+" (there from a previous run") {
+		t.Errorf("make run again should say in one line per job that it put the example jobs again, not print schedctl's note:\n%s", again.output())
+	}
 	first := deliveriesOf(printed, "demo", job)[0]
 	if late := first.at.Sub(first.expectedTime); late > 2*time.Second {
 		t.Errorf("after make run again, %s's first run reached the target %v after its time, want under 2 s", job, late)
