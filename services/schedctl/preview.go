@@ -27,7 +27,7 @@ func previewCommand(clock func() time.Time) func(args []string, stdin io.Reader,
 		fs.Usage = func() {
 			fmt.Fprintln(stderr, "usage: schedctl preview (-f FILE|- | --every 15m --weekdays Mon ...) [--now TIME] [-n N]")
 			fmt.Fprintln(stderr, "Prints the first N executions the planner would make for a job, one RFC 3339 UTC time per line,")
-			fmt.Fprintln(stderr, "and on standard error why there are fewer, when the series ends.")
+			fmt.Fprintln(stderr, "and on standard error why there are fewer, when the series ends. The file's action may be left out.")
 			fs.PrintDefaults()
 		}
 		if err := fs.Parse(args); err != nil {
@@ -72,23 +72,20 @@ func previewCommand(clock func() time.Time) func(args []string, stdin io.Reader,
 	}
 }
 
-// previewFromFlags is the job the flags describe, with a placeholder action when none is given:
-// only the schedule matters to a preview.
+// previewFromFlags is the job the flags describe; without an action flag it has none, which a
+// preview does not need.
 func previewFromFlags(flags *jobFlags, now time.Time) ([]byte, error) {
 	def, err := flags.definition(false, now)
 	if err != nil {
 		return nil, err
 	}
-	if def["action"] == nil {
-		def["action"] = map[string]any{"type": "Http", "request": map[string]any{"method": "GET", "uri": "http://preview.invalid/"}}
-	}
 	return json.Marshal(def)
 }
 
-// preview validates the definition as the planner's intake does and lists its executions, and
-// why there are fewer than n.
+// preview validates the definition as the planner's intake does (its action may be left out)
+// and lists its executions, and why there are fewer than n.
 func preview(raw []byte, now time.Time, n int) ([]time.Time, recurrence.Reason, error) {
-	def, err := jobschema.Decode(raw)
+	def, err := jobschema.DecodeToPreview(raw)
 	if err != nil {
 		var verr *jobschema.ValidationError
 		if errors.As(err, &verr) {

@@ -44,6 +44,18 @@ func TestPreviewPrintsExecutions(t *testing.T) {
 			want: "2030-01-01T00:00:00Z\n",
 		},
 		{
+			name: "a schedule alone, without an action",
+			job:  `{"startTime":"2024-01-31T09:00:00Z","recurrence":{"frequency":"Month","count":3}}`,
+			args: []string{"--now", "2023-12-31T00:00:00Z"},
+			want: "2024-01-31T09:00:00Z\n2024-03-31T09:00:00Z\n2024-05-31T09:00:00Z\n",
+		},
+		{
+			name: "a resource without an action, its members in other cases",
+			job:  `{"Properties":{"StartTime":"2024-01-07T09:00:00Z","Recurrence":{"Frequency":"Week","Interval":2,"Schedule":{"WeekDays":["Monday","Sunday"]}}}}`,
+			args: []string{"--now", "2023-12-31T00:00:00Z", "-n", "3"},
+			want: "2024-01-07T09:00:00Z\n2024-01-15T09:00:00Z\n2024-01-21T09:00:00Z\n",
+		},
+		{
 			name: "endTime in the past prints nothing",
 			job:  `{` + action + `,"recurrence":{"frequency":"Day","endTime":"2020-01-01"}}`,
 			want: "",

@@ -512,3 +512,21 @@ func TestAnEmptySecretIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// A preview takes a schedule alone; a put still needs the action, and a preview checks one
+// that is given, whatever the case of its name.
+func TestDecodeToPreviewWithoutAction(t *testing.T) {
+	schedule := `{"Properties":{"startTime":"2024-01-31T09:00:00Z","recurrence":{"frequency":"Month"}}}`
+	if _, err := Decode([]byte(schedule)); err == nil || !strings.Contains(err.Error(), "action") {
+		t.Fatalf("Decode of a job without action: %v, want the action required", err)
+	}
+	d, err := DecodeToPreview([]byte(schedule))
+	if err != nil || d.Properties.Recurrence == nil || d.Properties.StartTime == nil {
+		t.Fatalf("DecodeToPreview of a schedule alone: %+v, %v", d, err)
+	}
+	var verr *ValidationError
+	_, err = DecodeToPreview([]byte(`{"Action":{"type":"Http","request":{"uri":"ftp://x/","method":"GET"}}}`))
+	if !errors.As(err, &verr) || len(verr.Problems) != 1 || verr.Problems[0].Path != "action.request.uri" {
+		t.Fatalf("DecodeToPreview of a bad action: %v, want its uri named alone", err)
+	}
+}

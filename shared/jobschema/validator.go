@@ -90,12 +90,34 @@ func DecodeCollection(raw []byte) (*job.Collection, error) {
 	return standard.DecodeCollection(raw)
 }
 
+// DecodeToPreview validates a job with the default settings; see Validator.DecodeToPreview.
+func DecodeToPreview(raw []byte) (*job.Definition, error) {
+	if standardErr != nil {
+		return nil, standardErr
+	}
+	return standard.DecodeToPreview(raw)
+}
+
 // Decode reads a job given as the whole resource {"properties": {...}} or as the properties
 // object alone, and checks it. A bad job yields a nil definition and a *ValidationError
 // listing every problem, with paths relative to the properties object in both forms. The
 // definition returned holds only what a client may set: id, type, name, status and the
 // certificate details are dropped.
 func (v *Validator) Decode(raw []byte) (*job.Definition, error) {
+	return v.decode(raw, false)
+}
+
+// DecodeToPreview reads a job as Decode does, for a preview of its runs: only its schedule
+// matters there, so its action may be left out (a schedule alone, as someone writes it to see
+// when it runs); a placeholder action then stands in for it. An action that is there is checked.
+func (v *Validator) DecodeToPreview(raw []byte) (*job.Definition, error) {
+	return v.decode(raw, true)
+}
+
+// placeholderAction stands in for the action of a job previewed without one.
+var placeholderAction = map[string]any{"type": "Http", "request": map[string]any{"method": "GET", "uri": "http://preview.invalid/"}}
+
+func (v *Validator) decode(raw []byte, preview bool) (*job.Definition, error) {
 	raw = withoutBOM(raw)
 	probs := &problems{}
 	tree, ok := parse(raw, "job", probs)
@@ -108,6 +130,9 @@ func (v *Validator) Decode(raw []byte) (*job.Definition, error) {
 		return nil, probs.err()
 	}
 	changed := false
+	if preview && !hasMemberFold(props, "action") {
+		props["action"], changed = placeholderAction, true
+	}
 	canon := (&canonicaliser{probs: probs, changed: &changed}).value(v.job, props)
 	if !v.jobHolds(canon) {
 		v.validate(v.job, canon, probs)
@@ -311,6 +336,16 @@ func isResource(tree any, keys ...string) bool {
 	obj, _ := tree.(map[string]any)
 	for k := range obj {
 		if containsFold(keys, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasMemberFold reports whether obj has a member named name, ignoring case.
+func hasMemberFold(obj map[string]any, name string) bool {
+	for k := range obj {
+		if strings.EqualFold(k, name) {
 			return true
 		}
 	}

@@ -236,6 +236,9 @@ func TestPreview(t *testing.T) {
 		{"without now: the planner's clock",
 			`{"job": {` + action + `}}`,
 			[]string{"2024-01-01T11:00:00Z"}},
+		{"a schedule alone, without an action",
+			`{"now": "2023-12-31T00:00:00Z", "count": 3, "job": {"Properties": {"startTime": "2024-01-31T09:00:00Z", "recurrence": {"frequency": "Month"}}}}`,
+			[]string{"2024-01-31T09:00:00Z", "2024-03-31T09:00:00Z", "2024-05-31T09:00:00Z"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got struct{ Value []string }
@@ -248,6 +251,11 @@ func TestPreview(t *testing.T) {
 	a := e.fail(t, "preview", `{"job": {`+action+`, "recurrence": {"frequency": "Day", "interval": 0}}}`, "400", "BadRequest")
 	if !slices.Contains(a.paths(), "recurrence.interval") {
 		t.Fatalf("invalid job: paths %v", a.paths())
+	}
+	// An action that is given is checked, as a put would.
+	a = e.fail(t, "preview", `{"job": {"action": {"type": "Http", "request": {"uri": "ftp://x/", "method": "GET"}}}}`, "400", "BadRequest")
+	if !slices.Contains(a.paths(), "action.request.uri") {
+		t.Fatalf("invalid action: paths %v", a.paths())
 	}
 }
 

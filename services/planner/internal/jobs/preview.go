@@ -22,7 +22,7 @@ type PreviewRequest struct {
 // Preview lists the executions the planner would make for a job (docs/recurrence.md §10), and why
 // there are fewer than asked for ("" when there are as many).
 func (s *Service) Preview(r PreviewRequest) ([]time.Time, string, error) {
-	def, err := s.validator.Decode(r.Job)
+	def, err := s.validator.DecodeToPreview(r.Job)
 	if err != nil {
 		return nil, "", invalid(err)
 	}
