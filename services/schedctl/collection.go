@@ -241,7 +241,11 @@ func collectionList(inv *invocation, args []string) error {
 	if err != nil {
 		return err
 	}
-	return showList(inv, raw, reply, []string{"NAME", "STATE", "PLAN", "MAX JOBS", "MAX RECURRENCE"},
+	none := "No collections yet: schedctl collection create NAME makes one."
+	if filters.given() {
+		none = "No collection matches."
+	}
+	return showList(inv, raw, reply, none, []string{"NAME", "STATE", "PLAN", "MAX JOBS", "MAX RECURRENCE"},
 		func(c job.Collection) []string {
 			return []string{c.Name, string(c.Properties.State), orDash(planOf(c)), countText(maxJobs(c)), maxRecurrenceText(c)}
 		})

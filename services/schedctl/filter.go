@@ -21,6 +21,9 @@ func filterFlags(fs *flag.FlagSet) *filters {
 	return f
 }
 
+// given reports whether any expression was given.
+func (f *filters) given() bool { return len(f.exprs) > 0 }
+
 // compile checks the expressions against the fields a listing has and returns the matcher.
 func (f *filters) compile(fields []string) (func(map[string]string) bool, error) {
 	type cond struct {

@@ -341,7 +341,14 @@ func jobList(inv *invocation, args []string) error {
 	if err != nil {
 		return err
 	}
-	return showList(inv, raw, out, []string{"NAME", "STATE", "SCHEDULE", "ACTION", "NEXT", "LAST", "EXECUTIONS", "FAILURES"},
+	none := "No jobs in any collection."
+	if len(pos) == 1 {
+		none = "No jobs in collection " + pos[0] + "."
+	}
+	if filters.given() || *state != "" {
+		none = "No job matches."
+	}
+	return showList(inv, raw, out, none, []string{"NAME", "STATE", "SCHEDULE", "ACTION", "NEXT", "LAST", "EXECUTIONS", "FAILURES"},
 		func(d job.Definition) []string {
 			c, _, _ := strings.Cut(d.Name, "/")
 			s := d.Properties.Status
@@ -436,7 +443,11 @@ func jobHistory(inv *invocation, args []string) error {
 	if err != nil {
 		return err
 	}
-	return showList(inv, raw, reply, []string{"EXPECTED", "ACTION", "ATTEMPT", "STATUS", "STARTED", "MESSAGE"}, historyCells)
+	none := "No history yet for job " + c + "/" + j + "."
+	if *st != "" {
+		none = "No attempt of job " + c + "/" + j + " with status " + *st + "."
+	}
+	return showList(inv, raw, reply, none, []string{"EXPECTED", "ACTION", "ATTEMPT", "STATUS", "STARTED", "MESSAGE"}, historyCells)
 }
 
 // historyMessageWidth is where a history table cuts messages; -o json has them whole.

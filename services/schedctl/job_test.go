@@ -213,6 +213,29 @@ func TestJobCommands(t *testing.T) {
 		p.mustRun(t, "", "collection", "enable", "other")
 	})
 
+	t.Run("an empty list says so on standard error, with no bare header", func(t *testing.T) {
+		p.mustRun(t, "", "collection", "create", "empty")
+		for _, tc := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"job", "list", "empty"}, "No jobs in collection empty.\n"},
+			{[]string{"job", "list", "c", "--filter", "name=none"}, "No job matches.\n"},
+			{[]string{"job", "history", "c/j1"}, "No history yet for job c/j1.\n"},
+			{[]string{"job", "history", "c/j1", "--status", "Failed"}, "No attempt of job c/j1 with status Failed.\n"},
+			{[]string{"collection", "list", "--filter", "name=none"}, "No collection matches.\n"},
+		} {
+			code, stdout, stderr := p.schedctl(t, "", tc.args...)
+			if code != 0 || stdout != "" || stderr != tc.want {
+				t.Errorf("schedctl %s: exit %d, stdout %q, stderr %q; want 0, nothing, %q", strings.Join(tc.args, " "), code, stdout, stderr, tc.want)
+			}
+		}
+		if out := p.mustRun(t, "", "job", "list", "empty", "-o", "json"); !strings.Contains(out, `"value": []`) {
+			t.Errorf("job list -o json of an empty collection: %s", out)
+		}
+		p.mustRun(t, "", "collection", "delete", "empty", "--yes")
+	})
+
 	t.Run("disable, enable, run", func(t *testing.T) {
 		wantLines(t, p.mustRun(t, "", "job", "disable", "c/j1"), "State:  +Disabled", "Executions:  +0")
 		decode(t, p.mustRun(t, "", "job", "get", "c/j1", "-o", "json"), &d)

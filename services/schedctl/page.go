@@ -87,9 +87,15 @@ func (inv *invocation) list(p *paging, req listRequest, tokens ...string) (raw [
 
 // showList prints a listing: as JSON, or as a table of one row per value under header,
 // with a hint on stderr when more pages follow.
-func showList[T any](inv *invocation, raw []byte, reply listReply, header []string, cells func(T) []string) error {
+func showList[T any](inv *invocation, raw []byte, reply listReply, none string, header []string, cells func(T) []string) error {
 	if inv.structured() {
 		return inv.print(raw)
+	}
+	if len(reply.Value) == 0 && reply.NextLink == nil {
+		// As kubectl does: a sentence on standard error rather than a bare header, which reads
+		// as a list that failed to load.
+		fmt.Fprintln(inv.stderr, none)
+		return nil
 	}
 	tw := newTable(inv.stdout)
 	row(tw, header...)
