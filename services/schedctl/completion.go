@@ -41,11 +41,24 @@ func runCompletion(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// node is a command of the tree: its subcommands, or its flags.
+// node is a command of the tree: its subcommands, or its flags, and what its first argument
+// names ("job", "collection" or nothing), which the planners are asked for at a Tab.
 type node struct {
 	name  string
 	subs  []node
 	flags []string
+	names string
+}
+
+// namesOf is what a subcommand's first argument names, read from its synopsis.
+func namesOf(group string, sub subcommand) string {
+	switch {
+	case strings.HasPrefix(sub.args, "COLLECTION/JOB"):
+		return "job"
+	case strings.HasPrefix(sub.args, "[COLLECTION] [--"), group == "collection" && strings.HasPrefix(sub.args, "NAME") && sub.name != "create":
+		return "collection"
+	}
+	return ""
 }
 
 // completionTree walks the command table. A subcommand's flags are those it defines: it is run
@@ -66,7 +79,7 @@ func completionTree() node {
 			for _, sub := range g.subs {
 				inv := newInvocation(g.name+" "+sub.name, sub.args, strings.NewReader(""), io.Discard, io.Discard)
 				_ = sub.run(inv, []string{"-h"})
-				s := node{name: sub.name}
+				s := node{name: sub.name, names: namesOf(g.name, sub)}
 				inv.fs.VisitAll(func(f *flag.Flag) { s.flags = append(s.flags, dashed(f.Name)) })
 				n.subs = append(n.subs, s)
 			}
@@ -108,7 +121,7 @@ func bashCompletion(root node) string {
 	b.WriteString(`# bash completion for schedctl: source <(schedctl completion bash)
 _schedctl() {
 	# Slices count from 0 in bash and in zsh (whose arrays otherwise start at 1).
-	local cur="${COMP_WORDS[@]:$COMP_CWORD:1}" cmd="${COMP_WORDS[@]:1:1}" sub="${COMP_WORDS[@]:2:1}" opts=""
+	local cur="${COMP_WORDS[@]:$COMP_CWORD:1}" cmd="${COMP_WORDS[@]:1:1}" sub="${COMP_WORDS[@]:2:1}" opts="" names=""
 	if [ "$COMP_CWORD" -eq 1 ]; then
 		COMPREPLY=($(compgen -W "` + words(root.subs) + ` ` + strings.Join(root.flags, " ") + `" -- "$cur"))
 		return
@@ -124,7 +137,10 @@ _schedctl() {
 			fmt.Fprintf(&b, "\t\tif [ \"$COMP_CWORD\" -eq 2 ]; then COMPREPLY=($(compgen -W %q -- \"$cur\")); return; fi\n", words(c.subs))
 			b.WriteString("\t\tcase \"$sub\" in\n")
 			for _, s := range c.subs {
-				if len(s.flags) > 0 {
+				switch {
+				case s.names != "":
+					fmt.Fprintf(&b, "\t\t%s) opts=%q names=%s ;;\n", s.name, strings.Join(s.flags, " "), s.names)
+				case len(s.flags) > 0:
 					fmt.Fprintf(&b, "\t\t%s) opts=%q ;;\n", s.name, strings.Join(s.flags, " "))
 				}
 			}
@@ -136,6 +152,12 @@ _schedctl() {
 	b.WriteString(`	esac
 	if [[ "$cur" == -* ]]; then
 		COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+	elif [ -n "$names" ] && [ "$COMP_CWORD" -eq 3 ]; then
+		# The names the planners know (NATS_URL); a collection ends in / to go on with its job.
+		COMPREPLY=($(compgen -W "$("${COMP_WORDS[@]:0:1}" __complete "$names" "$cur" 2>/dev/null)" -- "$cur"))
+		if [[ ${#COMPREPLY[@]} -eq 1 && "${COMPREPLY[@]:0:1}" == */ ]] && type compopt >/dev/null 2>&1; then
+			compopt -o nospace
+		fi
 	else
 		COMPREPLY=($(compgen -f -- "$cur"))
 	fi
@@ -157,6 +179,10 @@ func fishCompletion(root node) string {
 			for _, f := range s.flags {
 				fmt.Fprintf(&b, "complete -c schedctl -n '__fish_seen_subcommand_from %s; and __fish_seen_subcommand_from %s' %s\n",
 					c.name, s.name, fishFlag(f))
+			}
+			if s.names != "" {
+				fmt.Fprintf(&b, "complete -c schedctl -n '__fish_seen_subcommand_from %s; and __fish_seen_subcommand_from %s' -a '(schedctl __complete %s (commandline -ct) 2>/dev/null)'\n",
+					c.name, s.name, s.names)
 			}
 		}
 		for _, f := range c.flags {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/resched/resched/services/internal/testenv"
 )
 
 func TestVersion(t *testing.T) {
@@ -59,5 +61,77 @@ COMP_WORDS=(schedctl cluster st); COMP_CWORD=2; _schedctl; echo "${COMPREPLY[*]}
 				}
 			}
 		})
+	}
+}
+
+// At a Tab after a subcommand that takes a name, the real shells ask the planners, through the
+// built schedctl on PATH and NATS_URL as a user has them: a collection comes with its / to go
+// on with the job, a job's name is completed from its start, a collection command gets the
+// collections. With no planner to answer, nothing is completed, at once.
+func TestCompletionOfNames(t *testing.T) {
+	p := startPlanner(t)
+	p.mustRun(t, "", "collection", "create", "reports")
+	p.mustRun(t, "", "collection", "create", "other")
+	for _, j := range []string{"reports/daily", "reports/weekly", "reports/weekly-2", "other/x"} {
+		p.mustRun(t, "", "job", "create", j, "--every", "1h", "--at", "2099-01-01T00:00:00Z", "--http-get", "http://x/")
+	}
+	bin := testenv.Build(t, "schedctl")
+	cases := []struct{ line, want string }{
+		{"schedctl job get rep", "reports/"},
+		{"schedctl job describe reports/w", "reports/weekly reports/weekly-2"},
+		{"schedctl job history reports/", "reports/daily reports/weekly reports/weekly-2"},
+		{"schedctl collection delete o", "other"},
+		{"schedctl job list r", "reports"},
+		{"schedctl job get nowhere/", ""},
+	}
+	for _, shell := range []string{"bash", "zsh", "fish"} {
+		t.Run(shell, func(t *testing.T) {
+			if _, err := exec.LookPath(shell); err != nil {
+				t.Fatalf("%s is not installed (scripts/deps.sh shells installs it): %v", shell, err)
+			}
+			_, script, _ := schedctl(t, "", "completion", shell)
+			file := filepath.Join(t.TempDir(), "schedctl."+shell)
+			if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var prog strings.Builder
+			for _, c := range cases {
+				switch shell {
+				case "fish":
+					prog.WriteString("echo (complete -C '" + c.line + "' | cut -f1)\n")
+				default:
+					prog.WriteString("COMP_WORDS=(" + c.line + "); COMP_CWORD=3; _schedctl; echo \"${COMPREPLY[*]}\"\n")
+				}
+			}
+			var cmd *exec.Cmd
+			switch shell {
+			case "bash":
+				// Outside a real completion, bash's complete and compopt refuse to run.
+				cmd = exec.Command("bash", "-c", `source "$1"; complete() { :; }; compopt() { :; }; `+prog.String(), "bash", file)
+			case "zsh":
+				cmd = exec.Command("zsh", "-c", `autoload -U compinit && compinit -u; source "$1"; `+prog.String(), "zsh", file)
+			case "fish":
+				cmd = exec.Command("fish", "-c", "source $argv[1]; "+prog.String(), file)
+			}
+			cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "NATS_URL="+p.url)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", shell, err, out)
+			}
+			got := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+			if len(got) != len(cases) {
+				t.Fatalf("%s printed %d lines for %d cases:\n%s", shell, len(got), len(cases), out)
+			}
+			for i, c := range cases {
+				if strings.Join(strings.Fields(got[i]), " ") != c.want {
+					t.Errorf("%s: %q completed to %q, want %q", shell, c.line, got[i], c.want)
+				}
+			}
+		})
+	}
+	// No planner: nothing, and no error for the shell to show.
+	code, out, errOut := schedctl(t, "", "__complete", "job", "rep", "--server", "nats://127.0.0.1:1")
+	if code != 0 || out != "" || errOut != "" {
+		t.Errorf("__complete with no server: exit %d, %q, %q", code, out, errOut)
 	}
 }

@@ -55,6 +55,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 0
 	case "--version", "-version":
 		return runVersion(rest, stdin, stdout, stderr)
+	case "__complete": // the completion scripts' question, not a command for people
+		return runCompleteNames(rest, stdin, stdout, stderr)
 	}
 	cmd, ok := commands[name]
 	if !ok {
