@@ -432,8 +432,10 @@ func (l *Leases) acquire(ctx context.Context, n int) {
 	for _, p := range got {
 		l.parts[p].renewed.Store(now)
 		l.parts[p].held.Store(true)
-		l.cfg.Logger.Info("partition lease acquired", "partition", p)
 		l.cfg.Acquired(p)
+	}
+	if len(got) > 0 { // one line, not one per partition: a planner starting alone takes them all
+		l.cfg.Logger.Info("partition leases acquired", "partitions", got)
 	}
 }
 
@@ -441,9 +443,12 @@ func (l *Leases) acquire(ctx context.Context, n int) {
 // hand has ended.
 func (l *Leases) giveUp(ctx context.Context, held []int, n int) {
 	l.prefer(held)
-	for _, p := range held[len(held)-n:] {
+	given := held[len(held)-n:]
+	for _, p := range given {
 		l.release(ctx, p, true)
-		l.cfg.Logger.Info("partition lease given up for another planner", "partition", p)
+	}
+	if len(given) > 0 {
+		l.cfg.Logger.Info("partition leases given up for another planner", "partitions", given)
 	}
 }
 
