@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/resched/resched/services/internal/bus"
 )
 
 // completeTimeout bounds the planner's answer to a completion: a shell waits on it at each
@@ -75,10 +77,7 @@ func (inv *invocation) collectionNames(prefix string) ([]string, error) {
 // jobNames lists the jobs of a collection whose names start with prefix, from the first of
 // them on: the planners keep a collection's jobs in name order.
 func (inv *invocation) jobNames(coll, prefix string) ([]string, error) {
-	req := listRequest{Top: 100}
-	if prefix != "" {
-		req.After = justBefore(prefix)
-	}
+	req := listRequest{Top: 100, After: bus.AfterForPrefix(prefix)}
 	var names []string
 	for len(names) < completeMax {
 		page, err := inv.namesPage(req, "jobs", "list", coll)
@@ -129,12 +128,4 @@ func (inv *invocation) namesPage(req listRequest, tokens ...string) (namesPage, 
 		out.names = append(out.names, v.Name)
 	}
 	return out, nil
-}
-
-// justBefore is the largest job name below every name that starts with prefix: the cursor from
-// which a listing reaches them first (names are letters, digits, '-' and '_', all below '~').
-func justBefore(prefix string) string {
-	b := []byte(prefix)
-	b[len(b)-1]--
-	return string(b) + "~"
 }

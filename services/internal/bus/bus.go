@@ -50,6 +50,18 @@ func validName(name string) bool {
 	return true
 }
 
+// AfterForPrefix is the list cursor ("after") from which a listing of jobs, which the planners
+// keep in name order, reaches first the names that start with prefix ("" for none): the largest
+// name below all of them. Names are letters, digits, '-' and '_', all below '~'.
+func AfterForPrefix(prefix string) string {
+	if prefix == "" {
+		return ""
+	}
+	b := []byte(prefix)
+	b[len(b)-1]--
+	return string(b) + "~"
+}
+
 // Subjects builds subject names under one prefix.
 type Subjects struct{ Prefix string }
 

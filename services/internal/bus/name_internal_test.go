@@ -49,3 +49,24 @@ func TestDueCollection(t *testing.T) {
 		}
 	}
 }
+
+// The cursor for a prefix sorts below every name that starts with it and above every smaller
+// name that does not.
+func TestAfterForPrefix(t *testing.T) {
+	names := []string{"a", "b", "b-", "b0", "bZ", "b_", "ba", "bz", "c", "http-e", "http-every-10", "http-f", "z"}
+	for _, prefix := range []string{"b", "http-e", "bz", "a"} {
+		after := AfterForPrefix(prefix)
+		for _, n := range names {
+			starts := len(n) >= len(prefix) && n[:len(prefix)] == prefix
+			if starts && n <= after {
+				t.Errorf("prefix %q: cursor %q is not below %q", prefix, after, n)
+			}
+			if !starts && n < prefix && n > after {
+				t.Errorf("prefix %q: cursor %q is below %q, which does not start with it", prefix, after, n)
+			}
+		}
+	}
+	if AfterForPrefix("") != "" {
+		t.Error("no prefix: no cursor")
+	}
+}

@@ -319,8 +319,8 @@ func (s *Server) jobs(c *call) (any, error) {
 		if coll.Name == afterColl {
 			after = afterJob
 		}
-		if after == "" && prefix != "" {
-			after = justBefore(prefix)
+		if after == "" {
+			after = bus.AfterForPrefix(prefix)
 		}
 		more, last, err := s.collectionJobs(c, coll, after, prefix, state, actionType, top-len(rows))
 		if err != nil {
@@ -385,14 +385,6 @@ func (s *Server) collectionJobs(c *call, coll job.Collection, after, prefix, sta
 		}
 	}
 	return rows, last, nil
-}
-
-// justBefore is the largest job name below every name that starts with prefix: the cursor
-// from which a listing reaches them first (names are letters, digits, '-' and '_').
-func justBefore(prefix string) string {
-	b := []byte(prefix)
-	b[len(b)-1]--
-	return string(b) + "~"
 }
 
 // lastRuns adds each row's latest history entry, a few requests at a time.
