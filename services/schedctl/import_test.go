@@ -87,3 +87,52 @@ func TestImportFoldersAndAzureExportsAndResumes(t *testing.T) {
 	}
 	p.mustFail(t, "", 2, []string{"belongs to another import"}, "job", "import", "reports", exportFile)
 }
+
+// YAML, as `schedctl job get -o yaml` prints it, imports as JSON does: files of a folder, and a
+// YAML list of job resources (an export kept in YAML).
+func TestImportYAML(t *testing.T) {
+	p := startPlanner(t)
+	dir := t.TempDir()
+	t.Chdir(dir)
+	p.mustRun(t, "", "collection", "create", "ops")
+	p.mustRun(t, "", "job", "create", "ops/source", "--every", "1h", "--at", "2030-01-01T00:00:00Z",
+		"--http-post", "http://localhost:9/x", "--retry", "2@30s", "--tz", "Europe/Paris")
+	printed := p.mustRun(t, "", "job", "get", "ops/source", "-o", "yaml")
+	folder := filepath.Join(dir, "defs")
+	if err := os.MkdirAll(folder, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{"from-get.yaml": printed, "written.yml": "action:\n  type: Http\n  request: {uri: 'http://localhost:9/y', method: GET}\n"} {
+		if err := os.WriteFile(filepath.Join(folder, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := filepath.Join(dir, "export.yaml")
+	listText := "- name: ops/listed-1\n  properties:\n    action: {type: Http, request: {uri: 'http://localhost:9/z', method: GET}}\n" +
+		"- name: ops/listed-2\n  properties:\n    action: {type: Http, request: {uri: 'http://localhost:9/z', method: GET}}\n"
+	if err := os.WriteFile(list, []byte(listText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var got, want struct{ Properties json.RawMessage }
+	decode(t, p.mustRun(t, "", "job", "get", "ops/source", "-o", "json"), &want)
+	p.mustRun(t, "", "job", "delete", "ops/source", "--yes")
+	out := p.mustRun(t, "", "job", "import", "ops", folder, list)
+	if !strings.Contains(out, "imported 4 jobs") {
+		t.Fatalf("import of YAML:\n%s", out)
+	}
+	// The printed YAML holds the job's name, which the import follows.
+	decode(t, p.mustRun(t, "", "job", "get", "ops/source", "-o", "json"), &got)
+	strip := func(b json.RawMessage) string { // the status differs: one has not been read yet
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		delete(m, "status")
+		out, _ := json.Marshal(m)
+		return string(out)
+	}
+	if strip(got.Properties) != strip(want.Properties) {
+		t.Errorf("the job imported from its YAML differs:\n got %s\nwant %s", strip(got.Properties), strip(want.Properties))
+	}
+	for _, j := range []string{"ops/written", "ops/listed-1", "ops/listed-2"} {
+		p.mustRun(t, "", "job", "get", j)
+	}
+}

@@ -13,6 +13,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"sigs.k8s.io/yaml"
 )
 
 // importItem is one job to import: where it goes and its resource, {"name", "properties"}.
@@ -58,7 +60,7 @@ func readFolder(dir, collection string, each func(importItem) error) error {
 		if err != nil {
 			return err
 		}
-		if !d.IsDir() && strings.EqualFold(filepath.Ext(path), ".json") {
+		if !d.IsDir() && definitionFile(path) {
 			files = append(files, path)
 		}
 		return nil
@@ -72,6 +74,7 @@ func readFolder(dir, collection string, each func(importItem) error) error {
 		if err != nil {
 			return fmt.Errorf("read %s: %w", f, err)
 		}
+		raw = fromYAML(raw) // a .yaml file, as -f reads one; JSON is left as it is
 		c := collection
 		if rel, _ := filepath.Rel(dir, filepath.Dir(f)); c == "" && rel != "." {
 			c = filepath.Base(rel)
@@ -87,15 +90,35 @@ func readFolder(dir, collection string, each func(importItem) error) error {
 	return nil
 }
 
+// definitionFile reports whether a folder's file is a definition: .json, or .yaml and .yml
+// (what `schedctl job get -o yaml` prints).
+func definitionFile(path string) bool {
+	ext := strings.ToLower(filepath.Ext(path))
+	return ext == ".json" || ext == ".yaml" || ext == ".yml"
+}
+
 // readExport reads a file of one definition, or of many (an array, or {"value": [...]}), one
-// at a time: an export of a million jobs is not held in memory whole.
+// at a time: an export of a million jobs is not held in memory whole. A .yaml or .yml file is
+// turned into JSON first, whole.
 func readExport(path, collection string, each func(importItem) error) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return usagef("%v", err)
 	}
 	defer f.Close()
-	r := bufio.NewReaderSize(utf8Reader(f), 1<<20)
+	var in io.Reader = utf8Reader(f)
+	if ext := strings.ToLower(filepath.Ext(path)); ext == ".yaml" || ext == ".yml" {
+		b, err := io.ReadAll(in)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", path, err)
+		}
+		j, err := yaml.YAMLToJSON(b)
+		if err != nil {
+			return fmt.Errorf("read %s: not YAML: %w", path, err)
+		}
+		in = bytes.NewReader(j)
+	}
+	r := bufio.NewReaderSize(in, 1<<20)
 	first, err := firstByte(r)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", path, err)
