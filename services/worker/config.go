@@ -58,8 +58,7 @@ type Config struct {
 	ServiceBusEndpoint   string // sb:// endpoint template with {namespace}
 	ServiceBusEmulator   bool   // plain AMQP to the Service Bus emulator
 
-	keys      *secrets.Keyring // Secrets, read
-	targetCAs *x509.CertPool   // the system's CAs and TargetCA's, read; nil: the system's
+	keys *secrets.Keyring // Secrets, read
 }
 
 func defaultConfig() Config {
@@ -150,10 +149,10 @@ func parseConfig(args []string, getenv func(string) string, output io.Writer) (C
 	return cfg, nil
 }
 
-// readTargetCA checks the file by reading it, once, into the pool the deliverers use.
+// readTargetCA checks the file by reading it: a bad one fails the start. The deliverers read it
+// again, and again when it changes (targetTrust).
 func (c *Config) readTargetCA(file string) error {
-	var err error
-	c.targetCAs, err = targetCAs(file)
+	_, err := targetCAs(file)
 	return err
 }
 

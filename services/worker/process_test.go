@@ -5,11 +5,13 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +24,7 @@ import (
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/internal/natstest"
 	"github.com/resched/resched/services/internal/sbfaketest"
+	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/services/internal/tlstest"
 	"github.com/resched/resched/services/worker/internal/action/httpaction"
 	"github.com/resched/resched/shared/job"
@@ -262,6 +265,56 @@ func TestWorkerProcessTrustsTheTargetCA(t *testing.T) {
 	if got := bus.Messages(t); len(got) != 1 || got[0].Entity != "orders" || !strings.Contains(got[0].Body, "sent over TLS") {
 		t.Errorf("the Service Bus queue received %+v", got)
 	}
+}
+
+// The target CA file is read again when it changes: a private CA renewed (the new one added
+// to the bundle, as trust-manager or a refreshed Secret does) is trusted without a restart.
+func TestWorkerProcessReadsTheTargetCAFileAgain(t *testing.T) {
+	e := newE2E(t)
+	old, renewed := tlstest.NewCA(t, "company-2025"), tlstest.NewCA(t, "company-2026")
+	pair := renewed.Server(t, "target")
+	cert, err := tls.LoadX509KeyPair(pair.CertFile, pair.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secure := httptest.NewUnstartedServer(e.target.Config.Handler)
+	secure.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	secure.StartTLS()
+	t.Cleanup(secure.Close)
+	read := func(f string) []byte {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	bundle := filepath.Join(t.TempDir(), "cas.pem")
+	if err := os.WriteFile(bundle, read(old.CertFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := startChild(t, "NATS_URL="+e.srv.ClientURL(), "RESCHED_WORKER_TARGET_CA="+bundle)
+	w.waitLog(t, "consuming due occurrences")
+	spec := job.ActionSpec{Type: job.ActionHTTPS, Request: &job.HTTPRequest{URI: secure.URL, Method: "POST"}}
+	tag := e.publishAction(t, "before", spec)
+	if r := e.nextResult(t); r.ExecutionTag != tag || r.Status != job.ExecutionFailed || !strings.Contains(r.Message, "unknown authority") {
+		t.Fatalf("before the renewed CA: result %+v, want refused for an unknown authority", r)
+	}
+
+	if err := os.WriteFile(bundle, append(read(old.CertFile), read(renewed.CertFile)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A delivery looks at the file at most once a second: the first ones may still refuse.
+	tries := 0
+	testenv.Eventually(t, 20*time.Second, "a delivery trusting the renewed CA", func() bool {
+		tries++
+		tag := e.publishAction(t, fmt.Sprintf("after-%d", tries), spec)
+		for {
+			if r := e.nextResult(t); r.ExecutionTag == tag {
+				return r.Status == job.ExecutionCompleted
+			}
+		}
+	})
+	w.waitLog(t, "the target CA file changed on disk and was read again")
 }
 
 // A worker killed with SIGKILL in the middle of a delivery loses nothing: once the AckWait

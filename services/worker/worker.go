@@ -47,7 +47,7 @@ func newWorker(cfg Config, logger *slog.Logger) (*worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	registry, closeDel, err := deliverers(cfg)
+	registry, closeDel, err := deliverers(cfg, logger)
 	if err != nil {
 		return nil, err
 	}
