@@ -114,8 +114,11 @@ func (v *Validator) DecodeToPreview(raw []byte) (*job.Definition, error) {
 	return v.decode(raw, true)
 }
 
-// placeholderAction stands in for the action of a job previewed without one.
-var placeholderAction = map[string]any{"type": "Http", "request": map[string]any{"method": "GET", "uri": "http://preview.invalid/"}}
+// placeholderAction stands in for the action of a job previewed without one: a new one each
+// time, since the tree it joins is the caller's to change.
+func placeholderAction() map[string]any {
+	return map[string]any{"type": "Http", "request": map[string]any{"method": "GET", "uri": "http://preview.invalid/"}}
+}
 
 func (v *Validator) decode(raw []byte, preview bool) (*job.Definition, error) {
 	raw = withoutBOM(raw)
@@ -131,7 +134,7 @@ func (v *Validator) decode(raw []byte, preview bool) (*job.Definition, error) {
 	}
 	changed := false
 	if preview && !hasMemberFold(props, "action") {
-		props["action"], changed = placeholderAction, true
+		props["action"], changed = placeholderAction(), true
 	}
 	canon := (&canonicaliser{probs: probs, changed: &changed}).value(v.job, props)
 	if !v.jobHolds(canon) {
