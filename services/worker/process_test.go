@@ -163,6 +163,20 @@ func (e *e2e) publishAction(t *testing.T, jobName string, spec job.ActionSpec) s
 	return bus.ExecutionTag("c", jobName, 0, at)
 }
 
+// httpsTarget serves the target over HTTPS with a certificate pair.
+func (e *e2e) httpsTarget(t *testing.T, pair tlstest.Pair) *httptest.Server {
+	t.Helper()
+	cert, err := tls.LoadX509KeyPair(pair.CertFile, pair.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secure := httptest.NewUnstartedServer(e.target.Config.Handler)
+	secure.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	secure.StartTLS()
+	t.Cleanup(secure.Close)
+	return secure
+}
+
 func (e *e2e) nextResult(t *testing.T) bus.Result {
 	t.Helper()
 	m, err := e.results.Next(jetstream.FetchMaxWait(deadline))
@@ -229,14 +243,7 @@ func TestWorkerProcessTrustsTheTargetCA(t *testing.T) {
 	e := newE2E(t)
 	ca := tlstest.NewCA(t, "company")
 	pair := ca.Server(t, "target")
-	cert, err := tls.LoadX509KeyPair(pair.CertFile, pair.KeyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	secure := httptest.NewUnstartedServer(e.target.Config.Handler)
-	secure.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
-	secure.StartTLS()
-	t.Cleanup(secure.Close)
+	secure := e.httpsTarget(t, pair)
 	queues := azuritetest.StartTLS(t, ca)
 	q := queues.Queue(t, "jobs")
 	token := queues.SASToken(t, "jobs", sas.QueuePermissions{Add: true}, time.Now().Add(time.Hour))
@@ -273,14 +280,7 @@ func TestWorkerProcessReadsTheTargetCAFileAgain(t *testing.T) {
 	e := newE2E(t)
 	old, renewed := tlstest.NewCA(t, "company-2025"), tlstest.NewCA(t, "company-2026")
 	pair := renewed.Server(t, "target")
-	cert, err := tls.LoadX509KeyPair(pair.CertFile, pair.KeyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	secure := httptest.NewUnstartedServer(e.target.Config.Handler)
-	secure.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
-	secure.StartTLS()
-	t.Cleanup(secure.Close)
+	secure := e.httpsTarget(t, pair)
 	read := func(f string) []byte {
 		b, err := os.ReadFile(f)
 		if err != nil {
