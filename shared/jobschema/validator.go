@@ -127,7 +127,7 @@ func (v *Validator) decode(raw []byte, preview bool) (*job.Definition, error) {
 	if !ok || !checkUTF8(raw, true, probs) {
 		return nil, probs.err()
 	}
-	wrapped := isResource(tree.(map[string]any), jobResourceKeys...)
+	wrapped := hasMemberFold(tree.(map[string]any), jobResourceKeys...)
 	props := unwrap(tree, probs)
 	if props == nil || !checkNumbers(props, "", probs) {
 		return nil, probs.err()
@@ -193,7 +193,7 @@ func (v *Validator) DecodeCollection(raw []byte) (*job.Collection, error) {
 	if !ok || !checkUTF8(raw, false, probs) {
 		return nil, probs.err()
 	}
-	if !isResource(tree, "properties", "id", "type", "name", "location", "tags") {
+	if !hasMemberFold(tree, "properties", "id", "type", "name", "location", "tags") {
 		tree = map[string]any{"properties": tree}
 	}
 	if !checkNumbers(tree, "", probs) {
@@ -307,7 +307,7 @@ func azOutputMember(k string, v any) bool {
 // that every problem is reported at once.
 func unwrap(tree any, probs *problems) map[string]any {
 	obj := tree.(map[string]any)
-	if !isResource(obj, jobResourceKeys...) {
+	if !hasMemberFold(obj, jobResourceKeys...) {
 		return obj
 	}
 	var props any
@@ -334,21 +334,12 @@ func unwrap(tree any, probs *problems) map[string]any {
 	return nil
 }
 
-// isResource reports whether an object has any of the members only a whole resource has.
-func isResource(tree any, keys ...string) bool {
+// hasMemberFold reports whether tree is an object with a member of any of the names, ignoring
+// case: one of the members only a whole resource has, or the action of a job.
+func hasMemberFold(tree any, names ...string) bool {
 	obj, _ := tree.(map[string]any)
 	for k := range obj {
-		if containsFold(keys, k) {
-			return true
-		}
-	}
-	return false
-}
-
-// hasMemberFold reports whether obj has a member named name, ignoring case.
-func hasMemberFold(obj map[string]any, name string) bool {
-	for k := range obj {
-		if strings.EqualFold(k, name) {
+		if containsFold(names, k) {
 			return true
 		}
 	}
