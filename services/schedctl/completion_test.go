@@ -1,11 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/resched/resched/services/internal/testenv"
 )
@@ -128,6 +130,24 @@ func TestCompletionOfNames(t *testing.T) {
 				}
 			}
 		})
+	}
+	// A prefix with more jobs than a completion lists: pages read from the prefix on, 200 names.
+	p.mustRun(t, "", "collection", "create", "many")
+	var bulk strings.Builder
+	bulk.WriteString(`{"jobs": [`)
+	for i := range 250 {
+		if i > 0 {
+			bulk.WriteString(",")
+		}
+		fmt.Fprintf(&bulk, `{"name": "m-%03d", "properties": {"startTime": "2099-01-01T00:00:00Z", "action": {"type": "Http", "request": {"uri": "http://x/", "method": "GET"}}}}`, i)
+	}
+	bulk.WriteString(`, {"name": "a-first", "properties": {"action": {"type": "Http", "request": {"uri": "http://x/", "method": "GET"}}}}]}`)
+	if _, err := p.nc.Request("scheduler.api.jobs.bulk.many", []byte(bulk.String()), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	_, out, _ := schedctl(t, "", "__complete", "job", "many/m-", "--server", p.url)
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != completeMax || lines[0] != "many/m-000" || lines[completeMax-1] != "many/m-199" {
+		t.Errorf("__complete job many/m-: %d names, %q … %q; want m-000 … m-199", len(lines), lines[0], lines[len(lines)-1])
 	}
 	// No planner: nothing, and no error for the shell to show.
 	code, out, errOut := schedctl(t, "", "__complete", "job", "rep", "--server", "nats://127.0.0.1:1")

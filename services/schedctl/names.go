@@ -34,13 +34,11 @@ func runCompleteNames(args []string, stdin io.Reader, stdout, _ io.Writer) int {
 	coll, prefix, isJob := strings.Cut(word, "/")
 	switch {
 	case kind == "job" && isJob:
-		names, _ := inv.jobNames(coll, prefix)
-		for _, n := range names {
+		for _, n := range inv.jobNames(coll, prefix) {
 			fmt.Fprintf(stdout, "%s/%s\n", coll, n)
 		}
 	case kind == "job" || kind == "collection":
-		names, _ := inv.collectionNames(coll)
-		for _, n := range names {
+		for _, n := range inv.collectionNames(coll) {
 			if kind == "job" {
 				n += "/"
 			}
@@ -52,80 +50,58 @@ func runCompleteNames(args []string, stdin io.Reader, stdout, _ io.Writer) int {
 	return 0
 }
 
-// collectionNames lists the collections whose names start with prefix.
-func (inv *invocation) collectionNames(prefix string) ([]string, error) {
+// completePages bounds the pages a completion reads: a Tab walks no whole listing, and a
+// nextLink that does not move cannot hold it.
+const completePages = 10
+
+// collectionNames lists the collections whose names start with prefix, completeMax at most.
+// An error (no planner) ends the list where it is: a shell then completes what was read.
+func (inv *invocation) collectionNames(prefix string) []string {
 	var names []string
-	req := listRequest{Top: 1000}
-	for len(names) < completeMax {
-		page, err := inv.namesPage(req, "collections", "list")
-		if err != nil {
-			return names, err
+	inv.eachName(listRequest{Top: 1000}, func(n string) bool {
+		if strings.HasPrefix(n, prefix) {
+			names = append(names, n)
 		}
-		for _, n := range page.names {
-			if strings.HasPrefix(n, prefix) && len(names) < completeMax {
-				names = append(names, n)
-			}
-		}
-		if page.next == nil {
-			break
-		}
-		req = *page.next
-	}
-	return names, nil
+		return len(names) < completeMax
+	}, "collections", "list")
+	return names
 }
 
 // jobNames lists the jobs of a collection whose names start with prefix, from the first of
-// them on: the planners keep a collection's jobs in name order.
-func (inv *invocation) jobNames(coll, prefix string) ([]string, error) {
-	req := listRequest{Top: 100, After: bus.AfterForPrefix(prefix)}
+// them on (the planners keep a collection's jobs in name order), completeMax at most.
+func (inv *invocation) jobNames(coll, prefix string) []string {
 	var names []string
-	for len(names) < completeMax {
-		page, err := inv.namesPage(req, "jobs", "list", coll)
+	inv.eachName(listRequest{Top: 100, After: bus.AfterForPrefix(prefix)}, func(n string) bool {
+		_, n, _ = strings.Cut(n, "/") // a job's name is collection/job
+		if !strings.HasPrefix(n, prefix) {
+			return false // past the prefix
+		}
+		names = append(names, n)
+		return len(names) < completeMax
+	}, "jobs", "list", coll)
+	return names
+}
+
+// eachName reads a listing page by page from req, completePages at most, and gives take each
+// item's name until it answers false.
+func (inv *invocation) eachName(req listRequest, take func(name string) bool, tokens ...string) {
+	p := &paging{top: req.Top, after: req.After}
+	for range completePages {
+		_, page, err := inv.list(p, listRequest{}, tokens...)
 		if err != nil {
-			return names, err
+			return
 		}
-		for _, n := range page.names {
-			_, n, _ = strings.Cut(n, "/") // a job's name is collection/job
-			if !strings.HasPrefix(n, prefix) {
-				return names, nil // past the prefix
+		for _, raw := range page.Value {
+			var item struct {
+				Name string `json:"name"`
 			}
-			names = append(names, n)
+			if json.Unmarshal(raw, &item) != nil || !take(item.Name) {
+				return
+			}
 		}
-		if page.next == nil {
-			break
+		if page.NextLink == nil {
+			return
 		}
-		req = *page.next
+		p = &paging{top: page.NextLink.Top, skip: page.NextLink.Skip, after: page.NextLink.After}
 	}
-	return names, nil
-}
-
-// namesPage is a listing's page reduced to its items' names.
-type namesPage struct {
-	names []string
-	next  *pageLink
-}
-
-func (inv *invocation) namesPage(req listRequest, tokens ...string) (namesPage, error) {
-	body, err := json.Marshal(req)
-	if err != nil {
-		return namesPage{}, err
-	}
-	msg, err := inv.request(body, tokens...)
-	if err != nil {
-		return namesPage{}, err
-	}
-	var page struct {
-		Value []struct {
-			Name string `json:"name"`
-		} `json:"value"`
-		NextLink *pageLink `json:"nextLink"`
-	}
-	if err := json.Unmarshal(msg.Data, &page); err != nil {
-		return namesPage{}, fmt.Errorf("decode the planner's reply: %w", err)
-	}
-	out := namesPage{next: page.NextLink}
-	for _, v := range page.Value {
-		out.names = append(out.names, v.Name)
-	}
-	return out, nil
 }
