@@ -46,6 +46,11 @@ func TestErrors(t *testing.T) {
 		{"job name too long", "jobs.get.c." + long, "", "400", "BadRequest", "job", ""},
 		{"collection name with a bad character", "collections.put.b+d", `{}`, "400", "BadRequest", "collection", ""},
 		{"collection name too long", "jobs.list." + long, "", "400", "BadRequest", "collection", ""},
+		// A dot in a name makes the subject longer; it is refused as a name, not left unanswered.
+		{"job name with a dot", "jobs.put.c.my.job", hourly, "400", "BadRequest", "job", ""},
+		{"job name with dots in a get", "jobs.get.c.a.b.c", "", "400", "BadRequest", "job", ""},
+		{"collection name with a dot", "collections.put.team.orders", `{}`, "400", "BadRequest", "collection", ""},
+		{"collection name with a dot in a listing", "jobs.list.team.orders", "", "400", "BadRequest", "collection", ""},
 		{"invalid collection", "collections.put.x", `{"properties": {"quota": {"maxJobCount": "ten"}}}`, "400", "BadRequest", "properties.quota.maxJobCount", ""},
 		{"malformed list body", "jobs.list.c", `{"top": `, "400", "BadRequest", "", ""},
 		{"top of the wrong type", "jobs.list.c", `{"top": "ten"}`, "400", "BadRequest", "top", ""},

@@ -60,12 +60,41 @@ type request struct {
 	headers micro.Headers
 }
 
-// endpoint binds an operation to its subject: <prefix>.api.<tokens>, then one wildcard per name.
+// endpoint binds an operation to its subject: <prefix>.api.<tokens>, then one wildcard per
+// name, the last one ">": a name with a dot in it, which makes the subject longer, reaches the
+// endpoint and is refused as a name rather than left without an answer ("no responders").
 type endpoint struct {
 	name   string   // the micro endpoint name
 	tokens []string // the subject after <prefix>.api
 	names  []string // what the trailing wildcards are, for error messages
 	op     op
+}
+
+// route is an endpoint with its subject's fixed part, <prefix>.api.<tokens>.
+type route struct {
+	endpoint
+	fixed string
+}
+
+// subject is what the endpoint subscribes to.
+func (e route) subject() string {
+	if len(e.names) == 0 {
+		return e.fixed
+	}
+	return e.fixed + strings.Repeat(".*", len(e.names)-1) + ".>"
+}
+
+// namesIn reads the names from a request's subject: one token each, the last one the rest.
+func (e route) namesIn(subject string) []string {
+	rest := strings.TrimPrefix(subject, e.fixed+".")
+	names := make([]string, len(e.names))
+	for i := range len(names) - 1 {
+		names[i], rest, _ = strings.Cut(rest, ".")
+	}
+	if len(names) > 0 {
+		names[len(names)-1] = rest
+	}
+	return names
 }
 
 var (
@@ -169,12 +198,12 @@ func New(nc *nats.Conn, svc *jobs.Service, subjects bus.Subjects, logger *slog.L
 		a.stopWorkers()
 		return nil, fmt.Errorf("start api service: %w", err)
 	}
-	for _, e := range a.endpoints() {
-		subject := subjects.API(e.tokens...) + strings.Repeat(".*", len(e.names))
-		if err := srv.AddEndpoint(e.name, a.handler(e), micro.WithEndpointSubject(subject)); err != nil {
+	for _, ep := range a.endpoints() {
+		e := route{ep, subjects.API(ep.tokens...)}
+		if err := srv.AddEndpoint(e.name, a.handler(e), micro.WithEndpointSubject(e.subject())); err != nil {
 			_ = srv.Stop()
 			a.stopWorkers()
-			return nil, fmt.Errorf("add api endpoint %s: %w", subject, err)
+			return nil, fmt.Errorf("add api endpoint %s: %w", e.subject(), err)
 		}
 	}
 	return &Server{Service: srv, h: a}, nil
@@ -213,7 +242,7 @@ func (a *handlers) status(ctx context.Context, _ request) (any, micro.Headers, e
 
 // handler adapts an operation to micro: the request is handed to an idle worker, waiting for
 // one when all are busy (micro hands requests over one at a time per endpoint).
-func (a *handlers) handler(e endpoint) micro.Handler {
+func (a *handlers) handler(e route) micro.Handler {
 	return micro.HandlerFunc(func(req micro.Request) {
 		start := time.Now()
 		a.handing.RLock()
@@ -245,9 +274,8 @@ func (a *handlers) worker() {
 
 // serve answers one request: names from the subject's last tokens (the wildcards), checked
 // before anything else runs.
-func (a *handlers) serve(e endpoint, req micro.Request) answer {
-	tokens := strings.Split(req.Subject(), ".")
-	names := tokens[len(tokens)-len(e.names):]
+func (a *handlers) serve(e route, req micro.Request) answer {
+	names := e.namesIn(req.Subject())
 	for i, n := range names {
 		if err := bus.CheckName(e.names[i], n); err != nil {
 			return a.fail(req, badRequest(e.names[i], err.Error()))
