@@ -77,10 +77,8 @@ func completionTree() node {
 				continue
 			}
 			for _, sub := range g.subs {
-				inv := newInvocation(g.name+" "+sub.name, sub.args, strings.NewReader(""), io.Discard, io.Discard)
-				_ = sub.run(inv, []string{"-h"})
 				s := node{name: sub.name, names: namesOf(g.name, sub)}
-				inv.fs.VisitAll(func(f *flag.Flag) { s.flags = append(s.flags, dashed(f.Name)) })
+				subcommandFlags(g.name, sub.name).VisitAll(func(f *flag.Flag) { s.flags = append(s.flags, dashed(f.Name)) })
 				n.subs = append(n.subs, s)
 			}
 		}
@@ -121,7 +119,7 @@ func bashCompletion(root node) string {
 	b.WriteString(`# bash completion for schedctl: source <(schedctl completion bash)
 _schedctl() {
 	# Slices count from 0 in bash and in zsh (whose arrays otherwise start at 1).
-	local cur="${COMP_WORDS[@]:$COMP_CWORD:1}" cmd="${COMP_WORDS[@]:1:1}" sub="${COMP_WORDS[@]:2:1}" opts="" names=""
+	local cur="${COMP_WORDS[@]:$COMP_CWORD:1}" cmd="${COMP_WORDS[@]:1:1}" sub="${COMP_WORDS[@]:2:1}" opts="" names="" found=""
 	if [ "$COMP_CWORD" -eq 1 ]; then
 		COMPREPLY=($(compgen -W "` + words(root.subs) + ` ` + strings.Join(root.flags, " ") + `" -- "$cur"))
 		return
@@ -152,9 +150,10 @@ _schedctl() {
 	b.WriteString(`	esac
 	if [[ "$cur" == -* ]]; then
 		COMPREPLY=($(compgen -W "$opts" -- "$cur"))
-	elif [ -n "$names" ] && [ "$COMP_CWORD" -eq 3 ]; then
-		# The names the planners know (NATS_URL); a collection ends in / to go on with its job.
-		COMPREPLY=($(compgen -W "$("${COMP_WORDS[@]:0:1}" __complete "$names" "$cur" 2>/dev/null)" -- "$cur"))
+	elif [ -n "$names" ] && found="$("${COMP_WORDS[@]:0:1}" __complete "$names" "$cur" -- "${COMP_LINE:0:$((COMP_POINT - ${#cur}))}" 2>/dev/null)"; then
+		# The names the planners know (NATS_URL, or the connection flags on the line), where the
+		# line wants the subcommand's first argument; a collection ends in / to go on with its job.
+		COMPREPLY=($(compgen -W "$found" -- "$cur"))
 		if [[ ${#COMPREPLY[@]} -eq 1 && "${COMPREPLY[@]:0:1}" == */ ]] && type compopt >/dev/null 2>&1; then
 			compopt -o nospace
 		fi
@@ -181,7 +180,7 @@ func fishCompletion(root node) string {
 					c.name, s.name, fishFlag(f))
 			}
 			if s.names != "" {
-				fmt.Fprintf(&b, "complete -c schedctl -n '__fish_seen_subcommand_from %s; and __fish_seen_subcommand_from %s' -a '(schedctl __complete %s (commandline -ct) 2>/dev/null)'\n",
+				fmt.Fprintf(&b, "complete -c schedctl -n '__fish_seen_subcommand_from %s; and __fish_seen_subcommand_from %s' -a '(schedctl __complete %s (commandline -ct) -- (commandline -opc) 2>/dev/null)'\n",
 					c.name, s.name, s.names)
 			}
 		}

@@ -78,13 +78,30 @@ func TestCompletionOfNames(t *testing.T) {
 		p.mustRun(t, "", "job", "create", j, "--every", "1h", "--at", "2099-01-01T00:00:00Z", "--http-get", "http://x/")
 	}
 	bin := testenv.Build(t, "schedctl")
-	cases := []struct{ line, want string }{
-		{"schedctl job get rep", "reports/"},
-		{"schedctl job describe reports/w", "reports/weekly reports/weekly-2"},
-		{"schedctl job history reports/", "reports/daily reports/weekly reports/weekly-2"},
-		{"schedctl collection delete o", "other"},
-		{"schedctl job list r", "reports"},
-		{"schedctl job get nowhere/", ""},
+	// files: bash and zsh complete a file name there; fish, told to complete none, nothing.
+	cases := []struct {
+		line, want string
+		files      bool
+	}{
+		{"schedctl job get rep", "reports/", false},
+		{"schedctl job describe reports/w", "reports/weekly reports/weekly-2", false},
+		{"schedctl job history reports/", "reports/daily reports/weekly reports/weekly-2", false},
+		{"schedctl collection delete o", "other", false},
+		{"schedctl job list r", "reports", false},
+		{"schedctl job get nowhere/", "", false},
+		// Flags before the name, one with a value: the name is still the first argument.
+		{"schedctl job describe -n 3 -o json reports/w", "reports/weekly reports/weekly-2", false},
+		// The connection flags on the line are the ones asked, not NATS_URL.
+		{"schedctl job get --server nats://127.0.0.1:1 rep", "", false},
+		{"schedctl job get --prefix=elsewhere rep", "", false},
+		{"schedctl job get --server " + p.url + " --timeout 3s rep", "reports/", false},
+		// Not a name: a second argument, a flag's value. The shell's file names instead.
+		{"schedctl job get reports/daily rep", "reports.txt", true},
+		{"schedctl job put reports/x -f rep", "reports.txt", true},
+	}
+	dir := t.TempDir() // the shells' working folder, with a file to complete
+	if err := os.WriteFile(filepath.Join(dir, "reports.txt"), nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	for _, shell := range []string{"bash", "zsh", "fish"} {
 		t.Run(shell, func(t *testing.T) {
@@ -102,7 +119,9 @@ func TestCompletionOfNames(t *testing.T) {
 				case "fish":
 					prog.WriteString("echo (complete -C '" + c.line + "' | cut -f1)\n")
 				default:
-					prog.WriteString("COMP_WORDS=(" + c.line + "); COMP_CWORD=3; _schedctl; echo \"${COMPREPLY[*]}\"\n")
+					// What bash sets (zsh's bashcompinit too): the words, the current one, the line.
+					fmt.Fprintf(&prog, "COMP_WORDS=(%s); COMP_CWORD=%d; COMP_LINE='%s'; COMP_POINT=${#COMP_LINE}; _schedctl; echo \"${COMPREPLY[*]}\"\n",
+						c.line, len(strings.Fields(c.line))-1, c.line)
 				}
 			}
 			var cmd *exec.Cmd
@@ -116,6 +135,7 @@ func TestCompletionOfNames(t *testing.T) {
 				cmd = exec.Command("fish", "-c", "source $argv[1]; "+prog.String(), file)
 			}
 			cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "NATS_URL="+p.url)
+			cmd.Dir = dir
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("%s: %v\n%s", shell, err, out)
@@ -125,8 +145,12 @@ func TestCompletionOfNames(t *testing.T) {
 				t.Fatalf("%s printed %d lines for %d cases:\n%s", shell, len(got), len(cases), out)
 			}
 			for i, c := range cases {
-				if strings.Join(strings.Fields(got[i]), " ") != c.want {
-					t.Errorf("%s: %q completed to %q, want %q", shell, c.line, got[i], c.want)
+				want := c.want
+				if shell == "fish" && c.files {
+					want = ""
+				}
+				if strings.Join(strings.Fields(got[i]), " ") != want {
+					t.Errorf("%s: %q completed to %q, want %q", shell, c.line, got[i], want)
 				}
 			}
 		})

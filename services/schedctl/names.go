@@ -2,8 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,13 +22,23 @@ const completeTimeout = time.Second
 const completeMax = 200
 
 // runCompleteNames serves the completion scripts (not a command for people, so not listed):
-// `schedctl __complete collection|job WORD` prints, one per line, the collections (for job:
-// "name/", to go on with the job) or the jobs "collection/job" whose names start with WORD,
-// asked of the planners as the other commands do (NATS_URL and the other variables). It
-// prints nothing, and exits 0, when no planner answers: a shell then completes nothing.
+// `schedctl __complete collection|job WORD [-- LINE]` prints, one per line, the collections
+// (for job: "name/", to go on with the job) or the jobs "collection/job" whose names start
+// with WORD, asked of the planners as the other commands do (NATS_URL and the other
+// variables, and the connection flags written on LINE). LINE is the command line before WORD:
+// when WORD is not the subcommand's first argument there (a second argument, a flag's value),
+// it exits 1 and the shell completes file names. It prints nothing, and exits 0, when no
+// planner answers: a shell then completes nothing.
 func runCompleteNames(args []string, stdin io.Reader, stdout, _ io.Writer) int {
 	inv := newInvocation("__complete", "collection|job WORD", stdin, stdout, io.Discard)
 	inv.timeout = completeTimeout
+	if i := slices.Index(args, "--"); i >= 0 {
+		at, conn := nameAt(lineWords(args[i+1:]))
+		if !at {
+			return 1
+		}
+		args = append(args[:i:i], conn...)
+	}
 	pos, err := inv.parse(args, 2, 2)
 	if err != nil {
 		return 2
@@ -104,4 +118,86 @@ func (inv *invocation) eachName(req listRequest, take func(name string) bool, to
 		}
 		p = &paging{top: page.NextLink.Top, skip: page.NextLink.Skip, after: page.NextLink.After}
 	}
+}
+
+// lineWords splits the command line the shell passes (bash and zsh: one string; fish: its
+// tokens) into words as a shell would for plain words: quotes around a word removed, a
+// leading ~/ made the home folder. Nothing is run or expanded otherwise.
+func lineWords(line []string) []string {
+	words := strings.Fields(strings.Join(line, " "))
+	home, _ := os.UserHomeDir()
+	for i, w := range words {
+		if len(w) >= 2 && (w[0] == '"' || w[0] == '\'') && w[len(w)-1] == w[0] {
+			w = w[1 : len(w)-1]
+		}
+		if rest, ok := strings.CutPrefix(w, "~/"); ok && home != "" {
+			w = filepath.Join(home, rest)
+		}
+		words[i] = w
+	}
+	return words
+}
+
+// nameAt reads a command line ("schedctl job get --server URL", the word being completed left
+// out) as its subcommand would: whether the next word is the subcommand's first argument,
+// and the connection flags written on it (not -o or --timeout), with their values, so that
+// the names come from the planners the command will ask.
+func nameAt(words []string) (bool, []string) {
+	if len(words) < 3 {
+		return false, nil
+	}
+	words = hoistGlobalFlags(words[1:]) // "schedctl --server URL job get" as the command reads it
+	fs := subcommandFlags(words[0], words[1])
+	if fs == nil {
+		return false, nil
+	}
+	connection := newInvocation("", "", nil, io.Discard, io.Discard).fs
+	var conn []string
+	args := 0
+	for i := 2; i < len(words); i++ {
+		w := words[i]
+		if w == "--" {
+			args += len(words) - i - 1
+			break
+		}
+		name, inline := flagName(w)
+		if name == "" {
+			args++
+			continue
+		}
+		f := fs.Lookup(name)
+		n := 1 // the words this flag takes
+		if f != nil && !inline && !isBoolFlag(f) {
+			if i+1 == len(words) {
+				return false, nil // the word being completed is this flag's value
+			}
+			n = 2
+		}
+		if connection.Lookup(name) != nil && name != "o" && name != "output" && name != "timeout" {
+			conn = append(conn, words[i:i+n]...)
+		}
+		i += n - 1
+	}
+	return args == 0, conn
+}
+
+// subcommandFlags is the flag set of a group's subcommand ("job", "get"), nil when there is
+// none: the subcommand is run with -h against a discarded output, which defines its flags and
+// stops.
+func subcommandFlags(group, sub string) *flag.FlagSet {
+	for _, g := range groups {
+		for _, s := range g.subs {
+			if g.name == group && s.name == sub {
+				inv := newInvocation(g.name+" "+s.name, s.args, strings.NewReader(""), io.Discard, io.Discard)
+				_ = s.run(inv, []string{"-h"})
+				return inv.fs
+			}
+		}
+	}
+	return nil
+}
+
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }
