@@ -84,6 +84,16 @@ func (e route) subject() string {
 	return e.fixed + strings.Repeat(".*", len(e.names)-1) + ".>"
 }
 
+// usage is the subject as a client writes it, its names in angle brackets: what `nats micro
+// info` shows beside the subscription's wildcards.
+func (e route) usage() string {
+	u := e.fixed
+	for _, n := range e.names {
+		u += ".<" + n + ">"
+	}
+	return u
+}
+
 // namesIn reads the names from a request's subject: one token each, the last one the rest.
 func (e route) namesIn(subject string) []string {
 	rest := strings.TrimPrefix(subject, e.fixed+".")
@@ -200,7 +210,8 @@ func New(nc *nats.Conn, svc *jobs.Service, subjects bus.Subjects, logger *slog.L
 	}
 	for _, ep := range a.endpoints() {
 		e := route{ep, subjects.API(ep.tokens...)}
-		if err := srv.AddEndpoint(e.name, a.handler(e), micro.WithEndpointSubject(e.subject())); err != nil {
+		if err := srv.AddEndpoint(e.name, a.handler(e), micro.WithEndpointSubject(e.subject()),
+			micro.WithEndpointMetadata(map[string]string{"request": e.usage()})); err != nil {
 			_ = srv.Stop()
 			a.stopWorkers()
 			return nil, fmt.Errorf("add api endpoint %s: %w", e.subject(), err)

@@ -40,6 +40,13 @@ func TestDiscoverable(t *testing.T) {
 	var subjects []string
 	for _, ep := range info.Endpoints {
 		subjects = append(subjects, ep.Subject)
+		// The subject as a client writes it, the wildcards named.
+		want := map[string]string{"jobs-get": "scheduler.api.jobs.get.<collection>.<job>",
+			"jobs-list": "scheduler.api.jobs.list.<collection>", "collections-put": "scheduler.api.collections.put.<collection>",
+			"preview": "scheduler.api.preview"}[ep.Name]
+		if want != "" && ep.Metadata["request"] != want {
+			t.Errorf("endpoint %s: request %q, want %q", ep.Name, ep.Metadata["request"], want)
+		}
 		if ep.QueueGroup != api.QueueGroup {
 			t.Errorf("endpoint %s: queue group %q, want %q", ep.Name, ep.QueueGroup, api.QueueGroup)
 		}
