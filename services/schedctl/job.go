@@ -1,10 +1,15 @@
 package main
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -30,8 +35,8 @@ var jobGroup = &group{
 		{"enable", "COLLECTION/JOB", "resume a disabled job", jobState(job.StateEnabled)},
 		{"disable", "COLLECTION/JOB", "pause a job", jobState(job.StateDisabled)},
 		{"run", "COLLECTION/JOB", "run one occurrence now, outside the schedule", jobRun},
-		{"history", "COLLECTION/JOB [--status Completed|Failed|Postponed|Skipped] [--top N] [--skip N] [--all]",
-			"list a job's attempts, newest first", jobHistory},
+		{"history", "COLLECTION/JOB [--status Completed|Failed|Postponed|Skipped] [--top N] [--skip N] [--all] [--watch]",
+			"list a job's attempts, newest first; --watch follows them as they are recorded", jobHistory},
 		{"publish", "COLLECTION/JOB (-f FILE|- | --delete)",
 			"put (or delete) a job through the durable intake stream: applied even while no planner runs", jobPublish},
 		{"import", "[COLLECTION] PATH... [--journal FILE] [--create-only]",
@@ -432,12 +437,23 @@ func jobRun(inv *invocation, args []string) error {
 func jobHistory(inv *invocation, args []string) error {
 	st := inv.fs.String("status", "", "only attempts with this `status`")
 	p := pagingFlags(inv.fs)
+	watch := inv.fs.Bool("watch", false, "show the latest attempts (--top, 10), oldest first, then each one as it is recorded, until Ctrl-C")
+	inv.fs.BoolVar(watch, "w", false, "short for --watch")
 	c, j, err := jobArgs(inv, args)
 	if err != nil {
 		return err
 	}
 	if err := p.check(); err != nil {
 		return err
+	}
+	if *watch {
+		if p.all || p.skip > 0 || p.after != "" {
+			return usagef("--watch follows the latest attempts: --all, --skip and --after do not go with it")
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		w := &historyWatch{inv: inv, coll: c, job: j, status: *st, first: cmp.Or(p.top, watchTop), interval: watchInterval}
+		return w.run(ctx)
 	}
 	raw, reply, err := inv.list(p, listRequest{Status: *st}, "jobs", "history", c, j)
 	if err != nil {

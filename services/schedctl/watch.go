@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/resched/resched/shared/job"
+	"sigs.k8s.io/yaml"
+)
+
+// watchInterval is how often `job history --watch` asks for the latest attempts.
+const watchInterval = time.Second
+
+// watchTop is how many of the latest attempts --watch shows first, without --top.
+const watchTop = 10
+
+// watchedPage is the most attempts one look at the history reads. More than that recorded
+// within one interval (a job firing many times a second) shows as a gap, said once.
+const watchedPage = 100
+
+// historyWatch follows a job's history as tail -f follows a file: the latest attempts oldest
+// first, then each attempt as the planners record it. It asks the history API every
+// watchInterval rather than listening to the workers' results: it shows what the history
+// keeps (the target's answer masked and cut), and anyone who may read a job's history may
+// watch it, without a subscription their NATS permissions may not allow.
+type historyWatch struct {
+	inv           *invocation
+	coll, job     string
+	status        string
+	first         int             // how many of the latest attempts the first look shows
+	interval      time.Duration   // between looks
+	seen          map[string]bool // the attempts of the last look, by historyKey; nil before the first
+	headerPrinted bool
+}
+
+// run prints until ctx ends (Ctrl-C), then returns nil. A first look that fails ends it, as
+// any command's request would, and so does a planner's refusal later (the job deleted
+// meanwhile); a planner that stops answering for a while is said once and asked again.
+func (w *historyWatch) run(ctx context.Context) error {
+	if err := w.look(); err != nil {
+		return err
+	}
+	said := ""
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(w.interval):
+		}
+		err := w.look()
+		var answered *apiError
+		switch {
+		case errors.As(err, &answered):
+			return err
+		case err == nil:
+			said = ""
+		case err.Error() != said:
+			said = err.Error()
+			fmt.Fprintf(w.inv.stderr, "schedctl: %v (still watching)\n", err)
+		}
+	}
+}
+
+// look reads the latest attempts and prints those it has not printed, oldest first.
+func (w *historyWatch) look() error {
+	top := max(watchedPage, w.first)
+	_, reply, err := w.inv.list(&paging{top: top}, listRequest{Status: w.status}, "jobs", "history", w.coll, w.job)
+	if err != nil {
+		return err
+	}
+	entries := make([]job.HistoryEntry, len(reply.Value))
+	for i, raw := range reply.Value {
+		if err := json.Unmarshal(raw, &entries[i]); err != nil {
+			return fmt.Errorf("decode the planner's reply: %w", err)
+		}
+	}
+	slices.Reverse(entries) // oldest first
+	seen := make(map[string]bool, len(entries))
+	var fresh []job.HistoryEntry
+	overlap := false
+	for _, e := range entries {
+		k := historyKey(e)
+		seen[k] = true
+		if w.seen[k] {
+			overlap = true
+		} else {
+			fresh = append(fresh, e)
+		}
+	}
+	if len(w.seen) > 0 && !overlap && len(entries) == top {
+		fmt.Fprintf(w.inv.stderr, "schedctl: more than %d attempts recorded since the last look; earlier ones not shown (see job history)\n", top)
+	}
+	if w.seen == nil {
+		fresh = fresh[max(0, len(fresh)-w.first):] // the first look shows the latest few
+	}
+	w.seen = seen
+	return w.print(fresh)
+}
+
+// historyKey tells attempts apart: no two attempts share their occurrence, action, attempt
+// number and start.
+func historyKey(e job.HistoryEntry) string {
+	return strings.Join([]string{e.ExpectedExecutionTime.UTC().Format(time.RFC3339Nano), string(e.ActionName),
+		fmt.Sprint(e.RetryCount), e.StartTime.UTC().Format(time.RFC3339Nano)}, " ")
+}
+
+// print writes attempts as they come: table rows in fixed columns (a table's columns cannot
+// be measured before its rows are known), one JSON object a line, or YAML documents.
+func (w *historyWatch) print(entries []job.HistoryEntry) error {
+	out := w.inv.stdout
+	switch w.inv.output {
+	case "json":
+		for _, e := range entries {
+			b, err := json.Marshal(e)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "%s\n", b)
+		}
+	case "yaml":
+		for _, e := range entries {
+			b, err := yaml.Marshal(e)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "---\n%s", b)
+		}
+	default:
+		if !w.headerPrinted {
+			watchRow(w.inv, "EXPECTED", "ACTION", "ATTEMPT", "STATUS", "STARTED", "MESSAGE")
+			w.headerPrinted = true
+		}
+		for _, e := range entries {
+			watchRow(w.inv, historyCells(e)...)
+		}
+	}
+	return nil
+}
+
+// watchWidths are the history table's columns but the last: a time to the millisecond, the
+// longest action name and status.
+var watchWidths = []int{24, 11, 7, 9, 24}
+
+func watchRow(inv *invocation, cells ...string) {
+	var b strings.Builder
+	for i, c := range cells {
+		c = oneLine(c)
+		if i < len(watchWidths) {
+			c += strings.Repeat(" ", max(0, watchWidths[i]-len([]rune(c)))+2)
+		}
+		b.WriteString(c)
+	}
+	fmt.Fprintln(inv.stdout, b.String())
+}
