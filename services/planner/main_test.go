@@ -38,24 +38,7 @@ func TestMain(m *testing.M) {
 // records decodes the log records written so far.
 func records(t *testing.T, logs *testenv.LogBuffer) []map[string]any {
 	t.Helper()
-	return logLines(t, logs.String())
-}
-
-// logLines decodes JSON log records.
-func logLines(t *testing.T, out string) []map[string]any {
-	t.Helper()
-	var recs []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		if line == "" {
-			continue
-		}
-		var rec map[string]any
-		if err := json.Unmarshal([]byte(line), &rec); err != nil {
-			t.Fatalf("log line %q is not JSON: %v", line, err)
-		}
-		recs = append(recs, rec)
-	}
-	return recs
+	return logs.Records(t)
 }
 
 // waitLog waits for a log record with the message and returns it.

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,29 +11,11 @@ import (
 	"github.com/resched/resched/shared/job"
 )
 
-// lockedBuffer is a bytes.Buffer a watch writes to while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // startWatch runs `job history c/<j> --watch` against the planner, asking every 20 ms, until
 // the returned stop; done receives what run returned.
-func startWatch(t *testing.T, p *planner, j, output string, first int) (stdout, stderr *lockedBuffer, stop func(), done chan error) {
+func startWatch(t *testing.T, p *planner, j, output string, first int) (stdout, stderr *testenv.LogBuffer, stop func(), done chan error) {
 	t.Helper()
-	stdout, stderr = &lockedBuffer{}, &lockedBuffer{}
+	stdout, stderr = &testenv.LogBuffer{}, &testenv.LogBuffer{}
 	inv := newInvocation("job history", "", strings.NewReader(""), stdout, stderr)
 	if _, err := inv.parse([]string{"--server", p.url, "-o", output}, 0, 0); err != nil {
 		t.Fatal(err)

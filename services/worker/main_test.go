@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"os"
@@ -26,20 +25,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// logLines decodes JSON log records.
-func logLines(t *testing.T, out string) []map[string]any {
-	t.Helper()
-	var recs []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		var rec map[string]any
-		if err := json.Unmarshal([]byte(line), &rec); err != nil {
-			t.Fatalf("log line %q is not JSON: %v", line, err)
-		}
-		recs = append(recs, rec)
-	}
-	return recs
-}
-
 // unreachableNATS is a NATS URL where nothing listens: the worker keeps trying to connect.
 const unreachableNATS = "nats://127.0.0.1:1"
 
@@ -55,7 +40,7 @@ func TestServeStopsWhenContextIsCanceled(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("serve: %v", err)
 	}
-	recs := logLines(t, out.String())
+	recs := out.Records(t)
 	var msgs []string
 	for _, r := range recs {
 		msgs = append(msgs, r["msg"].(string))

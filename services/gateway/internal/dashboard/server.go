@@ -145,47 +145,62 @@ type httpError struct {
 
 func (e *httpError) Error() string { return e.Message }
 
+// endpoint serves one route of the dashboard's API and logs the request as the REST API does
+// (method, path, status, time, caller), so that a change made in the page is on record with
+// who made it: changes and refusals at info, reads that succeed at debug (a page makes dozens).
 func (s *Server) endpoint(write bool, h func(*call) (any, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		g, err := s.cfg.Auth.Authenticate(r)
-		if err != nil {
-			writeErr(w, &httpError{Status: http.StatusUnauthorized, Code: "Unauthorized", Message: err.Error()})
-			return
+		start := time.Now()
+		status, caller := s.serve(w, r, write, h)
+		level := slog.LevelDebug
+		if write || status >= 400 {
+			level = slog.LevelInfo
 		}
-		if write && !g.CanWrite() {
-			writeErr(w, &httpError{Status: http.StatusForbidden, Code: "Forbidden", Message: "the role reader does not allow this"})
-			return
-		}
-		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
-		defer cancel()
-		c := &call{ctx: ctx, r: r, grant: g}
-		if r.Method == http.MethodPut || r.Method == http.MethodPost {
-			if c.body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10)); err != nil {
-				writeErr(w, &httpError{Status: http.StatusBadRequest, Code: "BadRequest", Message: "the body is too large"})
-				return
-			}
-		}
-		out, err := h(c)
-		if err != nil {
-			var he *httpError
-			var se *schedapi.Error
-			switch {
-			case errors.As(err, &he):
-			case errors.As(err, &se):
-				he = &httpError{Status: se.Status, Code: se.Code, Message: se.Message, Details: se.Details}
-			default:
-				s.cfg.Logger.Error("dashboard request failed", "path", r.URL.Path, "error", err)
-				he = &httpError{Status: http.StatusInternalServerError, Code: "InternalError", Message: "internal error; try again"}
-			}
-			writeErr(w, he)
-			return
-		}
-		writeJSON(w, http.StatusOK, out)
+		s.cfg.Logger.Log(r.Context(), level, "dashboard request", "method", r.Method, "path", r.URL.Path, "status", status,
+			"took_ms", float64(time.Since(start).Microseconds())/1e3, "caller", caller)
 	}
 }
 
-func writeErr(w http.ResponseWriter, e *httpError) {
+// serve answers one API request; it returns the status written and who asked ("" when the
+// token was refused).
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, write bool, h func(*call) (any, error)) (int, string) {
+	g, err := s.cfg.Auth.Authenticate(r)
+	if err != nil {
+		return writeErr(w, &httpError{Status: http.StatusUnauthorized, Code: "Unauthorized", Message: err.Error()}), ""
+	}
+	if write && !g.CanWrite() {
+		return writeErr(w, &httpError{Status: http.StatusForbidden, Code: "Forbidden", Message: "the role reader does not allow this"}), g.Subject
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+	defer cancel()
+	c := &call{ctx: ctx, r: r, grant: g}
+	if r.Method == http.MethodPut || r.Method == http.MethodPost {
+		if c.body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10)); err != nil {
+			return writeErr(w, &httpError{Status: http.StatusBadRequest, Code: "BadRequest", Message: "the body is too large"}), g.Subject
+		}
+	}
+	out, err := h(c)
+	if err != nil {
+		var he *httpError
+		var se *schedapi.Error
+		switch {
+		case errors.As(err, &he):
+		case errors.As(err, &se):
+			he = &httpError{Status: se.Status, Code: se.Code, Message: se.Message, Details: se.Details}
+		default:
+			s.cfg.Logger.Error("dashboard request failed", "path", r.URL.Path, "error", err)
+			he = &httpError{Status: http.StatusInternalServerError, Code: "InternalError", Message: "internal error; try again"}
+		}
+		return writeErr(w, he), g.Subject
+	}
+	writeJSON(w, http.StatusOK, out)
+	return http.StatusOK, g.Subject
+}
+
+// writeErr writes an error answer and returns its status.
+func writeErr(w http.ResponseWriter, e *httpError) int {
 	writeJSON(w, e.Status, map[string]any{"error": e})
+	return e.Status
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -568,7 +583,8 @@ func (s *Server) preview(c *call) (any, error) {
 func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	g, err := s.cfg.Auth.Authenticate(r)
 	if err != nil {
-		writeErr(w, &httpError{Status: http.StatusUnauthorized, Code: "Unauthorized", Message: err.Error()})
+		status := writeErr(w, &httpError{Status: http.StatusUnauthorized, Code: "Unauthorized", Message: err.Error()})
+		s.cfg.Logger.Info("dashboard request", "method", r.Method, "path", r.URL.Path, "status", status, "caller", "")
 		return
 	}
 	flusher, ok := w.(http.Flusher)
