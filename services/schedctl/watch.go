@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -73,18 +74,19 @@ func (w *historyWatch) look() error {
 	if err != nil {
 		return err
 	}
-	entries := make([]job.HistoryEntry, len(reply.Value))
+	entries := make([]watchedEntry, len(reply.Value))
 	for i, raw := range reply.Value {
-		if err := json.Unmarshal(raw, &entries[i]); err != nil {
+		entries[i].raw = raw
+		if err := json.Unmarshal(raw, &entries[i].HistoryEntry); err != nil {
 			return fmt.Errorf("decode the planner's reply: %w", err)
 		}
 	}
 	slices.Reverse(entries) // oldest first
 	seen := make(map[string]bool, len(entries))
-	var fresh []job.HistoryEntry
+	var fresh []watchedEntry
 	overlap := false
 	for _, e := range entries {
-		k := historyKey(e)
+		k := historyKey(e.HistoryEntry)
 		seen[k] = true
 		if w.seen[k] {
 			overlap = true
@@ -102,6 +104,12 @@ func (w *historyWatch) look() error {
 	return w.print(fresh)
 }
 
+// watchedEntry is a history entry as read and as the planner sent it (for -o json and yaml).
+type watchedEntry struct {
+	job.HistoryEntry
+	raw json.RawMessage
+}
+
 // historyKey tells attempts apart: no two attempts share their occurrence, action, attempt
 // number and start.
 func historyKey(e job.HistoryEntry) string {
@@ -111,24 +119,24 @@ func historyKey(e job.HistoryEntry) string {
 
 // print writes attempts as they come: table rows in fixed columns (a table's columns cannot
 // be measured before its rows are known), one JSON object a line, or YAML documents.
-func (w *historyWatch) print(entries []job.HistoryEntry) error {
+func (w *historyWatch) print(entries []watchedEntry) error {
 	out := w.inv.stdout
 	switch w.inv.output {
 	case "json":
 		for _, e := range entries {
-			b, err := json.Marshal(e)
-			if err != nil {
-				return err
+			var b bytes.Buffer
+			if err := json.Compact(&b, e.raw); err != nil {
+				return fmt.Errorf("the planner's reply is not JSON: %w", err)
 			}
-			fmt.Fprintf(out, "%s\n", b)
+			fmt.Fprintf(out, "%s\n", b.Bytes())
 		}
 	case "yaml":
 		for _, e := range entries {
-			b, err := yaml.Marshal(e)
+			y, err := yaml.JSONToYAML(e.raw)
 			if err != nil {
-				return err
+				return fmt.Errorf("the planner's reply is not JSON: %w", err)
 			}
-			fmt.Fprintf(out, "---\n%s", b)
+			fmt.Fprintf(out, "---\n%s", y)
 		}
 	default:
 		if !w.headerPrinted {
@@ -136,7 +144,7 @@ func (w *historyWatch) print(entries []job.HistoryEntry) error {
 			w.headerPrinted = true
 		}
 		for _, e := range entries {
-			watchRow(w.inv, historyCells(e)...)
+			watchRow(w.inv, historyCells(e.HistoryEntry)...)
 		}
 	}
 	return nil
