@@ -291,34 +291,12 @@ func jobList(inv *invocation, args []string) error {
 	if err != nil {
 		return err
 	}
-	var colls []job.Collection
-	if len(pos) == 1 {
-		if err := bus.CheckName("collection", pos[0]); err != nil {
-			return &usageError{err.Error()}
-		}
-		msg, err := inv.request(nil, "collections", "get", pos[0])
-		if err != nil {
-			return err
-		}
-		var c job.Collection
-		if err := json.Unmarshal(msg.Data, &c); err != nil {
-			return fmt.Errorf("decode the planner's reply: %w", err)
-		}
-		colls = append(colls, c)
-	} else {
-		// Every collection, every page: a listing across collections has no paging of its own.
-		_, reply, err := inv.list(&paging{all: true}, listRequest{}, "collections", "list")
-		if err != nil {
-			return err
-		}
-		for _, raw := range reply.Value {
-			var c job.Collection
-			if err := json.Unmarshal(raw, &c); err != nil {
-				return fmt.Errorf("decode the planner's reply: %w", err)
-			}
-			colls = append(colls, c)
-		}
-		p.all = true
+	colls, err := inv.listedCollections(pos)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		p.all = true // a listing across collections has no paging of its own
 	}
 	var out listReply
 	paused := map[string]bool{}
@@ -354,17 +332,50 @@ func jobList(inv *invocation, args []string) error {
 		none = "No job matches."
 	}
 	return showList(inv, raw, out, none, []string{"NAME", "STATE", "SCHEDULE", "ACTION", "NEXT", "LAST", "EXECUTIONS", "FAILURES"},
-		func(d job.Definition) []string {
-			c, _, _ := strings.Cut(d.Name, "/")
-			s := d.Properties.Status
-			action := "-"
-			if d.Properties.Action != nil {
-				action = string(d.Properties.Action.Type)
-			}
-			return []string{d.Name, effectiveState(d, paused[c]), recurrenceWords(d.Properties.Recurrence), action,
-				nextText(d, paused[c]), timeText(statusTime(s, false)), countOf(s, func(s *job.Status) int { return s.ExecutionCount }),
-				countOf(s, func(s *job.Status) int { return s.FailureCount })}
-		})
+		jobCells(paused))
+}
+
+// listedCollections are the collections a job listing reads: the one named, or every one.
+func (inv *invocation) listedCollections(pos []string) ([]job.Collection, error) {
+	var raws []json.RawMessage
+	if len(pos) == 1 {
+		if err := bus.CheckName("collection", pos[0]); err != nil {
+			return nil, &usageError{err.Error()}
+		}
+		msg, err := inv.request(nil, "collections", "get", pos[0])
+		if err != nil {
+			return nil, err
+		}
+		raws = append(raws, msg.Data)
+	} else {
+		_, reply, err := inv.list(&paging{all: true}, listRequest{}, "collections", "list")
+		if err != nil {
+			return nil, err
+		}
+		raws = reply.Value
+	}
+	colls := make([]job.Collection, len(raws))
+	for i, raw := range raws {
+		if err := json.Unmarshal(raw, &colls[i]); err != nil {
+			return nil, fmt.Errorf("decode the planner's reply: %w", err)
+		}
+	}
+	return colls, nil
+}
+
+// jobCells are a job's cells in the listing; paused says which collections pause their jobs.
+func jobCells(paused map[string]bool) func(d job.Definition) []string {
+	return func(d job.Definition) []string {
+		c, _, _ := strings.Cut(d.Name, "/")
+		s := d.Properties.Status
+		action := "-"
+		if d.Properties.Action != nil {
+			action = string(d.Properties.Action.Type)
+		}
+		return []string{d.Name, effectiveState(d, paused[c]), recurrenceWords(d.Properties.Recurrence), action,
+			nextText(d, paused[c]), timeText(statusTime(s, false)), countOf(s, func(s *job.Status) int { return s.ExecutionCount }),
+			countOf(s, func(s *job.Status) int { return s.FailureCount })}
+	}
 }
 
 // jobFields are the fields a job listing filters on.
