@@ -55,7 +55,7 @@ func TestCollectionCommands(t *testing.T) {
 
 	t.Run("paging", func(t *testing.T) {
 		code, out, errOut := p.schedctl(t, "", "collection", "list", "--top", "2")
-		if code != 0 || strings.Count(out, "\n") != 3 || !strings.Contains(errOut, "--skip 2, or --all") {
+		if code != 0 || strings.Count(out, "\n") != 3 || !strings.Contains(errOut, "--after c2, or --all") {
 			t.Fatalf("list --top 2: exit %d\n%s\nstderr %q", code, out, errOut)
 		}
 		var page struct {
@@ -63,8 +63,11 @@ func TestCollectionCommands(t *testing.T) {
 			NextLink *pageLink        `json:"nextLink"`
 		}
 		decode(t, p.mustRun(t, "", "collection", "list", "--top", "2", "-o", "json"), &page)
-		if len(page.Value) != 2 || page.NextLink == nil || *page.NextLink != (pageLink{Top: 2, Skip: 2}) {
+		if len(page.Value) != 2 || page.NextLink == nil || *page.NextLink != (pageLink{Top: 2, After: "c2"}) {
 			t.Fatalf("list --top 2 -o json: %+v", page)
+		}
+		if out := p.mustRun(t, "", "collection", "list", "--after", "c2"); !strings.Contains(out, "\nc3 ") || strings.Count(out, "\n") != 2 {
+			t.Fatalf("list --after c2:\n%s", out)
 		}
 		page.Value, page.NextLink = nil, nil
 		decode(t, p.mustRun(t, "", "collection", "list", "--top", "1", "--all", "-o", "json"), &page)

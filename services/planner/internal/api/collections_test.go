@@ -71,13 +71,21 @@ func TestCollectionLifecycle(t *testing.T) {
 		t.Fatalf("first page %v", got)
 	}
 	link := nextLink(t, msg.Data)
-	if link == "" || p.NextLink.Top != 2 || p.NextLink.Skip != 2 {
-		t.Fatalf("first page nextLink %s", link)
+	if link == "" || p.NextLink.Top != 2 || p.NextLink.After != "c2" || p.NextLink.Skip != 0 {
+		t.Fatalf("first page nextLink %s, want a cursor after c2", link)
 	}
+	// A collection created before the cursor meanwhile moves nothing on the next page (an
+	// offset would have answered c2 again).
+	e.putCollection(t, "c0", `{}`)
 	msg = e.ok(t, "collections.list", link, &p)
 	if got := collectionNames(p.Value); !slices.Equal(got, []string{"c3"}) || nextLink(t, msg.Data) != "" {
 		t.Fatalf("last page %v, nextLink %q", got, nextLink(t, msg.Data))
 	}
+	e.ok(t, "collections.list", `{"after": "c1"}`, &p)
+	if got := collectionNames(p.Value); !slices.Equal(got, []string{"c2", "c3"}) {
+		t.Fatalf("the page after c1: %v", got)
+	}
+	e.ok(t, "collections.delete.c0", "", nil)
 
 	// delete
 	msg = e.ok(t, "collections.delete.c2", "", nil)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/planner/internal/store"
@@ -125,13 +126,21 @@ func (s *Service) freshCollection(ctx context.Context, c string) (cachedCollecti
 	return e, err
 }
 
-// ListCollections lists the collections by name.
+// ListCollections lists the collections by name, from after r.After (a cursor). Its nextLink
+// is a cursor too: a collection created or deleted between two pages moves no other from
+// one page to the next, as an offset would.
 func (s *Service) ListCollections(ctx context.Context, r PageRequest) (Page[*job.Collection], error) {
-	names, err := s.store.CollectionNames(ctx)
+	names, err := s.store.CollectionNames(ctx) // sorted
 	if err != nil {
 		return Page[*job.Collection]{}, err
 	}
+	if r.After != "" {
+		names = names[sort.SearchStrings(names, r.After+"\x00"):] // the first name past the cursor
+	}
 	p := page(names, r)
+	if p.NextLink != nil {
+		p.NextLink = &PageRequest{Top: p.NextLink.Top, After: p.Value[len(p.Value)-1]}
+	}
 	out := Page[*job.Collection]{Value: make([]*job.Collection, 0, len(p.Value)), NextLink: p.NextLink}
 	for _, n := range p.Value {
 		coll, err := s.collection(ctx, n)
