@@ -215,23 +215,50 @@ func (s *Server) listCollectionsByResourceGroup(c *call) error {
 	return s.listCollections(c, c.vars["rg"])
 }
 
+// A page of a collection listing holds the caller's collections found in up to
+// collectionsReads of the planners' pages of 1,000, and at least collectionsPage of them unless
+// the listing ends first; its nextLink goes on from the planners' cursor. A caller who sees
+// few of many collections gets short pages (each with its nextLink), so that no request reads
+// every collection of every tenant.
+const (
+	collectionsPage  = 1000
+	collectionsReads = 10
+)
+
 // listCollections lists the collections of the subscription (rg "") or of one resource group
-// that the caller may see, in one page.
+// that the caller may see, page by page.
 func (s *Server) listCollections(c *call, rg string) error {
-	all, err := s.allCollections(c)
-	if err != nil {
+	var req any = map[string]int{"top": 1000}
+	if tok, err := skipToken(c.r); err != nil {
 		return err
+	} else if tok != nil {
+		req = tok
 	}
 	value := []armCollection{}
-	for _, coll := range all {
-		out, sc, ok := toARM(coll)
-		if !ok || !strings.EqualFold(sc.Subscription, c.vars["s"]) || (rg != "" && !strings.EqualFold(sc.ResourceGroup, rg)) ||
-			!c.grant.Covers(sc.Subscription, sc.ResourceGroup) {
-			continue
+	var next json.RawMessage
+	for range collectionsReads {
+		var page struct {
+			Value    []job.Collection `json:"value"`
+			NextLink json.RawMessage  `json:"nextLink"`
 		}
-		value = append(value, out)
+		if _, err := s.planners.call(c.ctx, req, &page, "collections", "list"); err != nil {
+			return err
+		}
+		for _, coll := range page.Value {
+			out, sc, ok := toARM(coll)
+			if !ok || !strings.EqualFold(sc.Subscription, c.vars["s"]) || (rg != "" && !strings.EqualFold(sc.ResourceGroup, rg)) ||
+				!c.grant.Covers(sc.Subscription, sc.ResourceGroup) {
+				continue
+			}
+			value = append(value, out)
+		}
+		next = page.NextLink
+		if len(next) == 0 || string(next) == "null" || len(value) >= collectionsPage {
+			break
+		}
+		req = next
 	}
-	writeJSON(c.w, http.StatusOK, map[string]any{"value": value})
+	writeJSON(c.w, http.StatusOK, listResult(value, s.nextLink(c, next)))
 	return nil
 }
 

@@ -1,13 +1,18 @@
 package arm
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 
 	"github.com/nats-io/nats.go"
 	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/shared/job"
 )
 
 // A collection's body is checked as the planners check it before the gateway reads it: its
@@ -44,5 +49,91 @@ func TestACollectionBodyIsCheckedBeforeItIsRead(t *testing.T) {
 	srv.ServeHTTP(rec, httptest.NewRequest("PUT", path, strings.NewReader(`{"location":"West US","properties":{"sku":{"name":"standard"},"quota":{"maxJobCount":10}}}`)))
 	if rec.Code != 503 {
 		t.Errorf("a good body: %d %s, want the planners' absence (503)", rec.Code, rec.Body)
+	}
+}
+
+// pagingPlanners answers collections.list as the planners do: names in order, from after the
+// request's cursor, top at a time, a nextLink with the last name while more follow.
+type pagingPlanners struct {
+	colls []job.Collection // in name order
+	reads int
+}
+
+func (p *pagingPlanners) RequestMsgWithContext(_ context.Context, m *nats.Msg) (*nats.Msg, error) {
+	if m.Subject != "scheduler.api.collections.list" {
+		return nil, nats.ErrNoResponders
+	}
+	p.reads++
+	var req struct {
+		Top   int    `json:"top"`
+		After string `json:"after"`
+	}
+	if err := json.Unmarshal(m.Data, &req); err != nil {
+		return nil, err
+	}
+	i := sort.Search(len(p.colls), func(i int) bool { return p.colls[i].Name > req.After })
+	end := min(i+req.Top, len(p.colls))
+	page := map[string]any{"value": p.colls[i:end]}
+	if end < len(p.colls) {
+		page["nextLink"] = map[string]any{"top": req.Top, "after": p.colls[end-1].Name}
+	}
+	b, err := json.Marshal(page)
+	return &nats.Msg{Data: b}, err
+}
+
+// A collection listing comes in pages that follow the planners' cursor: every collection of
+// the caller's subscription once, in order, none of another, and no request reads every
+// collection of every tenant.
+func TestCollectionListingsComeInPages(t *testing.T) {
+	p := &pagingPlanners{}
+	want := map[string][]string{}
+	for i := range 25_000 {
+		// Subscription s1 has one collection in 25: its callers' pages are short.
+		sub := "s2"
+		if i%25 == 0 || (i >= 24_000 && i < 24_100) {
+			sub = "s1"
+		}
+		name := fmt.Sprintf("c%05d", i)
+		p.colls = append(p.colls, job.Collection{Name: name + "--x", Tags: map[string]string{
+			armScopeTag: "/subscriptions/" + sub + "/resourceGroups/rg", armNameTag: name}})
+		want[sub] = append(want[sub], name)
+	}
+	srv, err := New(Config{NATS: p, Subjects: bus.NewSubjects(""), Auth: anyone{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sub := range []string{"s1", "s2"} {
+		var got []string
+		pages, most := 0, 0
+		next := "http://gw/subscriptions/" + sub + "/providers/Microsoft.Scheduler/jobCollections?api-version=2016-03-01"
+		for next != "" {
+			p.reads = 0
+			rec := httptest.NewRecorder()
+			srv.ServeHTTP(rec, httptest.NewRequest("GET", next, nil))
+			var page struct {
+				Value []struct {
+					Name string `json:"name"`
+				} `json:"value"`
+				NextLink string `json:"nextLink"`
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &page); err != nil || rec.Code != 200 {
+				t.Fatalf("%s: %d %s", next, rec.Code, rec.Body)
+			}
+			for _, c := range page.Value {
+				got = append(got, c.Name)
+			}
+			pages++
+			most = max(most, p.reads)
+			if page.NextLink != "" && !strings.HasPrefix(page.NextLink, "http://gw/subscriptions/"+sub+"/providers/Microsoft.Scheduler/jobCollections?") {
+				t.Fatalf("nextLink %q", page.NextLink)
+			}
+			next = page.NextLink
+		}
+		if !slices.Equal(got, want[sub]) {
+			t.Errorf("%s: %d collections listed, want %d (first %v)", sub, len(got), len(want[sub]), got[:min(3, len(got))])
+		}
+		if pages < 3 || most > collectionsReads {
+			t.Errorf("%s: %d pages, up to %d planner pages read for one: want several pages, at most %d reads each", sub, pages, most, collectionsReads)
+		}
 	}
 }

@@ -197,6 +197,19 @@ func (s *Server) nextLink(c *call, planner json.RawMessage) string {
 	return s.baseURL(c.r) + c.r.URL.EscapedPath() + "?" + q.Encode()
 }
 
+// skipToken reads $skiptoken, the planners' continuation a nextLink carries; nil without one.
+func skipToken(r *http.Request) (json.RawMessage, error) {
+	tok := r.URL.Query().Get("$skiptoken")
+	if tok == "" {
+		return nil, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil || !json.Valid(raw) {
+		return nil, badRequest("$skiptoken is not one this gateway gave out")
+	}
+	return raw, nil
+}
+
 // filterExpr is the one $filter form of the swagger: "<field> eq <value>", the value quoted
 // (Go SDK) or not (.NET).
 var filterExpr = regexp.MustCompile(`(?i)^\s*(\w+)\s+eq\s+'?([A-Za-z]+)'?\s*$`)
@@ -205,12 +218,8 @@ var filterExpr = regexp.MustCompile(`(?i)^\s*(\w+)\s+eq\s+'?([A-Za-z]+)'?\s*$`)
 // request; parse checks and normalises the filter's value.
 func pageRequest(r *http.Request, field string, parse func(string) (string, error)) (any, error) {
 	q := r.URL.Query()
-	if tok := q.Get("$skiptoken"); tok != "" {
-		raw, err := base64.RawURLEncoding.DecodeString(tok)
-		if err != nil || !json.Valid(raw) {
-			return nil, badRequest("$skiptoken is not one this gateway gave out")
-		}
-		return raw, nil
+	if tok, err := skipToken(r); err != nil || tok != nil {
+		return tok, err
 	}
 	top, err := queryInt(r, "$top", 1, 100)
 	if err != nil {
