@@ -28,8 +28,7 @@ func runCompletion(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	case "bash":
 		fmt.Fprint(stdout, bashCompletion(tree))
 	case "zsh":
-		// zsh runs the bash function through its bash completion layer.
-		fmt.Fprint(stdout, "autoload -U +X bashcompinit && bashcompinit\n"+bashCompletion(tree))
+		fmt.Fprint(stdout, "autoload -U +X bashcompinit && bashcompinit\n"+bashCompletion(tree)+zshCompletion)
 	case "fish":
 		fmt.Fprint(stdout, fishCompletion(tree))
 	case "-h", "--help":
@@ -165,6 +164,22 @@ complete -F _schedctl schedctl
 `)
 	return b.String()
 }
+
+// zshCompletion runs the bash function in zsh (bashcompinit gives it compgen) and offers its
+// answers itself: bashcompinit's own layer has no compopt, so a collection completed as
+// "name/" got a space after it, and the job's name could not follow.
+const zshCompletion = `_schedctl_zsh() {
+	local -a COMP_WORDS COMPREPLY
+	local COMP_CWORD=$((CURRENT - 1)) COMP_LINE="$BUFFER" COMP_POINT=$CURSOR m
+	COMP_WORDS=("${words[@]}")
+	_schedctl
+	for m in "${COMPREPLY[@]}"; do
+		if [[ $m == */ ]]; then compadd -S '' -- "$m"; else compadd -- "$m"; fi
+	done
+	(( ${#COMPREPLY} ))
+}
+compdef _schedctl_zsh schedctl
+`
 
 func fishCompletion(root node) string {
 	var b strings.Builder

@@ -155,6 +155,30 @@ func TestCompletionOfNames(t *testing.T) {
 			}
 		})
 	}
+	// zsh offers the answers itself, a collection without a space after it so that its job's
+	// name can follow (bashcompinit's layer added one); compadd is stood in for, as only a
+	// completion widget may call it.
+	t.Run("zsh offers a collection without a space", func(t *testing.T) {
+		_, script, _ := schedctl(t, "", "completion", "zsh")
+		file := filepath.Join(t.TempDir(), "schedctl.zsh")
+		if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var prog strings.Builder
+		for _, line := range []string{"schedctl job get rep", "schedctl job describe reports/w", "schedctl job get nowhere/"} {
+			fmt.Fprintf(&prog, "words=(%s); CURRENT=${#words}; BUFFER='%s'; CURSOR=${#BUFFER}; _schedctl_zsh; echo \"status $?\"\n", line, line)
+		}
+		cmd := exec.Command("zsh", "-c", `autoload -U compinit && compinit -u; source "$1"; compadd() { print -r -- "compadd $*" }; `+prog.String(), "zsh", file)
+		cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "NATS_URL="+p.url)
+		out, err := cmd.CombinedOutput()
+		want := "compadd -S  -- reports/\nstatus 0\n" +
+			"compadd -- reports/weekly\ncompadd -- reports/weekly-2\nstatus 0\n" +
+			"status 1\n"
+		if err != nil || string(out) != want {
+			t.Fatalf("zsh: %v\n%s\nwant\n%s", err, out, want)
+		}
+	})
+
 	// A prefix with more jobs than a completion lists: pages read from the prefix on, 200 names.
 	p.mustRun(t, "", "collection", "create", "many")
 	var bulk strings.Builder
