@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -166,42 +165,7 @@ func TestSignalStopsPlanner(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-log-level", "debug", "-http-addr", "127.0.0.1:0")
 			cmd.Env = append(os.Environ(), runAsPlanner+"=1", "NATS_URL="+natsURL, "REDIS_URL="+rs.URL(),
 				"RESCHED_PLANNER_SUBJECT_PREFIX="+tt.prefix)
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			var before strings.Builder
-			lines := bufio.NewScanner(stdout)
-			for lines.Scan() {
-				before.WriteString(lines.Text() + "\n")
-				if strings.Contains(lines.Text(), `"planner ready"`) {
-					break
-				}
-			}
-			if !strings.Contains(before.String(), `"planner ready"`) {
-				_ = cmd.Process.Kill()
-				t.Fatalf("the planner never got ready:\n%s", before.String())
-			}
-			if err := cmd.Process.Signal(sig); err != nil {
-				t.Fatal(err)
-			}
-			rest, _ := io.ReadAll(stdout)
-			if err := cmd.Wait(); err != nil {
-				t.Fatalf("planner exited with %v, want status 0:\n%s%s", err, before.String(), rest)
-			}
-			all := before.String() + string(rest)
-			if strings.Contains(all, "hunter2") {
-				t.Errorf("the logs leak the NATS password:\n%s", all)
-			}
-			if !strings.Contains(all, `"log_level":"DEBUG"`) {
-				t.Errorf("start record lacks the flag-set log level:\n%s", all)
-			}
-			if !strings.Contains(string(rest), `"planner stopped"`) {
-				t.Errorf("no stop record after %v:\n%s", sig, rest)
-			}
+			testenv.StopsOnSignal(t, cmd, sig, "planner ready", "planner stopped", "hunter2")
 		})
 	}
 }

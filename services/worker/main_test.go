@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -62,35 +60,7 @@ func TestSignalStopsWorker(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-log-level", "debug")
 			cmd.Env = append(os.Environ(), runAsWorker+"=1", "NATS_URL=nats://u:hunter2@127.0.0.1:1",
 				"RESCHED_WORKER_HTTP_ADDR=127.0.0.1:0")
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			lines := bufio.NewScanner(stdout)
-			if !lines.Scan() || !strings.Contains(lines.Text(), `"worker started"`) {
-				_ = cmd.Process.Kill()
-				t.Fatalf("first log line %q, want the start record", lines.Text())
-			}
-			started := lines.Text()
-			if err := cmd.Process.Signal(sig); err != nil {
-				t.Fatal(err)
-			}
-			rest, _ := io.ReadAll(stdout)
-			if err := cmd.Wait(); err != nil {
-				t.Fatalf("worker exited with %v, want status 0", err)
-			}
-			if strings.Contains(started+string(rest), "hunter2") {
-				t.Errorf("the log leaks the NATS password")
-			}
-			if !strings.Contains(started, `"log_level":"DEBUG"`) {
-				t.Errorf("start record %s lacks the flag-set log level", started)
-			}
-			if !strings.Contains(string(rest), `"worker stopped"`) {
-				t.Errorf("no stop record after %v:\n%s", sig, rest)
-			}
+			testenv.StopsOnSignal(t, cmd, sig, "worker started", "worker stopped", "hunter2")
 		})
 	}
 }
