@@ -111,6 +111,33 @@ func TestHistoryPagesByCursor(t *testing.T) {
 	if len(failed) != 15 || len(links) != 3 || !strings.Contains(links[0], `"status":"Failed"`) {
 		t.Errorf("failed entries: %d over %d links %v; want 15 over 3", len(failed), len(links), links)
 	}
+
+	// Attempts recorded between two pages (a job that fires while someone pages through its
+	// history) move nothing from one page onto the next: the cursor finds its entry again.
+	var first page[job.HistoryEntry]
+	msg := e.ok(t, "jobs.history.c.j", `{"top": 5}`, &first)
+	for i := 45; i < 48; i++ {
+		at := base.Add(time.Duration(i) * time.Minute)
+		if _, err := e.store.ApplyResult(context.Background(), "c", "j", store.Outcome{ID: fmt.Sprint(i), Scheduled: at, Occurrence: i + 1,
+			Entry: job.HistoryEntry{StartTime: at, EndTime: at, ExpectedExecutionTime: at, ActionName: job.ActionNameMain,
+				Status: job.ExecutionCompleted, Message: fmt.Sprint("attempt ", i), RepeatCount: i + 1}}, base.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var second page[job.HistoryEntry]
+	e.ok(t, "jobs.history.c.j", nextLink(t, msg.Data), &second)
+	if len(first.Value) != 5 || len(second.Value) != 5 || first.Value[4].Message != "attempt 40" || second.Value[0].Message != "attempt 39" {
+		t.Fatalf("pages with attempts recorded between them: %q, then %q; want attempts 44 to 40, then 39 to 35",
+			messages(first.Value), messages(second.Value))
+	}
+}
+
+func messages(es []job.HistoryEntry) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Message)
+	}
+	return out
 }
 
 // A page never outgrows what NATS carries in one reply (1 MiB by default): 100 jobs of 11 KB

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/resched/resched/services/internal/bus"
@@ -265,9 +266,21 @@ func (s *Service) History(ctx context.Context, c, j string, status job.Execution
 	out := Page[job.HistoryEntry]{Value: []job.HistoryEntry{}}
 	pos, toSkip := max(r.Skip, 0), 0
 	if r.After != "" {
-		p, err := strconv.Atoi(r.After)
+		// "<position>.<mark>": where the next page starts, and the last entry of the page
+		// before, found again deeper when entries were recorded since ("<position>" alone:
+		// a cursor of an earlier release, taken as it is).
+		at, mark, _ := strings.Cut(r.After, ".")
+		p, err := strconv.Atoi(at)
 		if err != nil || p < 0 {
 			return out, badRequest("after: not a position this listing gave")
+		}
+		if mark != "" {
+			if p, err = s.store.HistorySeek(ctx, c, j, p-1, mark); err != nil {
+				return out, err
+			}
+			if p < 0 {
+				return out, nil // the entry was trimmed, and everything older with it
+			}
 		}
 		pos = p
 	} else if status != "" {
@@ -277,7 +290,7 @@ func (s *Service) History(ctx context.Context, c, j string, status job.Execution
 	now := s.now()
 	defer func() { store.SortHistory(out.Value) }()
 	for {
-		entries, next, err := s.store.HistoryRange(ctx, c, j, pos, chunk, now)
+		entries, marks, next, err := s.store.HistoryRange(ctx, c, j, pos, chunk, now)
 		if err != nil {
 			return out, err
 		}
@@ -292,7 +305,7 @@ func (s *Service) History(ctx context.Context, c, j string, status job.Execution
 			out.Value = append(out.Value, e)
 			if len(out.Value) == top {
 				if i < len(entries)-1 || next >= 0 {
-					out.NextLink = &PageRequest{Top: top, After: strconv.Itoa(pos + i + 1), Status: string(status)}
+					out.NextLink = &PageRequest{Top: top, After: strconv.Itoa(pos+i+1) + "." + marks[i], Status: string(status)}
 				}
 				return out, nil
 			}

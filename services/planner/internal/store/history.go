@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -140,7 +142,7 @@ func (s *Store) AppendHistory(ctx context.Context, c, j string, entries ...job.H
 // History returns a job's history, newest first (by start: results of one job applied side by
 // side may have landed a little out of order), without entries older than the retention.
 func (s *Store) History(ctx context.Context, c, j string, now time.Time) ([]job.HistoryEntry, error) {
-	entries, _, err := s.HistoryRange(ctx, c, j, 0, s.historyMax, now)
+	entries, _, _, err := s.HistoryRange(ctx, c, j, 0, s.historyMax, now)
 	SortHistory(entries)
 	return entries, err
 }
@@ -151,31 +153,63 @@ func SortHistory(entries []job.HistoryEntry) {
 }
 
 // HistoryRange reads up to n entries of a job's history from position from (0 is the newest),
-// in stored order, and returns the position after the last one read, or -1 when the history
-// ends there: a page costs the same at any depth.
-func (s *Store) HistoryRange(ctx context.Context, c, j string, from, n int, now time.Time) ([]job.HistoryEntry, int, error) {
+// in stored order, with each entry's mark (HistorySeek), and returns the position after the
+// last one read, or -1 when the history ends there: a page costs the same at any depth.
+func (s *Store) HistoryRange(ctx context.Context, c, j string, from, n int, now time.Time) ([]job.HistoryEntry, []string, int, error) {
 	lines, err := s.rdb.LRange(ctx, s.k.history(c, j), int64(from), int64(from+n-1)).Result()
 	if err != nil {
-		return nil, 0, fmt.Errorf("read history of %s/%s: %w", c, j, err)
+		return nil, nil, 0, fmt.Errorf("read history of %s/%s: %w", c, j, err)
 	}
 	cutoff := now.Add(-s.historyAge).UnixMilli()
 	out := make([]job.HistoryEntry, 0, len(lines))
+	marks := make([]string, 0, len(lines))
 	next := from + len(lines)
 	for _, l := range lines {
 		e, at, err := parseHistoryLine(l)
 		if err != nil {
-			return nil, 0, fmt.Errorf("read history of %s/%s: %w", c, j, err)
+			return nil, nil, 0, fmt.Errorf("read history of %s/%s: %w", c, j, err)
 		}
 		if at < cutoff {
 			next = -1 // newest first: everything after is older still
 			break
 		}
 		out = append(out, e)
+		marks = append(marks, historyMark(l))
 	}
 	if len(lines) < n {
 		next = -1
 	}
-	return out, next, nil
+	return out, marks, next, nil
+}
+
+// HistorySeek finds the entry with the mark at position from or deeper (the entries recorded
+// since a page was read push it down the list) and returns the position after it, so that the
+// next page of a listing starts there whatever was recorded meanwhile; -1 when it is gone
+// (trimmed, and everything older with it). The list holds at most the history's length.
+func (s *Store) HistorySeek(ctx context.Context, c, j string, from int, mark string) (int, error) {
+	const chunk = 100
+	for pos := max(from, 0); pos < s.historyMax+chunk; pos += chunk {
+		lines, err := s.rdb.LRange(ctx, s.k.history(c, j), int64(pos), int64(pos+chunk-1)).Result()
+		if err != nil {
+			return 0, fmt.Errorf("read history of %s/%s: %w", c, j, err)
+		}
+		for i, l := range lines {
+			if historyMark(l) == mark {
+				return pos + i + 1, nil
+			}
+		}
+		if len(lines) < chunk {
+			break
+		}
+	}
+	return -1, nil
+}
+
+// historyMark names a stored history line for a cursor: a hash of the line, short in a URL.
+func historyMark(line string) string {
+	h := fnv.New64a()
+	h.Write([]byte(line))
+	return strconv.FormatUint(h.Sum64(), 36)
 }
 
 func boolArg(b bool) string {
