@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/planner/internal/jobs"
@@ -36,14 +37,22 @@ func (a *handlers) reply(req micro.Request, v any, h micro.Headers) answer {
 			return a.fail(req, err)
 		}
 	}
-	var opts []micro.RespondOpt
-	if h != nil {
-		opts = append(opts, micro.WithHeaders(h))
-	}
-	if err := req.Respond(b, opts...); err != nil {
+	if err := a.send(req, b, nats.Header(h)); err != nil {
 		a.log.Warn("api reply", "subject", req.Subject(), "error", err)
 	}
 	return answered
+}
+
+// send publishes an answer to the request's reply subject. It does not go through micro's
+// Respond and Error: those write to the request, which micro reads once the handler has
+// returned, and the handler returns as soon as a worker has the request, so an answer written
+// by the worker raced with that read (the race detector found it; an interface read while it
+// is written can be torn). The endpoints' own statistics (statsOf) count the answers instead.
+func (a *handlers) send(req micro.Request, data []byte, h nats.Header) error {
+	if req.Reply() == "" {
+		return nats.ErrMsgNoReply // a publish, not a request: nobody waits for an answer
+	}
+	return a.nc.PublishMsg(&nats.Msg{Subject: req.Reply(), Data: data, Header: h})
 }
 
 // fitted asks list for a page, and again for half as many items while the page's encoding is
@@ -92,7 +101,8 @@ func (a *handlers) fail(req micro.Request, err error) answer {
 	if mErr != nil { // a jobs.Error is plain strings: this cannot fail, but never answer nothing
 		body = []byte(`{"error":{"code":"InternalError","message":"encode error reply"}}`)
 	}
-	if rErr := req.Error(strconv.Itoa(status), headerText(e.Message), body); rErr != nil {
+	h := nats.Header{micro.ErrorHeader: {headerText(e.Message)}, micro.ErrorCodeHeader: {strconv.Itoa(status)}}
+	if rErr := a.send(req, body, h); rErr != nil {
 		a.log.Warn("api error reply", "subject", req.Subject(), "error", rErr)
 	}
 	return answer{code: status, message: headerText(e.Message)}
