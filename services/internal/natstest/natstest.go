@@ -79,7 +79,7 @@ func Start(t testing.TB, options ...Option) *Server {
 	}
 	s := &Server{opts: opts, t: t}
 	s.start()
-	t.Cleanup(s.Shutdown)
+	t.Cleanup(s.stop)
 	return s
 }
 
@@ -96,7 +96,7 @@ func StartFromConfig(t testing.TB, path string) *Server {
 	opts.StoreDir, opts.NoLog, opts.NoSigs = t.TempDir(), true, true
 	s := &Server{opts: opts, t: t}
 	s.start()
-	t.Cleanup(s.Shutdown)
+	t.Cleanup(s.stop)
 	return s
 }
 
@@ -129,7 +129,17 @@ func (s *Server) Restart() {
 func (s *Server) RestartEmpty() {
 	s.t.Helper()
 	s.opts.StoreDir = s.t.TempDir()
+	// Cleanups run last registered first: this one stops the server before the new store's
+	// folder is removed, which failed while the server still wrote into it.
+	s.t.Cleanup(s.stop)
 	s.Restart()
+}
+
+// stop shuts down the server running now (after a Restart, not the one started first: a
+// method value s.Shutdown taken at Start would stop only that one) and waits for it.
+func (s *Server) stop() {
+	s.Shutdown()
+	s.WaitForShutdown()
 }
 
 // Reload changes the running server's options the way a configuration reload (SIGHUP) does:
