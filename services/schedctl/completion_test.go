@@ -203,3 +203,22 @@ func TestCompletionOfNames(t *testing.T) {
 		t.Errorf("__complete with no server: exit %d, %q, %q", code, out, errOut)
 	}
 }
+
+// FuzzNameAt: any command line a shell passes to a completion is read without a panic; what
+// it forwards begins with a flag, and a line shorter than a subcommand asks for no name.
+func FuzzNameAt(f *testing.F) {
+	for _, line := range []string{"schedctl job get --server nats://x:4222 ", "schedctl --server=x job describe -n 3 ",
+		"schedctl job put c/j -f", "schedctl job get -- ", "schedctl collection delete 'a b' \"c", "schedctl", "schedctl job", "~/x --tlsca"} {
+		f.Add(line)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		words := lineWords([]string{line})
+		at, conn := nameAt(words)
+		if len(conn) > 0 && !strings.HasPrefix(conn[0], "-") {
+			t.Fatalf("%q forwards %q, which does not begin with a flag", line, conn)
+		}
+		if at && len(words) < 3 {
+			t.Fatalf("%q: a name asked for after %d words", line, len(words))
+		}
+	})
+}
