@@ -124,3 +124,21 @@ func TestRedactURL(t *testing.T) {
 		}
 	}
 }
+
+// schedctl needs no JetStream domain: on a leaf node whose own JetStream is in another domain
+// than the planners' streams, the API's requests and the intake's publish (its one JetStream
+// call: a publish to a subject, answered by the stream that holds it) reach the hub's planners.
+func TestThroughALeafNodeInAnotherDomain(t *testing.T) {
+	hub := natstest.Start(t, natstest.WithLeafNodes(t, "hub"))
+	p := startPlannerOn(t, hub)
+	leaf := natstest.LeafOf(t, hub, "edge")
+	at := []string{"--server", leaf.ClientURL()}
+	if code, out, errOut := schedctl(t, "", append([]string{"collection", "create", "c"}, at...)...); code != 0 {
+		t.Fatalf("collection create through the leaf: exit %d, %q, %q", code, out, errOut)
+	}
+	code, out, errOut := schedctl(t, onceJob, append([]string{"job", "publish", "c/published", "-f", "-"}, at...)...)
+	if code != 0 || !strings.HasPrefix(out, "job c/published: applied") {
+		t.Fatalf("job publish through the leaf: exit %d, %q, %q", code, out, errOut)
+	}
+	p.mustRun(t, "", "job", "get", "c/published") // stored by the hub's planner
+}

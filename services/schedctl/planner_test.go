@@ -28,8 +28,13 @@ type planner struct {
 // startPlanner starts NATS, Redis and a planner process, and waits until its API answers.
 func startPlanner(t *testing.T) *planner {
 	t.Helper()
+	return startPlannerOn(t, natstest.Start(t))
+}
+
+// startPlannerOn is startPlanner on a NATS server of the test's.
+func startPlannerOn(t *testing.T, ns *natstest.Server) *planner {
+	t.Helper()
 	bin := testenv.Build(t, "planner")
-	ns := natstest.Start(t)
 	rs := redistest.Start(t)
 	proc := testenv.Start(t, t.TempDir(), "planner", bin+"/planner", nil, "-nats-url", ns.ClientURL(),
 		"-redis-url", rs.URL(), "-http-addr", "127.0.0.1:0", "-log-level", "warn", "-shutdown-timeout", "5s")
