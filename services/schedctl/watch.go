@@ -35,7 +35,7 @@ type historyWatch struct {
 	status        string
 	first         int             // how many of the latest attempts the first look shows
 	interval      time.Duration   // between looks
-	seen          map[string]bool // the attempts of the last look, by historyKey; nil before the first
+	seen          map[string]bool // the attempts of the last look, by ID; nil before the first
 	headerPrinted bool
 }
 
@@ -86,7 +86,7 @@ func (w *historyWatch) look() error {
 	var fresh []watchedEntry
 	overlap := false
 	for _, e := range entries {
-		k := historyKey(e.HistoryEntry)
+		k := e.ID()
 		seen[k] = true
 		if w.seen[k] {
 			overlap = true
@@ -108,13 +108,6 @@ func (w *historyWatch) look() error {
 type watchedEntry struct {
 	job.HistoryEntry
 	raw json.RawMessage
-}
-
-// historyKey tells attempts apart: no two attempts share their occurrence, action, attempt
-// number and start.
-func historyKey(e job.HistoryEntry) string {
-	return strings.Join([]string{e.ExpectedExecutionTime.UTC().Format(time.RFC3339Nano), string(e.ActionName),
-		fmt.Sprint(e.RetryCount), e.StartTime.UTC().Format(time.RFC3339Nano)}, " ")
 }
 
 // print writes attempts as they come: table rows in fixed columns (a table's columns cannot

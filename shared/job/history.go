@@ -1,6 +1,9 @@
 package job
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
 // HistoryEntry records one attempt at one occurrence (Azure's JobHistoryDefinitionProperties).
 type HistoryEntry struct {
@@ -12,6 +15,17 @@ type HistoryEntry struct {
 	Message               string          `json:"message,omitempty"`
 	RetryCount            int             `json:"retryCount"`  // 0 for the first attempt
 	RepeatCount           int             `json:"repeatCount"` // the occurrence number, from 1
+}
+
+// ID names an entry by what makes it unique: its start (to the millisecond), its action and
+// its attempt, as "<start ms>M0" (E for the error action). The REST surface answers it as the
+// entry's resource name.
+func (e HistoryEntry) ID() string {
+	action := "M"
+	if e.ActionName == ActionNameError {
+		action = "E"
+	}
+	return strconv.FormatInt(e.StartTime.UnixMilli(), 10) + action + strconv.Itoa(e.RetryCount)
 }
 
 // CutMessage shortens a history message to at most n bytes without splitting a character

@@ -2,6 +2,7 @@ package job
 
 import (
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -24,6 +25,23 @@ func TestCutMessage(t *testing.T) {
 		got := CutMessage(c.in, c.n)
 		if got != c.want || !utf8.ValidString(got) {
 			t.Errorf("CutMessage(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
+	}
+}
+
+// An entry's ID is its start to the millisecond, its action and its attempt: what the REST
+// surface names it by and what schedctl's --watch tells entries apart by.
+func TestHistoryEntryID(t *testing.T) {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 123_456_789, time.UTC)
+	for _, c := range []struct {
+		e    HistoryEntry
+		want string
+	}{
+		{HistoryEntry{StartTime: at, ActionName: ActionNameMain}, "1772366400123M0"},
+		{HistoryEntry{StartTime: at, ActionName: ActionNameError, RetryCount: 2}, "1772366400123E2"},
+	} {
+		if got := c.e.ID(); got != c.want {
+			t.Errorf("ID of %+v = %q, want %q", c.e, got, c.want)
 		}
 	}
 }

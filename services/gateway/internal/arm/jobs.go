@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/resched/resched/services/internal/bus"
@@ -280,19 +278,10 @@ func (s *Server) listHistory(c *call) error {
 	base := jobID(c.scope(), c.vars["c"], c.vars["j"])
 	value := make([]historyResource, len(page.Value))
 	for i, e := range page.Value {
-		id := historyID(e)
+		id := e.ID()
 		value[i] = historyResource{ID: base + "/history/" + id, Type: jobType + "/history",
 			Name: c.vars["c"] + "/" + c.vars["j"] + "/" + id, Properties: e}
 	}
 	writeJSON(c.w, http.StatusOK, listResult(value, s.nextLink(c, page.NextLink)))
 	return nil
-}
-
-// historyID names an entry by what makes it unique: its start, its action and its attempt.
-func historyID(e job.HistoryEntry) string {
-	action := "M"
-	if e.ActionName == job.ActionNameError {
-		action = "E"
-	}
-	return strconv.FormatInt(e.StartTime.UnixMilli(), 10) + action + fmt.Sprint(e.RetryCount)
 }
