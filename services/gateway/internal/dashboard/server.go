@@ -152,13 +152,19 @@ func (s *Server) endpoint(write bool, h func(*call) (any, error)) http.HandlerFu
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		status, caller := s.serve(w, r, write, h)
-		level := slog.LevelDebug
-		if write || status >= 400 {
-			level = slog.LevelInfo
-		}
-		s.cfg.Logger.Log(r.Context(), level, "dashboard request", "method", r.Method, "path", r.URL.Path, "status", status,
-			"took_ms", float64(time.Since(start).Microseconds())/1e3, "caller", caller)
+		s.logRequest(r, write, status, caller, time.Since(start))
 	}
+}
+
+// logRequest logs one request of the dashboard's API: changes and refusals at info, reads
+// that succeed at debug.
+func (s *Server) logRequest(r *http.Request, write bool, status int, caller string, took time.Duration) {
+	level := slog.LevelDebug
+	if write || status >= 400 {
+		level = slog.LevelInfo
+	}
+	s.cfg.Logger.Log(r.Context(), level, "dashboard request", "method", r.Method, "path", r.URL.Path, "status", status,
+		"took_ms", float64(took.Microseconds())/1e3, "caller", caller)
 }
 
 // serve answers one API request; it returns the status written and who asked ("" when the
@@ -581,10 +587,11 @@ func (s *Server) preview(c *call) (any, error) {
 // every 15 s so that proxies keep the connection and the page knows it is alive; the token is
 // checked again each time.
 func (s *Server) live(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	g, err := s.cfg.Auth.Authenticate(r)
 	if err != nil {
 		status := writeErr(w, &httpError{Status: http.StatusUnauthorized, Code: "Unauthorized", Message: err.Error()})
-		s.cfg.Logger.Info("dashboard request", "method", r.Method, "path", r.URL.Path, "status", status, "caller", "")
+		s.logRequest(r, false, status, "", time.Since(start))
 		return
 	}
 	flusher, ok := w.(http.Flusher)
