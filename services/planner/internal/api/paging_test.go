@@ -130,6 +130,13 @@ func TestHistoryPagesByCursor(t *testing.T) {
 		t.Fatalf("pages with attempts recorded between them: %q, then %q; want attempts 44 to 40, then 39 to 35",
 			messages(first.Value), messages(second.Value))
 	}
+	// A cursor whose entry is no longer there (trimmed with everything older) ends the listing;
+	// one that is not a position is refused.
+	var gone page[job.HistoryEntry]
+	if msg := e.ok(t, "jobs.history.c.j", `{"top": 5, "after": "5.nosuchmark"}`, &gone); len(gone.Value) != 0 || nextLink(t, msg.Data) != "" {
+		t.Fatalf("a cursor past a trimmed entry: %q, nextLink %s", messages(gone.Value), nextLink(t, msg.Data))
+	}
+	e.fail(t, "jobs.history.c.j", `{"after": "x.y"}`, "400", "BadRequest")
 }
 
 func messages(es []job.HistoryEntry) []string {
