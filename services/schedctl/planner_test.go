@@ -23,6 +23,7 @@ type planner struct {
 	nc    *nats.Conn // a connection for the tests' own messages
 	ns    *natstest.Server
 	redis *redistest.Server
+	proc  *testenv.Proc
 }
 
 // startPlanner starts NATS, Redis and a planner process, and waits until its API answers.
@@ -43,7 +44,7 @@ func startPlannerOn(t *testing.T, ns *natstest.Server) *planner {
 			t.Logf("planner output:\n%s", proc.Tail())
 		}
 	})
-	p := &planner{url: ns.ClientURL(), nc: ns.Connect(t), ns: ns, redis: rs}
+	p := &planner{url: ns.ClientURL(), nc: ns.Connect(t), ns: ns, redis: rs, proc: proc}
 	testenv.Eventually(t, 30*time.Second, "the planner's API to answer", func() bool {
 		_, err := p.nc.Request("scheduler.api.collections.list", nil, time.Second)
 		if err != nil && !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, nats.ErrTimeout) {

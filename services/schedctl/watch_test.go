@@ -80,6 +80,21 @@ func TestHistoryWatch(t *testing.T) {
 		t.Fatalf("the JSON watch printed %q, want one object on one line", got)
 	}
 
+	// A planner that stops answering is said once, and the watch goes on when one answers.
+	out, errOut, stop, done = startWatch(t, p, "j", "table", 1)
+	testenv.Eventually(t, 10*time.Second, "the latest attempt", func() bool { return strings.Contains(out.String(), "attempt four") })
+	p.proc.Kill(t)
+	testenv.Eventually(t, 10*time.Second, "the watch to say no planner answers", func() bool { return strings.Contains(errOut.String(), "still watching") })
+	p.proc.Restart(t)
+	publishResults(t, p, resultOf("j", at, 4, job.ExecutionCompleted, "attempt five"))
+	testenv.Eventually(t, 30*time.Second, "the attempt recorded after the planner came back", func() bool {
+		return strings.Contains(out.String(), "attempt five")
+	})
+	stop()
+	if err := <-done; err != nil || strings.Count(errOut.String(), "still watching") != 1 {
+		t.Fatalf("the watch through a planner's absence ended with %v and said:\n%s\nwant nil, and its absence said once", err, errOut)
+	}
+
 	code, _, errText := p.schedctl(t, "", "job", "history", "c/j", "--watch", "--all")
 	if code != 2 || !strings.Contains(errText, "--all, --skip and --after do not go with it") {
 		t.Fatalf("--watch --all: exit %d, %q", code, errText)
