@@ -228,50 +228,39 @@ func (s *Server) collection(c *call, name string) (job.Collection, error) {
 	return coll, nil
 }
 
-// visibleCollections are every collection the grant may see, by name.
-func (s *Server) visibleCollections(c *call) ([]job.Collection, error) {
-	every, err := s.api.Collections(c.ctx)
+// collectionInfos is what the pages show of the visible collections (those of the first
+// pickerReads pages of the planners' listing; more when it goes on).
+func (s *Server) collectionInfos(c *call) ([]collectionInfo, bool, error) {
+	all, more, err := s.visibleCollections(c)
 	if err != nil {
-		return nil, err
-	}
-	var all []job.Collection
-	for _, coll := range every {
-		if visible(c.grant, coll.Tags[armScopeTag]) {
-			all = append(all, coll)
-		}
-	}
-	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
-	return all, nil
-}
-
-// collectionInfos is what the pages show of the visible collections.
-func (s *Server) collectionInfos(c *call) ([]collectionInfo, error) {
-	all, err := s.visibleCollections(c)
-	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	out := make([]collectionInfo, len(all))
 	for i, coll := range all {
 		out[i] = infoOf(coll)
 	}
-	return out, nil
+	return out, more, nil
 }
 
 func (s *Server) collections(c *call) (any, error) {
-	infos, err := s.collectionInfos(c)
+	infos, more, err := s.collectionInfos(c)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"value": infos}, nil
+	return map[string]any{"value": infos, "more": more}, nil
 }
 
+// overviewCollections is how many collections the overview's table shows, the first by name.
+const overviewCollections = 100
+
 func (s *Server) overview(c *call) (any, error) {
-	infos, err := s.collectionInfos(c)
+	infos, more, err := s.collectionInfos(c)
 	if err != nil {
 		return nil, err
 	}
 	minutes, failures := s.hub.lastHour(c.ctx, c.grant)
-	out := map[string]any{"collections": infos, "minutes": minutes, "failures": failures}
+	out := map[string]any{"collections": infos[:min(len(infos), overviewCollections)], "collectionCount": len(infos),
+		"moreCollections": more, "minutes": minutes, "failures": failures}
 	if backlog, ok := s.backlog(c.ctx); ok {
 		out["backlog"] = backlog
 	}
@@ -306,106 +295,177 @@ type jobRow struct {
 	Last       *job.HistoryEntry `json:"last,omitempty"`
 }
 
-// jobs lists jobs of one collection (collection=) or of every visible one, top at a time,
-// continuing after the cursor "<collection>/<job>", with a name prefix (q), a state and an
-// action type.
+// jobFilter is what a jobs listing asks for besides its place.
+type jobFilter struct{ prefix, state, actionType string }
+
+// jobs lists jobs of one collection (collection=) or of every visible one, top at a time, with
+// a name prefix (q), a state and an action type. It continues after the cursor: "<c>/<j>" after
+// job j of collection c ("<c>/" from c's first job), "<c>" after all of collection c. It reads
+// at most listingReads pages of the planners: a filter that few jobs match may answer fewer
+// than top rows, or none, with the cursor from which to search on.
 func (s *Server) jobs(c *call) (any, error) {
 	q := c.r.URL.Query()
 	top, _ := strconv.Atoi(q.Get("top"))
 	if top <= 0 || top > 200 {
 		top = 50
 	}
-	prefix, state, actionType := q.Get("q"), q.Get("state"), strings.ToLower(q.Get("type"))
-	afterColl, afterJob, _ := strings.Cut(q.Get("after"), "/")
-	var colls []job.Collection
+	l := &listing{s: s, c: c, top: top, rows: []jobRow{}, budget: &readBudget{left: listingReads},
+		filter: jobFilter{prefix: q.Get("q"), state: q.Get("state"), actionType: strings.ToLower(q.Get("type"))}}
+	afterColl, afterJob, inColl := strings.Cut(q.Get("after"), "/")
+	var err error
 	if name := q.Get("collection"); name != "" {
-		coll, err := s.collection(c, name)
-		if err != nil {
-			return nil, err
-		}
-		colls = []job.Collection{coll}
+		err = l.one(name, afterColl, afterJob, inColl)
 	} else {
-		var err error
-		if colls, err = s.visibleCollections(c); err != nil {
-			return nil, err
-		}
+		err = l.all(afterColl, afterJob, inColl)
 	}
-	rows := []jobRow{}
-	next := ""
-	for _, coll := range colls {
-		if afterColl != "" && coll.Name < afterColl {
-			continue
-		}
-		after := ""
-		if coll.Name == afterColl {
-			after = afterJob
-		}
-		if after == "" {
-			after = bus.AfterForPrefix(prefix)
-		}
-		more, last, err := s.collectionJobs(c, coll, after, prefix, state, actionType, top-len(rows))
-		if err != nil {
-			return nil, err
-		}
-		rows = append(rows, more...)
-		if len(rows) >= top {
-			next = coll.Name + "/" + last
-			break
-		}
+	if err != nil {
+		return nil, err
 	}
-	s.lastRuns(c, rows)
-	return map[string]any{"value": rows, "next": next}, nil
+	s.lastRuns(c, l.rows)
+	return map[string]any{"value": l.rows, "next": l.next}, nil
 }
 
-// collectionJobs reads up to want matching jobs of a collection after a name, page by page; last
-// is the last name read, to continue from.
-func (s *Server) collectionJobs(c *call, coll job.Collection, after, prefix, state, actionType string, want int) ([]jobRow, string, error) {
-	var rows []jobRow
-	last := after
+// listing is one jobs listing under way.
+type listing struct {
+	s      *Server
+	c      *call
+	top    int
+	filter jobFilter
+	budget *readBudget
+	rows   []jobRow
+	next   string // the cursor to go on from; "" when the listing is complete
+}
+
+// one lists a single collection's jobs, from the cursor's job when it is in that collection.
+func (l *listing) one(name, afterColl, afterJob string, inColl bool) error {
+	if afterColl > name || (afterColl == name && !inColl) {
+		return nil // the cursor is past the collection
+	}
+	if afterColl < name {
+		afterJob = ""
+	}
+	coll, err := l.s.collection(l.c, name)
+	if err != nil {
+		return err
+	}
+	_, err = l.visit(coll, afterJob)
+	return err
+}
+
+// all lists the jobs of every visible collection in name order, from the cursor on.
+func (l *listing) all(afterColl, afterJob string, inColl bool) error {
+	if inColl && afterColl != "" {
+		coll, err := l.s.collection(l.c, afterColl)
+		switch {
+		case notFound(err): // deleted, or not the caller's: go on after it
+		case err != nil:
+			return err
+		default:
+			if stop, err := l.visit(coll, afterJob); stop || err != nil {
+				return err
+			}
+		}
+	}
+	w := l.s.walkCollections(l.c, afterColl)
+	for {
+		coll, ok, err := w.next(l.budget)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			if !w.ended {
+				l.next = w.passed
+			}
+			return nil
+		}
+		if stop, err := l.visit(coll, ""); stop || err != nil {
+			return err
+		}
+	}
+}
+
+// visit adds a collection's matching jobs after a name; stop when the page is full or the
+// budget spent, the cursor then set.
+func (l *listing) visit(coll job.Collection, after string) (stop bool, err error) {
+	if after == "" {
+		after = bus.AfterForPrefix(l.filter.prefix)
+	}
+	rows, last, spent, err := l.s.collectionJobs(l.c, l.budget, coll, after, l.filter, l.top-len(l.rows))
+	if err != nil {
+		return true, err
+	}
+	l.rows = append(l.rows, rows...)
+	if len(l.rows) >= l.top || spent {
+		l.next = coll.Name + "/" + last
+		return true, nil
+	}
+	return false, nil
+}
+
+// collectionJobs reads up to want matching jobs of a collection after a name, page by page, as
+// long as the budget allows (spent when it stopped it); last is the last name read, to go on
+// from.
+func (s *Server) collectionJobs(c *call, budget *readBudget, coll job.Collection, after string, f jobFilter, want int) (rows []jobRow, last string, spent bool, err error) {
+	last = after
+	// Filters the planners do not apply are applied here: read more a page.
+	top := 100
+	if f.state == "Paused" || f.actionType != "" {
+		top = 1000
+	}
 	for len(rows) < want {
+		if !budget.take() {
+			return rows, last, true, nil
+		}
 		var page struct {
 			Value    []job.Definition `json:"value"`
 			NextLink json.RawMessage  `json:"nextLink"`
 		}
-		req := map[string]any{"top": 100, "after": last}
-		if state != "" && state != "Paused" {
-			req["state"] = state
+		req := map[string]any{"top": top, "after": last}
+		if f.state != "" && f.state != "Paused" {
+			req["state"] = f.state
 		}
 		if _, err := s.api.Call(c.ctx, req, &page, "jobs", "list", coll.Name); err != nil {
-			return nil, "", err
+			return nil, "", false, err
 		}
 		for _, d := range page.Value {
 			name := d.Name
 			if _, j, ok := strings.Cut(d.Name, "/"); ok {
 				name = j
 			}
-			if prefix != "" && !strings.HasPrefix(name, prefix) {
-				return rows, name, nil // past the prefix: the index is in name order
+			if f.prefix != "" && !strings.HasPrefix(name, f.prefix) {
+				return rows, name, false, nil // past the prefix: the index is in name order
 			}
 			last = name
-			row := jobRow{Collection: coll.Name, Name: name, State: string(d.Properties.State), Status: d.Properties.Status}
-			if row.State == "" {
-				row.State = string(job.StateEnabled)
-			}
-			if coll.Properties.State.Pauses() && row.State == string(job.StateEnabled) {
-				row.State = "Paused"
-			}
-			if d.Properties.Action != nil {
-				row.Action = string(d.Properties.Action.Type)
-			}
-			if (state == "Paused" && row.State != "Paused") || (actionType != "" && strings.ToLower(row.Action) != actionType) {
+			row := rowOf(coll, name, d)
+			if (f.state == "Paused" && row.State != "Paused") || (f.actionType != "" && strings.ToLower(row.Action) != f.actionType) {
 				continue
 			}
 			rows = append(rows, row)
 			if len(rows) == want {
-				return rows, name, nil
+				return rows, name, false, nil
 			}
 		}
 		if len(page.NextLink) == 0 || string(page.NextLink) == "null" {
 			break
 		}
 	}
-	return rows, last, nil
+	return rows, last, false, nil
+}
+
+// rowOf is a job's row in a listing: its state as it acts (Paused when its collection is
+// disabled).
+func rowOf(coll job.Collection, name string, d job.Definition) jobRow {
+	row := jobRow{Collection: coll.Name, Name: name, State: string(d.Properties.State), Status: d.Properties.Status}
+	if row.State == "" {
+		row.State = string(job.StateEnabled)
+	}
+	if coll.Properties.State.Pauses() && row.State == string(job.StateEnabled) {
+		row.State = "Paused"
+	}
+	if d.Properties.Action != nil {
+		row.Action = string(d.Properties.Action.Type)
+	}
+	return row
 }
 
 // lastRuns adds each row's latest history entry, a few requests at a time.

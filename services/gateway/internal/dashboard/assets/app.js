@@ -238,7 +238,7 @@ async function overviewPage(again) {
       el("td", { class: "muted" }, (f.message || "").slice(0, 120))))))) : el("p", { class: "muted" }, "No failure seen since the gateway started.");
   show(el("h1", {}, "Overview"),
     el("div", { class: "cards" },
-      el("div", { class: "card" }, el("b", { id: "stat-collections" }, String(o.collections.length)), "collections"),
+      el("div", { class: "card" }, el("b", { id: "stat-collections" }, String(o.collectionCount) + (o.moreCollections ? "+" : "")), "collections"),
       el("div", { class: "card" }, el("b", { id: "stat-fires" }, String(fires)), "fires, last hour"),
       el("div", { class: "card" }, el("b", { id: "stat-failed", class: failed ? "status-Failed" : "" }, String(failed)), "failed attempts, last hour"),
       el("div", { class: "card" }, el("b", {}, o.backlog ? String(o.backlog.waiting) : "—"), "due, waiting for a worker")),
@@ -247,6 +247,8 @@ async function overviewPage(again) {
     el("h2", {}, "Due backlog"), backlogChart,
     el("p", { class: "muted" }, sampled.length ? `Occurrences due and not yet taken by a worker, the most seen in each minute (at most ${Math.max(0, ...sampled.map((m) => m.backlog))}).` : "No sample yet. The gateway reads the workers' JetStream consumer every 20 seconds; if no sample comes, its NATS user may not read it (deploy/base/nats.conf allows it)."),
     el("h2", {}, "Collections"), collections,
+    o.collectionCount > o.collections.length || o.moreCollections
+      ? el("p", { class: "muted", id: "collections-shown" }, `The first ${o.collections.length} by name of ${o.collectionCount}${o.moreCollections ? " counted (the count stops there)" : ""}; the Jobs page goes through all of them.`) : "",
     el("h2", {}, "Recent failures"), failures);
 }
 
@@ -258,6 +260,10 @@ async function jobsPage() {
   let colls = [];
   try { colls = (await api("collections")).value; } catch (err) { if (location.hash === at) show(el("h1", {}, "Jobs"), errorBox(err)); return; }
   if (location.hash !== at) return; // the user went elsewhere meanwhile
+  // The picker holds the collections of the first pages of the listing; one asked for by the
+  // address and not among them (many collections) is added.
+  const asked = q.get("collection");
+  if (asked && !colls.some((c) => c.name === asked)) colls.push({ name: asked, display: asked });
   const form = el("form", { class: "row", role: "search", onsubmit: (e) => {
     e.preventDefault();
     const p = new URLSearchParams(new FormData(form));
@@ -301,7 +307,10 @@ async function jobsPage() {
         el("td", {}, r.action)));
     }
     const n = body.children.length;
-    status.textContent = n ? `${count(n, "job")} shown` : "No job matches.";
+    // A listing over many collections reads a bounded number of pages a request: a filter that
+    // few jobs match answers with fewer rows, or none, and where to search on.
+    const searched = page.next && page.value.length < 50 ? ` Searched up to ${page.next.replace(/\/$/, "")}: "Next page" searches on.` : "";
+    status.textContent = (n ? `${count(n, "job")} shown.` : page.next ? "No job matches yet." : "No job matches.") + searched;
     after = page.next;
     more.hidden = !after;
     return page.value;

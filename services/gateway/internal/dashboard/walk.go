@@ -1,0 +1,100 @@
+package dashboard
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/resched/resched/services/gateway/internal/schedapi"
+	"github.com/resched/resched/shared/job"
+)
+
+// A request that goes through many collections reads the planners a page at a time, and at
+// most a fixed number of pages: it answers with what it found and where to go on rather than
+// read every collection, or every job of every collection (a filter that matches nothing
+// would), while the page waits and the planners serve it.
+const (
+	// listingReads bounds the planner reads of one jobs listing over collections.
+	listingReads = 20
+	// pickerReads bounds the pages of 1,000 collections read for the overview and the pages'
+	// collection pickers.
+	pickerReads = 10
+)
+
+// readBudget counts the planner reads a request may still make.
+type readBudget struct{ left int }
+
+// take spends one read; false when none is left.
+func (b *readBudget) take() bool {
+	if b.left <= 0 {
+		return false
+	}
+	b.left--
+	return true
+}
+
+// collectionWalk goes through every collection in name order after a name, the planners'
+// listing read a page of 1,000 at a time.
+type collectionWalk struct {
+	s      *Server
+	c      *call
+	req    any              // the next page's request
+	page   []job.Collection // read and not yet taken
+	ended  bool             // the planners' listing has no further page
+	passed string           // the last collection taken, visible or not
+}
+
+func (s *Server) walkCollections(c *call, after string) *collectionWalk {
+	return &collectionWalk{s: s, c: c, req: map[string]any{"top": 1000, "after": after}, passed: after}
+}
+
+// next is the next collection the caller may see; ok is false at the end of the listing, or
+// when a page is to be read and the budget has none left (ended says which).
+func (w *collectionWalk) next(budget *readBudget) (coll job.Collection, ok bool, err error) {
+	for {
+		for len(w.page) > 0 {
+			coll, w.page = w.page[0], w.page[1:]
+			w.passed = coll.Name
+			if visible(w.c.grant, coll.Tags[armScopeTag]) {
+				return coll, true, nil
+			}
+		}
+		if w.ended || !budget.take() {
+			return coll, false, nil
+		}
+		var page struct {
+			Value    []job.Collection `json:"value"`
+			NextLink json.RawMessage  `json:"nextLink"`
+		}
+		if _, err := w.s.api.Call(w.c.ctx, w.req, &page, "collections", "list"); err != nil {
+			return coll, false, err
+		}
+		w.page = page.Value
+		w.ended = len(page.NextLink) == 0 || string(page.NextLink) == "null"
+		w.req = page.NextLink
+	}
+}
+
+// visibleCollections are the collections the caller may see, in name order, from at most
+// pickerReads pages of the planners' listing; more is true when the listing goes on.
+func (s *Server) visibleCollections(c *call) (all []job.Collection, more bool, err error) {
+	w := s.walkCollections(c, "")
+	budget := &readBudget{left: pickerReads}
+	for {
+		coll, ok, err := w.next(budget)
+		if err != nil {
+			return nil, false, err
+		}
+		if !ok {
+			return all, !w.ended, nil
+		}
+		all = append(all, coll)
+	}
+}
+
+// notFound reports whether err says a collection is missing or not the caller's to see.
+func notFound(err error) bool {
+	var he *httpError
+	var se *schedapi.Error
+	return (errors.As(err, &he) && he.Status == http.StatusNotFound) || (errors.As(err, &se) && se.Status == http.StatusNotFound)
+}
