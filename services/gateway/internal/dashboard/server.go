@@ -60,6 +60,10 @@ type Server struct {
 	// keepAlive is how often the live stream writes a comment while it has nothing to say (so
 	// that proxies keep it open) and checks the caller's token again.
 	keepAlive time.Duration
+	// A jobs listing's bound: planner reads, and time (walk.go).
+	listingReads int
+	listingTime  time.Duration
+	now          func() time.Time
 }
 
 // New builds the dashboard and subscribes to the live messages.
@@ -73,7 +77,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Requests == nil {
 		cfg.Requests = cfg.NATS
 	}
-	s := &Server{cfg: cfg, api: schedapi.Client{NC: cfg.Requests, Subjects: cfg.Subjects}, keepAlive: 15 * time.Second}
+	s := &Server{cfg: cfg, api: schedapi.Client{NC: cfg.Requests, Subjects: cfg.Subjects}, keepAlive: 15 * time.Second,
+		listingReads: listingReads, listingTime: listingTime, now: time.Now}
 	s.scopes = newScopes(s.api)
 	s.hub = newHub(s.scopes)
 	if err := s.hub.start(cfg.NATS, cfg.Subjects); err != nil {
@@ -253,14 +258,19 @@ func (s *Server) collections(c *call) (any, error) {
 // overviewCollections is how many collections the overview's table shows, the first by name.
 const overviewCollections = 100
 
+// overview is the overview's figures; with collections=none, those of the last hour alone (the
+// page reads them again as results come, and a result changes no collection: reading every
+// collection each time would cost the planners a page of 1,000 a read).
 func (s *Server) overview(c *call) (any, error) {
-	infos, more, err := s.collectionInfos(c)
-	if err != nil {
-		return nil, err
-	}
 	minutes, failures := s.hub.lastHour(c.ctx, c.grant)
-	out := map[string]any{"collections": infos[:min(len(infos), overviewCollections)], "collectionCount": len(infos),
-		"moreCollections": more, "minutes": minutes, "failures": failures}
+	out := map[string]any{"minutes": minutes, "failures": failures}
+	if c.r.URL.Query().Get("collections") != "none" {
+		infos, more, err := s.collectionInfos(c)
+		if err != nil {
+			return nil, err
+		}
+		out["collections"], out["collectionCount"], out["moreCollections"] = infos[:min(len(infos), overviewCollections)], len(infos), more
+	}
 	if backlog, ok := s.backlog(c.ctx); ok {
 		out["backlog"] = backlog
 	}
@@ -309,7 +319,8 @@ func (s *Server) jobs(c *call) (any, error) {
 	if top <= 0 || top > 200 {
 		top = 50
 	}
-	l := &listing{s: s, c: c, top: top, rows: []jobRow{}, budget: &readBudget{left: listingReads},
+	l := &listing{s: s, c: c, top: top, rows: []jobRow{},
+		budget: &readBudget{left: s.listingReads, until: s.now().Add(s.listingTime), now: s.now},
 		filter: jobFilter{prefix: q.Get("q"), state: q.Get("state"), actionType: strings.ToLower(q.Get("type"))}}
 	afterColl, afterJob, inColl := strings.Cut(q.Get("after"), "/")
 	var err error

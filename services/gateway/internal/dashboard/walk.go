@@ -4,32 +4,42 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/resched/resched/services/gateway/internal/schedapi"
 	"github.com/resched/resched/shared/job"
 )
 
-// A request that goes through many collections reads the planners a page at a time, and at
-// most a fixed number of pages: it answers with what it found and where to go on rather than
-// read every collection, or every job of every collection (a filter that matches nothing
+// A request that goes through many collections reads the planners a page at a time, for a
+// bounded time and number of pages: it answers with what it found and where to go on rather
+// than read every collection, or every job of every collection (a filter that matches nothing
 // would), while the page waits and the planners serve it.
 const (
-	// listingReads bounds the planner reads of one jobs listing over collections.
-	listingReads = 20
+	// listingReads and listingTime bound the planner reads of one jobs listing (Server fields,
+	// for tests).
+	listingReads = 500
+	listingTime  = time.Second
 	// pickerReads bounds the pages of 1,000 collections read for the overview and the pages'
 	// collection pickers.
 	pickerReads = 10
 )
 
-// readBudget counts the planner reads a request may still make.
-type readBudget struct{ left int }
+// readBudget counts the planner reads a request may still make, until a time (zero: none).
+type readBudget struct {
+	left  int
+	until time.Time
+	now   func() time.Time
+	taken int
+}
 
-// take spends one read; false when none is left.
+// take spends one read; false when none is left or the time is over (the first read is always
+// made, so that every request goes on).
 func (b *readBudget) take() bool {
-	if b.left <= 0 {
+	if b.left <= 0 || (b.taken > 0 && !b.until.IsZero() && !b.now().Before(b.until)) {
 		return false
 	}
 	b.left--
+	b.taken++
 	return true
 }
 

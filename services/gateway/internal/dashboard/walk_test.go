@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -133,6 +134,10 @@ func (p *pagingPlanners) readsSince(n *int) int {
 	return d
 }
 
+// testListingReads bounds the tests' listings: the planners here answer at once, so time
+// would not.
+const testListingReads = 20
+
 // dashboardOn is a dashboard whose planners are p, called with grant g.
 func dashboardOn(t *testing.T, p *pagingPlanners, g access.Grant) *httptest.Server {
 	t.Helper()
@@ -141,6 +146,7 @@ func dashboardOn(t *testing.T, p *pagingPlanners, g access.Grant) *httptest.Serv
 		t.Fatal(err)
 	}
 	t.Cleanup(d.Close)
+	d.listingReads = testListingReads
 	srv := httptest.NewServer(d)
 	t.Cleanup(srv.Close)
 	return srv
@@ -186,8 +192,8 @@ func listAll(t *testing.T, srv *httptest.Server, p *pagingPlanners, query url.Va
 		getJSON(t, srv.URL+"/dashboard/api/jobs?"+q.Encode(), &page)
 		requests++
 		// A listing's own reads, then one history read a row for its last run.
-		if n := p.readsSince(&reads) - len(page.Value); n > listingReads+1 {
-			t.Fatalf("request %d (after %q) read the planners %d times, want at most %d", requests, after, n, listingReads+1)
+		if n := p.readsSince(&reads) - len(page.Value); n > testListingReads+1 {
+			t.Fatalf("request %d (after %q) read the planners %d times, want at most %d", requests, after, n, testListingReads+1)
 		}
 		for _, r := range page.Value {
 			listed = append(listed, r.Collection+"/"+r.Name)
@@ -296,9 +302,46 @@ func TestTheOverviewReadsABoundedPartOfManyCollections(t *testing.T) {
 	if len(o.Collections) != overviewCollections || o.Collections[0].Name != "c000" || o.CollectionCount != pickerReads*collectionsAPage || !o.More {
 		t.Errorf("overview: %d collections from %s, count %d, more %v", len(o.Collections), o.Collections[0].Name, o.CollectionCount, o.More)
 	}
+	// Read again as results come, the last hour's figures alone: no collection read.
+	var light map[string]json.RawMessage
+	getJSON(t, srv.URL+"/dashboard/api/overview?collections=none", &light)
+	if n := p.readsSince(&reads); n != 0 || light["minutes"] == nil || light["collections"] != nil {
+		t.Errorf("the overview's figures alone read %d pages and answered %v", n, light)
+	}
 	p.collections = p.collections[:35]
 	getJSON(t, srv.URL+"/dashboard/api/overview", &o)
 	if len(o.Collections) != 35 || o.CollectionCount != 35 || o.More {
 		t.Errorf("overview of 35: %d collections, count %d, more %v", len(o.Collections), o.CollectionCount, o.More)
+	}
+}
+
+// A listing's budget ends at its time as well as at its count, but its first read is always
+// made: a slow planner still moves each request on.
+func TestABudgetEndsAtItsTimeAfterItsFirstRead(t *testing.T) {
+	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	now := start
+	b := &readBudget{left: 100, until: start.Add(time.Second), now: func() time.Time { return now }}
+	now = start.Add(5 * time.Second) // the request began late, or its first read is slow
+	if !b.take() {
+		t.Fatal("the first read was refused")
+	}
+	if b.take() {
+		t.Fatal("a read after the time was allowed")
+	}
+	now = start
+	b = &readBudget{left: 100, until: start.Add(time.Second), now: func() time.Time { return now }}
+	n := 0
+	for b.take() {
+		n++
+		now = now.Add(300 * time.Millisecond)
+	}
+	if n != 4 { // at 0, 0.3, 0.6 and 0.9 s
+		t.Errorf("%d reads in a second of reads of 300 ms, want 4", n)
+	}
+	b = &readBudget{left: 3}
+	for n = 0; b.take(); n++ {
+	}
+	if n != 3 {
+		t.Errorf("%d reads of a budget of 3", n)
 	}
 }

@@ -203,13 +203,21 @@ function sameRun(h, r) {
 
 // ---- overview ---------------------------------------------------------------------------------
 
+// overviewCollections are the collections the overview read last, and when: read again as
+// results come, it asks for the last hour's figures alone (a result changes no collection),
+// and for the collections too after a minute or a job's change.
+let overviewCollections = null;
+
 // overviewPage shows the overview; read again (again: true), it keeps the old one until the new
 // one is read.
-async function overviewPage(again) {
+async function overviewPage(again, jobsChanged) {
   if (!again) show(el("h1", {}, "Overview"), el("p", { class: "muted" }, "Loading…"));
+  const light = again && !jobsChanged && overviewCollections && Date.now() - overviewCollections.at < 60000;
   let o;
-  try { o = await api("overview"); } catch (err) { if (onOverview()) show(el("h1", {}, "Overview"), errorBox(err)); return; }
+  try { o = await api(light ? "overview?collections=none" : "overview"); } catch (err) { if (onOverview()) show(el("h1", {}, "Overview"), errorBox(err)); return; }
   if (!onOverview()) return; // the user went elsewhere meanwhile
+  if (light) o = Object.assign({}, overviewCollections.o, o);
+  else overviewCollections = { at: Date.now(), o: { collections: o.collections, collectionCount: o.collectionCount, moreCollections: o.moreCollections } };
   const fires = o.minutes.reduce((a, m) => a + m.fires, 0), failed = o.minutes.reduce((a, m) => a + m.failed, 0);
   const top = Math.max(1, ...o.minutes.map((m) => m.fires + m.failed));
   const chart = el("div", { class: "chart", role: "img", "aria-label": `Fires per minute over the last hour: ${count(fires, "fire")}, ${count(failed, "failed attempt")}` },
@@ -727,8 +735,14 @@ async function route() {
 
 applyTheme();
 window.addEventListener("hashchange", route);
-// The overview counts results: it reads them again at most every 2 s while they come.
+// The overview counts results: it reads them again at most every 2 s while they come, and its
+// collections (their job counts) after a job's change.
 function onOverview() { return addressParts().length === 0; }
-const overviewAgain = throttle(() => { if (onOverview()) overviewPage(true); }, 2000);
-live.on((m) => { if (onOverview() && m.kind === "result") overviewAgain(); });
+let overviewJobsChanged = false;
+const overviewAgain = throttle(() => { if (onOverview()) overviewPage(true, overviewJobsChanged); overviewJobsChanged = false; }, 2000);
+live.on((m) => {
+  if (!onOverview() || (m.kind !== "result" && m.kind !== "event")) return;
+  if (m.kind === "event") overviewJobsChanged = true;
+  overviewAgain();
+});
 route();
