@@ -110,6 +110,35 @@ func BenchmarkListPage(b *testing.B) {
 	}
 }
 
+// BenchmarkCollectionsPage: every page of 1,000 of RESCHED_BENCH_COLLECTIONS collections
+// (default 5,000), by cursor, as the gateway and the dashboard read them.
+func BenchmarkCollectionsPage(b *testing.B) {
+	n := benchSize(b, "RESCHED_BENCH_COLLECTIONS", 5_000)
+	e := newEnv(b)
+	for i := range n {
+		e.putCollection(b, fmt.Sprintf("c%06d", i), `{}`)
+	}
+	pages, listed := 0, 0
+	for b.Loop() {
+		body := `{"top": 1000}`
+		for {
+			var p page[json.RawMessage]
+			e.ok(b, "collections.list", body, &p)
+			pages++
+			listed += len(p.Value)
+			if p.NextLink == nil {
+				break
+			}
+			next, _ := json.Marshal(p.NextLink)
+			body = string(next)
+		}
+	}
+	if listed != n*b.N {
+		b.Fatalf("listed %d collections, want %d", listed, n*b.N)
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(pages)/1e3, "ms/page")
+}
+
 // bulkLoad puts n jobs named jobName(1..n) in collection c through jobs.bulk, as schedctl job
 // import sends them.
 func bulkLoad(b *testing.B, e *env, n int) {

@@ -97,14 +97,23 @@ func (s *Service) readCollection(ctx context.Context, c string) (cachedCollectio
 	if err != nil {
 		return cachedCollection{}, err
 	}
+	coll, err := collectionFrom(rec)
+	if err != nil {
+		return cachedCollection{}, err
+	}
+	return cachedCollection{coll: coll, generation: rec.Generation, read: s.now()}, nil
+}
+
+// collectionFrom is the collection resource of a stored record, with its state and job count.
+func collectionFrom(rec *store.Collection) (*job.Collection, error) {
 	var coll job.Collection
 	if err := json.Unmarshal(rec.Definition, &coll); err != nil {
-		return cachedCollection{}, fmt.Errorf("decode stored collection %s: %w", c, err)
+		return nil, fmt.Errorf("decode stored collection %s: %w", rec.Name, err)
 	}
 	coll.Properties.State = rec.State
 	n := rec.JobCount
 	coll.JobCount = &n
-	return cachedCollection{coll: &coll, generation: rec.Generation, read: s.now()}, nil
+	return &coll, nil
 }
 
 // checkedCollection is the collection a put is checked against: the one kept, else the one
@@ -141,9 +150,15 @@ func (s *Service) ListCollections(ctx context.Context, r PageRequest) (Page[*job
 	if p.NextLink != nil {
 		p.NextLink = &PageRequest{Top: p.NextLink.Top, After: p.Value[len(p.Value)-1]}
 	}
-	out := Page[*job.Collection]{Value: make([]*job.Collection, 0, len(p.Value)), NextLink: p.NextLink}
-	for _, n := range p.Value {
-		coll, err := s.collection(ctx, n)
+	// One round trip for the page; a collection deleted since its name was read is left out
+	// (read one by one, it failed the whole listing with its 404).
+	recs, err := s.store.GetCollections(ctx, p.Value)
+	if err != nil {
+		return Page[*job.Collection]{}, err
+	}
+	out := Page[*job.Collection]{Value: make([]*job.Collection, 0, len(recs)), NextLink: p.NextLink}
+	for _, rec := range recs {
+		coll, err := collectionFrom(rec)
 		if err != nil {
 			return Page[*job.Collection]{}, err
 		}

@@ -47,8 +47,35 @@ func (s *Store) GetCollection(ctx context.Context, name string) (*Collection, er
 	if len(v) == 0 {
 		return nil, fmt.Errorf("collection %s: %w", name, ErrNotFound)
 	}
+	return collectionOf(name, v, n.Val()), nil
+}
+
+// GetCollections reads the named collections in one pipelined round trip, in the order named;
+// those not found (deleted since their names were read) are left out.
+func (s *Store) GetCollections(ctx context.Context, names []string) ([]*Collection, error) {
+	pipe := s.rdb.Pipeline()
+	defs := make([]*redis.MapStringStringCmd, len(names))
+	counts := make([]*redis.IntCmd, len(names))
+	for i, name := range names {
+		defs[i] = pipe.HGetAll(ctx, s.k.coll(name))
+		counts[i] = pipe.ZCard(ctx, s.k.jobs(name))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("get collections: %w", err)
+	}
+	out := make([]*Collection, 0, len(names))
+	for i, name := range names {
+		if v := defs[i].Val(); len(v) > 0 {
+			out = append(out, collectionOf(name, v, counts[i].Val()))
+		}
+	}
+	return out, nil
+}
+
+// collectionOf is a collection from its stored hash and its number of jobs.
+func collectionOf(name string, v map[string]string, jobs int64) *Collection {
 	return &Collection{Name: name, Definition: []byte(v["def"]), State: job.CollectionState(v["state"]),
-		MaxJobCount: atoi(v["maxJobCount"]), JobCount: int(n.Val()), Generation: v["gen"]}, nil
+		MaxJobCount: atoi(v["maxJobCount"]), JobCount: int(jobs), Generation: v["gen"]}
 }
 
 // CollectionNames lists every collection, sorted.

@@ -321,6 +321,32 @@ func TestHistoryIsCappedAndNewestFirst(t *testing.T) {
 	}
 }
 
+// A page of collections is read in one round trip, in the order named, with each one's job
+// count; one deleted since its name was read is left out rather than failing the page.
+func TestGetCollectionsReadsAPage(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	for _, c := range []string{"a", "b", "c"} {
+		putCollection(t, s, c, 0)
+	}
+	putJob(t, s, "c", "j1", t0)
+	putJob(t, s, "c", "j2", t0)
+	if ok, err := s.DeleteCollection(ctx, "b"); !ok || err != nil {
+		t.Fatalf("delete b: %v %v", ok, err)
+	}
+	got, err := s.GetCollections(ctx, []string{"c", "b", "a", "gone"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Name != "c" || got[0].JobCount != 2 || got[1].Name != "a" || got[1].JobCount != 0 || got[0].Generation == "" {
+		t.Fatalf("got %+v, want c (2 jobs) then a (none)", got)
+	}
+	one, err := s.GetCollection(ctx, "c")
+	if err != nil || string(one.Definition) != string(got[0].Definition) || one.State != got[0].State {
+		t.Fatalf("read alone: %+v %v, in a page: %+v", one, err, got[0])
+	}
+}
+
 func TestCollectionDisableAndDelete(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
