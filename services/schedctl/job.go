@@ -450,11 +450,15 @@ func jobHistory(inv *invocation, args []string) error {
 	p := pagingFlags(inv.fs)
 	watch := inv.fs.Bool("watch", false, "show the latest attempts (--top, 10), oldest first, then each one as it is recorded, until Ctrl-C")
 	inv.fs.BoolVar(watch, "w", false, "short for --watch")
+	interval := inv.fs.Duration("interval", watchInterval, "with --watch, how often to ask for the latest attempts (at least 100ms)")
 	c, j, err := jobArgs(inv, args)
 	if err != nil {
 		return err
 	}
 	if err := p.check(); err != nil {
+		return err
+	}
+	if err := checkInterval(inv, *watch, *interval); err != nil {
 		return err
 	}
 	if *watch {
@@ -463,7 +467,7 @@ func jobHistory(inv *invocation, args []string) error {
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		w := &historyWatch{inv: inv, coll: c, job: j, status: *st, first: cmp.Or(p.top, watchTop), interval: watchInterval}
+		w := &historyWatch{inv: inv, coll: c, job: j, status: *st, first: cmp.Or(p.top, watchTop), interval: *interval}
 		return w.run(ctx)
 	}
 	raw, reply, err := inv.list(p, listRequest{Status: *st}, "jobs", "history", c, j)

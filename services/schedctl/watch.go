@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,6 +17,22 @@ import (
 
 // watchInterval is how often `job history --watch` asks for the latest attempts.
 const watchInterval = time.Second
+
+// minWatchInterval is the shortest --interval: a look reads up to watchedPage entries.
+const minWatchInterval = 100 * time.Millisecond
+
+// checkInterval refuses an --interval without --watch, or shorter than minWatchInterval.
+func checkInterval(inv *invocation, watch bool, interval time.Duration) error {
+	set := false
+	inv.fs.Visit(func(f *flag.Flag) { set = set || f.Name == "interval" })
+	switch {
+	case set && !watch:
+		return usagef("--interval goes with --watch")
+	case interval < minWatchInterval:
+		return usagef("--interval %v: must be at least %v", interval, minWatchInterval)
+	}
+	return nil
+}
 
 // watchTop is how many of the latest attempts --watch shows first, without --top.
 const watchTop = 10

@@ -99,4 +99,17 @@ func TestHistoryWatch(t *testing.T) {
 	if code != 2 || !strings.Contains(errText, "--all, --skip and --after do not go with it") {
 		t.Fatalf("--watch --all: exit %d, %q", code, errText)
 	}
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--watch", "--interval", "50ms"}, "--interval 50ms: must be at least 100ms"},
+		{[]string{"--interval", "2s"}, "--interval goes with --watch"},
+		{[]string{"--watch", "--interval", "soon"}, `invalid value "soon" for flag -interval`},
+	} {
+		code, _, errText := p.schedctl(t, "", append([]string{"job", "history", "c/j"}, c.args...)...)
+		if code != 2 || !strings.Contains(errText, c.says) {
+			t.Errorf("job history %v: exit %d, %q; want 2 and %q", c.args, code, errText, c.says)
+		}
+	}
 }
