@@ -1,8 +1,10 @@
 package main
 
 import (
+	"io"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/resched/resched/services/internal/natstest"
@@ -141,4 +143,29 @@ func TestThroughALeafNodeInAnotherDomain(t *testing.T) {
 		t.Fatalf("job publish through the leaf: exit %d, %q, %q", code, out, errOut)
 	}
 	p.mustRun(t, "", "job", "get", "c/published") // stored by the hub's planner
+}
+
+// job import's senders make their first request at once: they connect once, and share it
+// (each made its own before, all but one left open, and the race detector saw the field
+// written by one read by another).
+func TestSendersAtOnceConnectOnce(t *testing.T) {
+	ns := natstest.Start(t)
+	before := ns.NumClients()
+	inv := newInvocation("job import", "", strings.NewReader(""), io.Discard, io.Discard)
+	if _, err := inv.parse([]string{"--server", ns.ClientURL()}, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if err := inv.connect(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := ns.NumClients() - before; n != 1 {
+		t.Errorf("8 senders at once made %d connections, want 1", n)
+	}
+	inv.close()
 }

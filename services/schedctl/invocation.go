@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -149,6 +150,7 @@ type invocation struct {
 	timeout                time.Duration
 	nats                   natsconn.Options // server and credentials; Options.URL is server
 
+	connMu sync.Mutex // job import's senders connect at once
 	client *client
 }
 
@@ -264,6 +266,8 @@ func (inv *invocation) requestMsg(body []byte, headers map[string]string, tokens
 
 // connect dials NATS once, at the first command that needs it.
 func (inv *invocation) connect() error {
+	inv.connMu.Lock()
+	defer inv.connMu.Unlock()
 	if inv.client != nil {
 		return nil
 	}
