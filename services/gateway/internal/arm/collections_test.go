@@ -57,6 +57,9 @@ func TestACollectionBodyIsCheckedBeforeItIsRead(t *testing.T) {
 type pagingPlanners struct {
 	colls []job.Collection // in name order
 	reads int
+	// oldAt: the read (counted from 1) answered as a planner before the cursor answered it
+	// (during a rolling upgrade): "after" ignored, "skip" read, a nextLink with "skip".
+	oldAt, answered int
 }
 
 func (p *pagingPlanners) RequestMsgWithContext(_ context.Context, m *nats.Msg) (*nats.Msg, error) {
@@ -64,17 +67,28 @@ func (p *pagingPlanners) RequestMsgWithContext(_ context.Context, m *nats.Msg) (
 		return nil, nats.ErrNoResponders
 	}
 	p.reads++
+	p.answered++
 	var req struct {
 		Top   int    `json:"top"`
 		After string `json:"after"`
+		Skip  int    `json:"skip"`
 	}
 	if err := json.Unmarshal(m.Data, &req); err != nil {
 		return nil, err
 	}
-	i := sort.Search(len(p.colls), func(i int) bool { return p.colls[i].Name > req.After })
+	old := p.answered == p.oldAt
+	i := req.Skip
+	if !old && req.Skip == 0 {
+		i = sort.Search(len(p.colls), func(i int) bool { return p.colls[i].Name > req.After })
+	}
+	i = min(i, len(p.colls))
 	end := min(i+req.Top, len(p.colls))
 	page := map[string]any{"value": p.colls[i:end]}
-	if end < len(p.colls) {
+	switch {
+	case end == len(p.colls):
+	case old:
+		page["nextLink"] = map[string]any{"top": req.Top, "skip": end}
+	default:
 		page["nextLink"] = map[string]any{"top": req.Top, "after": p.colls[end-1].Name}
 	}
 	b, err := json.Marshal(page)
@@ -102,7 +116,12 @@ func TestCollectionListingsComeInPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sub := range []string{"s1", "s2"} {
+	for _, sub := range []string{"s1", "s2", "s2 while the planners are upgraded"} {
+		if strings.HasSuffix(sub, "upgraded") {
+			// A planner of the release before the cursor starts again from the first
+			// collection: those before the cursor are passed over, not listed again.
+			sub, p.answered, p.oldAt = "s2", 0, 15
+		}
 		var got []string
 		pages, most := 0, 0
 		next := "http://gw/subscriptions/" + sub + "/providers/Microsoft.Scheduler/jobCollections?api-version=2016-03-01"

@@ -51,12 +51,11 @@ type collectionWalk struct {
 	req    any              // the next page's request
 	page   []job.Collection // read and not yet taken
 	ended  bool             // the planners' listing has no further page
-	after  string           // where the walk starts
 	passed string           // the last collection taken, visible or not
 }
 
 func (s *Server) walkCollections(c *call, after string) *collectionWalk {
-	return &collectionWalk{s: s, c: c, req: map[string]any{"top": 1000, "after": after}, after: after, passed: after}
+	return &collectionWalk{s: s, c: c, req: map[string]any{"top": 1000, "after": after}, passed: after}
 }
 
 // next is the next collection the caller may see; ok is false at the end of the listing, or
@@ -65,7 +64,7 @@ func (w *collectionWalk) next(budget *readBudget) (coll job.Collection, ok bool,
 	for {
 		for len(w.page) > 0 {
 			coll, w.page = w.page[0], w.page[1:]
-			if coll.Name <= w.after {
+			if coll.Name <= w.passed {
 				continue // a planner of a release before the cursor starts from the first page
 			}
 			w.passed = coll.Name
