@@ -37,10 +37,7 @@ func (a *handlers) reply(req micro.Request, v any, h micro.Headers) answer {
 			return a.fail(req, err)
 		}
 	}
-	if err := a.send(req, b, nats.Header(h)); err != nil {
-		a.log.Warn("api reply", "subject", req.Subject(), "error", err)
-	}
-	return answered
+	return answer{code: 200, data: b, header: nats.Header(h)}
 }
 
 // send publishes an answer to the request's reply subject. It does not go through micro's
@@ -48,11 +45,13 @@ func (a *handlers) reply(req micro.Request, v any, h micro.Headers) answer {
 // returned, and the handler returns as soon as a worker has the request, so an answer written
 // by the worker raced with that read (the race detector found it; an interface read while it
 // is written can be torn). The endpoints' own statistics (statsOf) count the answers instead.
-func (a *handlers) send(req micro.Request, data []byte, h nats.Header) error {
+func (a *handlers) send(req micro.Request, ans answer) {
 	if req.Reply() == "" {
-		return nats.ErrMsgNoReply // a publish, not a request: nobody waits for an answer
+		return // a publish, not a request: nobody waits for an answer
 	}
-	return a.nc.PublishMsg(&nats.Msg{Subject: req.Reply(), Data: data, Header: h})
+	if err := a.nc.PublishMsg(&nats.Msg{Subject: req.Reply(), Data: ans.data, Header: ans.header}); err != nil {
+		a.log.Warn("api reply", "subject", req.Subject(), "status", ans.code, "error", err)
+	}
 }
 
 // fitted asks list for a page, and again for half as many items while the page's encoding is
@@ -77,7 +76,7 @@ func fitted[T any](max int, page jobs.PageRequest, list func(jobs.PageRequest) (
 	}
 }
 
-// fail answers req with err: a *jobs.Error as it is, a refusal of Redis's as jobs.StoreRefused
+// fail is the answer to req of err: a *jobs.Error as it is, a refusal of Redis's as jobs.StoreRefused
 // says, anything else as an internal error whose cause is logged. The body never echoes the
 // request, which can hold secrets, nor a cause the client cannot act on.
 func (a *handlers) fail(req micro.Request, err error) answer {
@@ -102,10 +101,7 @@ func (a *handlers) fail(req micro.Request, err error) answer {
 		body = []byte(`{"error":{"code":"InternalError","message":"encode error reply"}}`)
 	}
 	h := nats.Header{micro.ErrorHeader: {headerText(e.Message)}, micro.ErrorCodeHeader: {strconv.Itoa(status)}}
-	if rErr := a.send(req, body, h); rErr != nil {
-		a.log.Warn("api error reply", "subject", req.Subject(), "error", rErr)
-	}
-	return answer{code: status, message: headerText(e.Message)}
+	return answer{code: status, message: headerText(e.Message), data: body, header: h}
 }
 
 // headerText makes a message fit a header value: one line, never empty (micro refuses that).

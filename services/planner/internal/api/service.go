@@ -259,13 +259,13 @@ func (a *handlers) handler(e route) micro.Handler {
 		a.handing.RLock()
 		defer a.handing.RUnlock()
 		if a.stopped {
-			a.observe(e.name, start, a.fail(req, errStopping))
+			a.answer(e.name, start, req, a.fail(req, errStopping))
 			return
 		}
 		a.inFlight.Add(1)
 		a.work <- func() {
 			defer a.inFlight.Done()
-			a.observe(e.name, start, a.serve(e, req))
+			a.answer(e.name, start, req, a.serve(e, req))
 		}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 )
 
@@ -56,13 +57,20 @@ func (s *endpointStats) data() statsData {
 	return d
 }
 
-// answer is how a request was answered: its status and, for an error, its message.
+// answer is a request's answer: its status and, for an error, its message, then what is sent.
 type answer struct {
 	code    int
 	message string
+	data    []byte
+	header  nats.Header
 }
 
-var answered = answer{code: 200}
+// answer counts the answer of a request of endpoint e that arrived at start, then sends it: a
+// client that has its answer finds it counted.
+func (a *handlers) answer(e string, start time.Time, req micro.Request, ans answer) {
+	a.observe(e, start, ans)
+	a.send(req, ans)
+}
 
 // observe records an answered request of endpoint e that arrived at start.
 func (a *handlers) observe(e string, start time.Time, ans answer) {
