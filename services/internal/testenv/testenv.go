@@ -142,3 +142,12 @@ func Status(url string) int {
 	resp.Body.Close()
 	return resp.StatusCode
 }
+
+// SkipUnderRace skips a test whose subject is speed (a burst within a deadline) under the race
+// detector, which runs code about ten times slower: make test runs it without.
+func SkipUnderRace(t testing.TB, why string) {
+	t.Helper()
+	if RaceDetector {
+		t.Skip("not under the race detector: " + why)
+	}
+}

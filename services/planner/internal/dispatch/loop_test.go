@@ -235,6 +235,7 @@ func TestLoopPutAgainFiresTheNewAction(t *testing.T) {
 // occurrence is published once, and no publish stalls (more publishes in flight than the
 // JetStream context allows would stall and drop some, and their jobs would fire late).
 func TestLoopBurstOf20000PublishesEachOnceWithoutStall(t *testing.T) {
+	testenv.SkipUnderRace(t, "its rounds wait past the acknowledgement deadline and publish again")
 	ctx := context.Background()
 	e := setup(t) // its JetStream context is the planner's, for the default concurrency and batch
 	const n = 20_000
@@ -273,6 +274,7 @@ func TestLoopBurstOf20000PublishesEachOnceWithoutStall(t *testing.T) {
 // Three planners against one Redis and 10,000 due occurrences: each is published exactly once
 // (counted at the publishers, so JetStream's de-duplication cannot hide a double publish).
 func TestLoopThreePlannersPublishEachOccurrenceOnce(t *testing.T) {
+	testenv.SkipUnderRace(t, "its rounds wait past the acknowledgement deadline and publish again")
 	ctx := context.Background()
 	e := setup(t)
 	const n = 10_000
