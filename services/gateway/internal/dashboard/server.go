@@ -311,8 +311,8 @@ type jobFilter struct{ prefix, state, actionType string }
 // jobs lists jobs of one collection (collection=) or of every visible one, top at a time, with
 // a name prefix (q), a state and an action type. It continues after the cursor: "<c>/<j>" after
 // job j of collection c ("<c>/" from c's first job), "<c>" after all of collection c. It reads
-// at most listingReads pages of the planners: a filter that few jobs match may answer fewer
-// than top rows, or none, with the cursor from which to search on.
+// the planners for at most listingTime and listingReads pages: a filter that few jobs match
+// may answer fewer than top rows, or none, with the cursor from which to search on.
 func (s *Server) jobs(c *call) (any, error) {
 	q := c.r.URL.Query()
 	top, _ := strconv.Atoi(q.Get("top"))
