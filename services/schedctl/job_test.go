@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/resched/resched/services/internal/apitest"
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/shared/job"
@@ -431,5 +433,31 @@ func TestPublishOutcomeOfAChangeSuperseded(t *testing.T) {
 	}
 	if want := "job c/j: definition published; it changed nothing: a later change to the job, published after it, was applied first, and the job is as that one says\n"; out.String() != want {
 		t.Errorf("printed %q, want %q", out.String(), want)
+	}
+}
+
+// A state filter over a large collection: the planner reads a bounded part a request, so a
+// page may hold no job; it says so with how to go on, and --all goes on to the end.
+func TestJobListFilterOverALargeCollection(t *testing.T) {
+	p := startPlanner(t)
+	p.mustRun(t, "", "collection", "create", "big")
+	apitest.BulkPut(t, p.nc, "big", 12_000, func(i int) string { return fmt.Sprintf("j%05d", i) }, func(i int) string {
+		state := ""
+		if i == 11_500 {
+			state = `"state": "Disabled", `
+		}
+		return `{` + state + `"startTime": "2099-01-01T00:00:00Z", "action": {"type": "Http", "request": {"uri": "http://x/", "method": "GET"}}}`
+	})
+	code, out, errOut := p.schedctl(t, "", "job", "list", "big", "--state", "Disabled")
+	after, found := strings.CutPrefix(strings.TrimSpace(errOut), "None in the part read (more: add --after ")
+	after, _, _ = strings.Cut(after, ",")
+	if code != 0 || out != "" || !found || after >= "j11500" {
+		t.Fatalf("job list --state Disabled: exit %d\n%s\nstderr %q; want no row and how to go on", code, out, errOut)
+	}
+	if out := p.mustRun(t, "", "job", "list", "big", "--state", "Disabled", "--after", after); !strings.Contains(out, "big/j11500 ") {
+		t.Errorf("job list --after %s:\n%s", after, out)
+	}
+	if out := p.mustRun(t, "", "job", "list", "big", "--state", "Disabled", "--all"); strings.Count(out, "\n") != 2 || !strings.Contains(out, "big/j11500 ") {
+		t.Errorf("job list --state Disabled --all:\n%s", out)
 	}
 }

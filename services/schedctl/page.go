@@ -97,6 +97,11 @@ func showList[T any](inv *invocation, raw []byte, reply listReply, none string, 
 		fmt.Fprintln(inv.stderr, none)
 		return nil
 	}
+	if len(reply.Value) == 0 {
+		// A filter over a large collection: the planner reads a bounded part a request.
+		fmt.Fprintf(inv.stderr, "None in the part read %s\n", moreHint(reply.NextLink))
+		return nil
+	}
 	tw := newTable(inv.stdout)
 	row(tw, header...)
 	for _, r := range reply.Value {
@@ -109,12 +114,20 @@ func showList[T any](inv *invocation, raw []byte, reply listReply, none string, 
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	switch n := reply.NextLink; {
-	case n == nil:
-	case n.After != "":
-		fmt.Fprintf(inv.stderr, "(more: add --after %s, or --all)\n", n.After)
-	default:
-		fmt.Fprintf(inv.stderr, "(more: add --skip %d, or --all)\n", n.Skip)
+	if reply.NextLink != nil {
+		fmt.Fprintln(inv.stderr, moreHint(reply.NextLink))
 	}
 	return nil
+}
+
+// moreHint says how to ask for the page after one whose nextLink is n.
+func moreHint(n *pageLink) string {
+	switch {
+	case n.After != "" && n.Skip > 0:
+		return fmt.Sprintf("(more: add --after %s --skip %d, or --all)", n.After, n.Skip)
+	case n.After != "":
+		return fmt.Sprintf("(more: add --after %s, or --all)", n.After)
+	default:
+		return fmt.Sprintf("(more: add --skip %d, or --all)", n.Skip)
+	}
 }

@@ -429,7 +429,9 @@ func (s *Server) collectionJobs(c *call, budget *readBudget, coll job.Collection
 		}
 		var page struct {
 			Value    []job.Definition `json:"value"`
-			NextLink json.RawMessage  `json:"nextLink"`
+			NextLink *struct {
+				After string `json:"after"`
+			} `json:"nextLink"`
 		}
 		req := map[string]any{"top": top, "after": last}
 		if f.state != "" && f.state != "Paused" {
@@ -456,8 +458,14 @@ func (s *Server) collectionJobs(c *call, budget *readBudget, coll job.Collection
 				return rows, name, false, nil
 			}
 		}
-		if len(page.NextLink) == 0 || string(page.NextLink) == "null" {
+		if page.NextLink == nil {
 			break
+		}
+		// The planners read a bounded part of a collection a request when they filter: their
+		// cursor may be past the last job they answered, or the page empty.
+		last = max(last, page.NextLink.After)
+		if f.prefix != "" && last > f.prefix && !strings.HasPrefix(last, f.prefix) {
+			break // past the prefix
 		}
 	}
 	return rows, last, false, nil

@@ -39,6 +39,7 @@ type pagingPlanners struct {
 const (
 	collectionsAPage = 10
 	jobsAPage        = 2
+	jobsScan         = 3 // jobs a filtered listing reads a request
 )
 
 func newPagingPlanners(collections, jobsEach int) *pagingPlanners {
@@ -96,19 +97,31 @@ func (p *pagingPlanners) RequestMsgWithContext(_ context.Context, msg *nats.Msg)
 		}
 		out = p.page(value, names, len(names) > 0 && names[len(names)-1] != p.collections[len(p.collections)-1], req.State)
 	case "jobs.list":
-		all := slices.DeleteFunc(slices.Clone(p.jobs[tokens[2]]), func(j string) bool {
-			return req.State == "Disabled" && !p.disabled[tokens[2]+"/"+j]
-		})
-		names := p.after(all, req.After, min(req.Top, jobsAPage))
+		// As the planners do, a filter reads a bounded part of the collection a request
+		// (jobsScan here): a page may be empty, its cursor past the jobs it answered.
+		all := p.jobs[tokens[2]]
+		scan := p.after(all, req.After, len(all))
 		var value []job.Definition
-		for _, j := range names {
+		read := ""
+		for i, j := range scan {
+			if len(value) == min(req.Top, jobsAPage) || (req.State != "" && i == jobsScan) {
+				break
+			}
+			read = j
+			if req.State == "Disabled" && !p.disabled[tokens[2]+"/"+j] {
+				continue
+			}
 			d := job.Definition{Name: tokens[2] + "/" + j}
 			if p.disabled[tokens[2]+"/"+j] {
 				d.Properties.State = job.StateDisabled
 			}
 			value = append(value, d)
 		}
-		out = p.page(value, names, len(names) > 0 && names[len(names)-1] != all[len(all)-1], req.State)
+		page := map[string]any{"value": value}
+		if read != "" && read != all[len(all)-1] {
+			page["nextLink"] = map[string]any{"after": read, "top": req.Top, "state": req.State}
+		}
+		out = page
 	case "jobs.history":
 		out = map[string]any{"value": []any{}}
 	default:

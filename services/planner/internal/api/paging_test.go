@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/resched/resched/services/internal/apitest"
 	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/services/planner/internal/store"
 	"github.com/resched/resched/shared/job"
@@ -76,6 +77,34 @@ func TestJobListingPagesByCursor(t *testing.T) {
 	e.ok(t, "jobs.list.c", `{"top": 5, "skip": 200}`, &p)
 	if names := jobNames(p.Value); !slices.Equal(names, want[200:205]) {
 		t.Errorf("skip 200: %v", names)
+	}
+}
+
+// A filter that few jobs of a large collection match reads a bounded part of it a request:
+// short or empty pages, each with a nextLink from where it stopped, rather than one request
+// reading every job while the planner's API worker and Redis serve it. A skip goes on across
+// such pages.
+func TestAFilterReadsABoundedPartOfALargeCollection(t *testing.T) {
+	e := newEnv(t)
+	e.putCollection(t, "c", `{}`)
+	const n = 25_000
+	apitest.BulkPut(t, e.nc, "c", n, func(i int) string { return jobName(i) }, func(i int) string {
+		if i == 3 || i == 12_000 || i == 24_999 {
+			return strings.Replace(hourly, `"recurrence"`, `"state": "Disabled", "recurrence"`, 1)
+		}
+		return hourly
+	})
+	got, links := follow[job.Definition](t, e, "jobs.list.c", `{"top": 10, "state": "Disabled"}`)
+	if names := jobNames(got); !slices.Equal(names, []string{"c/" + jobName(3), "c/" + jobName(12_000), "c/" + jobName(24_999)}) {
+		t.Fatalf("disabled jobs listed %v", names)
+	}
+	if len(links) < 2 {
+		t.Errorf("%d nextLinks: one request read all %d jobs", len(links), n)
+	}
+	// Skip the first two disabled jobs: the skip left goes on in the nextLink.
+	got, _ = follow[job.Definition](t, e, "jobs.list.c", `{"top": 10, "state": "Disabled", "skip": 2}`)
+	if names := jobNames(got); !slices.Equal(names, []string{"c/" + jobName(24_999)}) {
+		t.Errorf("disabled jobs after skipping two: %v", names)
 	}
 }
 
