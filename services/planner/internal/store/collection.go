@@ -96,8 +96,19 @@ func (s *Store) CollectionNames(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
-// DeleteCollection deletes a collection and its jobs; it reports whether it existed.
+// deleteChunk bounds the jobs one call of a collection's deletion deletes: about 11 µs of
+// Redis a job, so about 11 ms a call. One call for every job held Redis, and every planner's
+// dispatch with it, for 3.4 s for a collection of 300,000 jobs.
+const deleteChunk = 1000
+
+// DeleteCollection deletes a collection and its jobs; it reports whether it existed. A large
+// collection's jobs go deleteChunk at a time first, each call its own (other clients' calls run
+// between them); the last ones go with the collection, in one call that holds a put made
+// meanwhile to account.
 func (s *Store) DeleteCollection(ctx context.Context, name string) (bool, error) {
+	if err := s.deleteJobsOf(ctx, name); err != nil {
+		return false, err
+	}
 	for range 5 { // a job put between listing and deleting makes the script refuse: list again
 		jobs, err := s.JobNames(ctx, name)
 		if err != nil {
@@ -119,6 +130,33 @@ func (s *Store) DeleteCollection(ctx context.Context, name string) (bool, error)
 		return n == 1, nil
 	}
 	return false, fmt.Errorf("delete collection %s: %w", name, ErrConflict)
+}
+
+// deleteJobsOf deletes a collection's jobs deleteChunk at a time while it has more than that.
+func (s *Store) deleteJobsOf(ctx context.Context, name string) error {
+	part := s.k.partitionOf(name)
+	for {
+		n, err := s.rdb.ZCard(ctx, s.k.jobs(name)).Result()
+		if err != nil {
+			return fmt.Errorf("delete collection %s: %w", name, err)
+		}
+		if n <= deleteChunk {
+			return nil
+		}
+		jobs, err := s.JobNamesAfter(ctx, name, "", deleteChunk)
+		if err != nil {
+			return err
+		}
+		keys := []string{s.k.jobs(name), s.k.due(part)}
+		args := []any{name}
+		for _, j := range jobs {
+			keys = append(keys, s.k.def(name, j), s.k.state(name, j), s.k.history(name, j), s.k.results(name, j))
+			args = append(args, j)
+		}
+		if err := s.runReplicated(ctx, "delete_jobs", keys, args...).Err(); err != nil {
+			return fmt.Errorf("delete collection %s: %w", name, scriptError(err))
+		}
+	}
 }
 
 // Reschedule is a job to put back in the due set when its collection is enabled.
