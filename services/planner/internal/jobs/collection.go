@@ -202,26 +202,34 @@ func (s *Service) changeState(ctx context.Context, c string, state job.Collectio
 	return s.collection(ctx, c)
 }
 
-// setState enables or disables a collection. Enabling resumes each Enabled job at its next time
-// after now (Completed when its series ran out meanwhile). The store answers with the jobs it
-// still does not have in the due set (put or changed while this ran), which are computed and
-// sent again, so none is stranded.
+// setState enables or disables a collection, going through its jobs a chunk at a time (the
+// store's calls). Enabling resumes each Enabled job at its next time after now (Completed when
+// its series ran out meanwhile): the store answers each chunk's jobs not in the due set, and
+// the next call schedules them. A job put once the state is set schedules itself, by the
+// collection's state; one changed between a chunk's read and its scheduling is skipped by its
+// version, its put having scheduled it. A change overtaken by another (a disable while this
+// enables, a delete) stops: the other carries on.
 func (s *Service) setState(ctx context.Context, c string, state job.CollectionState) error {
-	var resume []store.Reschedule
-	for range 5 {
-		left, err := s.store.SetCollectionState(ctx, c, state, resume)
-		if err != nil || state != job.CollectionEnabled {
+	ch := store.StateChange{State: state}
+	for {
+		step, err := s.store.SetCollectionState(ctx, c, ch)
+		if err != nil || step.Overtaken {
 			return err
 		}
-		if resume, err = s.resumable(ctx, c, left); err != nil {
-			return err
+		ch.Schedule = nil
+		if state == job.CollectionEnabled {
+			if ch.Schedule, err = s.resumable(ctx, c, step.Unscheduled); err != nil {
+				return err
+			}
 		}
-		if len(resume) == 0 {
-			s.wake(c)
+		if step.Done && len(ch.Schedule) == 0 {
+			if state == job.CollectionEnabled {
+				s.wake(c)
+			}
 			return nil
 		}
+		ch.Then, ch.After = true, step.Last
 	}
-	return conflict("job collection %s keeps changing while it is enabled; retry", c)
 }
 
 // resumable computes the next time after now of each Enabled job among names.

@@ -115,18 +115,19 @@ func scheduleRunsWhileFull(t *testing.T, s *store.Store, setMax func(ctx context
 
 	// An operator stops a collection's jobs (the team filling Redis, say) and starts them again:
 	// its state is written in place and its jobs leave the due set and come back.
-	if _, err := s.SetCollectionState(ctx, "c", job.CollectionDisabled, nil); err != nil {
+	if _, err := s.SetCollectionState(ctx, "c", store.StateChange{State: job.CollectionDisabled}); err != nil {
 		t.Fatalf("disable the collection: %v", err)
 	}
 	if due, _, err := s.Claim(ctx, p, token, time.Time{}, next, 10); err != nil || len(due) != 0 {
 		t.Fatalf("claim in a disabled collection: %v %v, want nothing", due, err)
 	}
-	left, err := s.SetCollectionState(ctx, "c", job.CollectionEnabled, nil)
-	if err != nil || fmt.Sprint(left) != "[j]" {
-		t.Fatalf("enable the collection: %v %v, want j left to schedule", left, err)
+	st, err := s.SetCollectionState(ctx, "c", store.StateChange{State: job.CollectionEnabled})
+	if err != nil || fmt.Sprint(st.Unscheduled) != "[j]" {
+		t.Fatalf("enable the collection: %+v %v, want j left to schedule", st, err)
 	}
-	if left, err := s.SetCollectionState(ctx, "c", job.CollectionEnabled, []store.Reschedule{{Name: "j", Next: next, Version: version}}); err != nil || len(left) != 0 {
-		t.Fatalf("schedule the collection's job again: %v %v", left, err)
+	if st, err := s.SetCollectionState(ctx, "c", store.StateChange{State: job.CollectionEnabled, Then: true, After: st.Last,
+		Schedule: []store.Reschedule{{Name: "j", Next: next, Version: version}}}); err != nil || len(st.Unscheduled) != 0 {
+		t.Fatalf("schedule the collection's job again: %+v %v", st, err)
 	}
 	if due, _, err := s.Claim(ctx, p, token, time.Time{}, next, 10); err != nil || fmt.Sprint(due) != "[c/j]" {
 		t.Fatalf("claim after the collection was enabled: %v %v", due, err)

@@ -403,8 +403,8 @@ func TestCollectionDisableAndDelete(t *testing.T) {
 	s := newStore(t)
 	putCollection(t, s, "c", 0)
 	v := putJob(t, s, "c", "j", t0)
-	if _, err := s.SetCollectionState(ctx, "c", job.CollectionDisabled, nil); err != nil {
-		t.Fatal(err)
+	if st, err := s.SetCollectionState(ctx, "c", store.StateChange{State: job.CollectionDisabled}); err != nil || !st.Done {
+		t.Fatal(st, err)
 	}
 	if n, _ := s.DueBacklog(ctx, t0); n != 0 {
 		t.Fatalf("a disabled collection's job is still due (%d)", n)
@@ -413,12 +413,25 @@ func TestCollectionDisableAndDelete(t *testing.T) {
 	if n, _ := s.DueBacklog(ctx, t0); n != 0 {
 		t.Fatalf("a job put into a disabled collection is due (%d)", n)
 	}
-	left, err := s.SetCollectionState(ctx, "c", job.CollectionEnabled, []store.Reschedule{{Name: "j", Next: t0.Add(time.Hour), Version: v}})
-	if err != nil {
+	// Enabling answers the jobs not in the due set; the next call schedules those computed.
+	st, err := s.SetCollectionState(ctx, "c", store.StateChange{State: job.CollectionEnabled})
+	if err != nil || fmt.Sprint(st.Unscheduled) != "[j k]" || !st.Done {
+		t.Fatalf("enabling: %+v %v, want j and k to schedule", st, err)
+	}
+	st, err = s.SetCollectionState(ctx, "c", store.StateChange{State: job.CollectionEnabled, Then: true, After: st.Last,
+		Schedule: []store.Reschedule{{Name: "j", Next: t0.Add(time.Hour), Version: v}}})
+	if err != nil || len(st.Unscheduled) != 0 || !st.Done {
+		t.Fatalf("scheduling: %+v %v", st, err)
+	}
+	if n, _ := s.DueBacklog(ctx, t0.Add(time.Hour)); n != 1 {
+		t.Fatalf("after enabling: backlog %d, want 1 (j)", n)
+	}
+	// A later call of a change overtaken by another stops.
+	if _, err := s.SetCollectionState(ctx, "c", store.StateChange{State: job.CollectionDisabled}); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := s.DueBacklog(ctx, t0.Add(time.Hour)); n != 1 || fmt.Sprint(left) != "[k]" {
-		t.Fatalf("after enabling: backlog %d, want 1; left out %v, want [k] (put meanwhile)", n, left)
+	if st, err := s.SetCollectionState(ctx, "c", store.StateChange{State: job.CollectionEnabled, Then: true}); err != nil || !st.Overtaken {
+		t.Fatalf("an enable's later call after a disable: %+v %v, want it overtaken", st, err)
 	}
 	if ok, err := s.DeleteCollection(ctx, "c"); !ok || err != nil {
 		t.Fatalf("delete collection: %v %v", ok, err)
