@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/planner/internal/store"
@@ -167,9 +168,23 @@ func (s *Service) ListCollections(ctx context.Context, r PageRequest) (Page[*job
 	return out, nil
 }
 
+// collectionWork bounds a collection's state change or deletion, which goes on when its
+// request's client gives up (the API's own bound is 30 s): cut short, it would leave some jobs
+// done and others not (those of an enabled collection out of the due set until it is enabled
+// again).
+const collectionWork = 10 * time.Minute
+
+// outlast is a context for a collection's state change or deletion: not ended with the
+// request's, bounded by collectionWork.
+func outlast(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), collectionWork)
+}
+
 // DeleteCollection deletes a collection and every job in it.
 func (s *Service) DeleteCollection(ctx context.Context, c string) error {
 	defer s.collections.forget(c)
+	ctx, cancel := outlast(ctx)
+	defer cancel()
 	ok, err := s.store.DeleteCollection(ctx, c)
 	if err != nil {
 		return err
@@ -210,6 +225,8 @@ func (s *Service) changeState(ctx context.Context, c string, state job.Collectio
 // version, its put having scheduled it. A change overtaken by another (a disable while this
 // enables, a delete) stops: the other carries on.
 func (s *Service) setState(ctx context.Context, c string, state job.CollectionState) error {
+	ctx, cancel := outlast(ctx)
+	defer cancel()
 	ch := store.StateChange{State: state}
 	for {
 		step, err := s.store.SetCollectionState(ctx, c, ch)
