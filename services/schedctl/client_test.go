@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/resched/resched/services/internal/natstest"
 )
@@ -168,4 +169,34 @@ func TestSendersAtOnceConnectOnce(t *testing.T) {
 		t.Errorf("8 senders at once made %d connections, want 1", n)
 	}
 	inv.close()
+}
+
+// A collection's delete, enable and disable wait for the planner longer than other commands
+// unless --timeout says otherwise: it goes through a large collection's jobs 1,000 at a time,
+// and schedctl said nothing answered while it went on. Connecting still waits --timeout.
+func TestCollectionWorkWaitsLonger(t *testing.T) {
+	url := natstest.Start(t).ClientURL()
+	for _, c := range []struct {
+		args []string
+		want time.Duration
+	}{
+		{nil, collectionWorkWait},
+		{[]string{"--timeout", "3s"}, 3 * time.Second},
+		{[]string{"--timeout", "10m"}, 10 * time.Minute},
+	} {
+		inv := newInvocation("collection disable", "NAME", strings.NewReader(""), io.Discard, io.Discard)
+		if _, err := inv.parse(append([]string{"--server", url, "c"}, c.args...), 1, 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := inv.waitLonger(collectionWorkWait); err != nil {
+			t.Fatal(err)
+		}
+		if err := inv.connect(); err != nil {
+			t.Fatal(err)
+		}
+		if inv.client.timeout != c.want || (c.args == nil && inv.timeout != defaultTimeout) {
+			t.Errorf("%v: waits %v for answers and %v to connect, want %v", c.args, inv.client.timeout, inv.timeout, c.want)
+		}
+		inv.close()
+	}
 }

@@ -264,6 +264,21 @@ func (inv *invocation) requestMsg(body []byte, headers map[string]string, tokens
 	return inv.client.request(body, headers, tokens...)
 }
 
+// waitLonger makes the wait for the planner's answers d when --timeout was not given (the
+// connection's own wait stays --timeout's).
+func (inv *invocation) waitLonger(d time.Duration) error {
+	given := false
+	inv.fs.Visit(func(f *flag.Flag) { given = given || f.Name == "timeout" })
+	if given {
+		return nil
+	}
+	if err := inv.connect(); err != nil {
+		return err
+	}
+	inv.client.timeout = max(inv.client.timeout, d)
+	return nil
+}
+
 // connect dials NATS once, at the first command that needs it.
 func (inv *invocation) connect() error {
 	inv.connMu.Lock()
