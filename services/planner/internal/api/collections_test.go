@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -118,32 +116,6 @@ func TestDeleteCollectionDeletesJobs(t *testing.T) {
 	e.fail(t, "jobs.get.c.j", "", "404", "ResourceNotFound")
 }
 
-// scriptCalls runs do and answers the script calls Redis ran meanwhile and the most keys one
-// was given, from its slow log (every command logged).
-func scriptCalls(t *testing.T, e *env, do func()) (calls, mostKeys int) {
-	t.Helper()
-	ctx := context.Background()
-	rdb := e.redis.Client(t)
-	for _, kv := range [][2]string{{"slowlog-log-slower-than", "0"}, {"slowlog-max-len", "100000"}} {
-		if err := rdb.ConfigSet(ctx, kv[0], kv[1]).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rdb.SlowLogReset(ctx)
-	do()
-	logged, err := rdb.SlowLogGet(ctx, 100000).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range logged {
-		if len(l.Args) > 2 && strings.EqualFold(l.Args[0], "evalsha") {
-			keys, _ := strconv.Atoi(l.Args[2])
-			calls, mostKeys = calls+1, max(mostKeys, keys)
-		}
-	}
-	return calls, mostKeys
-}
-
 // A large collection is disabled and enabled a bounded number of jobs a Redis call: one call
 // for every job held Redis, and every planner's dispatch with it, for 1.2 s (disable) and
 // 3.1 s (enable) with 300,000 jobs. Every job leaves the due set, then comes back to it.
@@ -154,11 +126,11 @@ func TestALargeCollectionChangesStateInBoundedCalls(t *testing.T) {
 	apitest.BulkPut(t, e.nc, "big", n, func(i int) string { return fmt.Sprintf("j%04d", i) }, func(int) string { return hourly })
 	ctx := context.Background()
 	far := t0.Add(24 * time.Hour)
-	calls, _ := scriptCalls(t, e, func() { e.ok(t, "collections.disable.big", "", nil) })
+	calls, _ := e.redis.ScriptCalls(t, func() { e.ok(t, "collections.disable.big", "", nil) })
 	if due, _ := e.store.DueBacklog(ctx, far); due != 0 || calls < 3 {
 		t.Errorf("disabled in %d script calls, %d jobs left due: want several calls, none due", calls, due)
 	}
-	calls, most := scriptCalls(t, e, func() { e.ok(t, "collections.enable.big", "", nil) })
+	calls, most := e.redis.ScriptCalls(t, func() { e.ok(t, "collections.enable.big", "", nil) })
 	if due, _ := e.store.DueBacklog(ctx, far); due != n || calls < 3 || most > 3+1000 {
 		t.Errorf("enabled in %d script calls, the largest with %d keys, %d jobs due: want several calls of 1,000 jobs at most, all %d due",
 			calls, most, due, n)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -354,7 +352,8 @@ func TestGetCollectionsReadsAPage(t *testing.T) {
 // the collection goes, and its jobs leave the due set; another collection's stay.
 func TestALargeCollectionIsDeletedInBoundedCalls(t *testing.T) {
 	ctx := context.Background()
-	rdb := redistest.Start(t).Client(t)
+	rs := redistest.Start(t)
+	rdb := rs.Client(t)
 	s := store.New(rdb, "test")
 	putCollection(t, s, "big", 0)
 	putCollection(t, s, "other", 0)
@@ -363,27 +362,11 @@ func TestALargeCollectionIsDeletedInBoundedCalls(t *testing.T) {
 		putJob(t, s, "big", fmt.Sprintf("j%04d", i), t0)
 	}
 	putJob(t, s, "other", "keep", t0)
-	// Every command into the slow log, to read the keys each script call was given.
-	for _, kv := range [][2]string{{"slowlog-log-slower-than", "0"}, {"slowlog-max-len", "10000"}} {
-		if err := rdb.ConfigSet(ctx, kv[0], kv[1]).Err(); err != nil {
-			t.Fatal(err)
+	calls, most := rs.ScriptCalls(t, func() {
+		if ok, err := s.DeleteCollection(ctx, "big"); !ok || err != nil {
+			t.Fatalf("delete big: %v %v", ok, err)
 		}
-	}
-	rdb.SlowLogReset(ctx)
-	if ok, err := s.DeleteCollection(ctx, "big"); !ok || err != nil {
-		t.Fatalf("delete big: %v %v", ok, err)
-	}
-	logged, err := rdb.SlowLogGet(ctx, 10000).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	calls, most := 0, 0
-	for _, l := range logged {
-		if len(l.Args) > 2 && strings.EqualFold(l.Args[0], "evalsha") {
-			keys, _ := strconv.Atoi(l.Args[2])
-			calls, most = calls+1, max(most, keys)
-		}
-	}
+	})
 	if calls < 3 || most > 4*1000+4 {
 		t.Errorf("the deletion made %d script calls, the largest with %d keys: want several, none with more than 1,000 jobs' keys", calls, most)
 	}
