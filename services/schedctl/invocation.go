@@ -264,12 +264,17 @@ func (inv *invocation) requestMsg(body []byte, headers map[string]string, tokens
 	return inv.client.request(body, headers, tokens...)
 }
 
+// given reports whether the command line set the flag name.
+func (inv *invocation) given(name string) bool {
+	set := false
+	inv.fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 // waitLonger makes the wait for the planner's answers d when --timeout was not given (the
 // connection's own wait stays --timeout's).
 func (inv *invocation) waitLonger(d time.Duration) error {
-	given := false
-	inv.fs.Visit(func(f *flag.Flag) { given = given || f.Name == "timeout" })
-	if given {
+	if inv.given("timeout") {
 		return nil
 	}
 	if err := inv.connect(); err != nil {

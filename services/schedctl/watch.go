@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"slices"
 	"strings"
@@ -23,10 +22,8 @@ const minWatchInterval = 100 * time.Millisecond
 
 // checkInterval refuses an --interval without --watch, or shorter than minWatchInterval.
 func checkInterval(inv *invocation, watch bool, interval time.Duration) error {
-	set := false
-	inv.fs.Visit(func(f *flag.Flag) { set = set || f.Name == "interval" })
 	switch {
-	case set && !watch:
+	case inv.given("interval") && !watch:
 		return usagef("--interval goes with --watch")
 	case interval < minWatchInterval:
 		return usagef("--interval %v: must be at least %v", interval, minWatchInterval)
