@@ -73,14 +73,14 @@ func (w *collectionWalk) next(budget *readBudget) (coll job.Collection, ok bool,
 			}
 		}
 		if w.ended || !budget.take() {
-			return coll, false, nil
+			return job.Collection{}, false, nil
 		}
 		var page struct {
 			Value    []job.Collection `json:"value"`
 			NextLink json.RawMessage  `json:"nextLink"`
 		}
 		if _, err := w.s.api.Call(w.c.ctx, w.req, &page, "collections", "list"); err != nil {
-			return coll, false, err
+			return job.Collection{}, false, err
 		}
 		w.page = page.Value
 		w.ended = len(page.NextLink) == 0 || string(page.NextLink) == "null"

@@ -34,6 +34,8 @@ type pagingPlanners struct {
 	// byOffset makes collections.list page as planners before the cursor did: "after"
 	// ignored, a nextLink with "skip".
 	byOffset bool
+	// downAfter: the planners stop answering after so many reads (0: never).
+	downAfter int
 }
 
 const (
@@ -58,6 +60,9 @@ func (p *pagingPlanners) RequestMsgWithContext(_ context.Context, msg *nats.Msg)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.reads++
+	if p.downAfter > 0 && p.reads > p.downAfter {
+		return nil, nats.ErrNoResponders
+	}
 	tokens := strings.Split(strings.TrimPrefix(msg.Subject, "resched.api."), ".")
 	var req struct {
 		Top   int    `json:"top"`
@@ -381,5 +386,26 @@ func TestABudgetEndsAtItsTimeAfterItsFirstRead(t *testing.T) {
 	}
 	if n != 3 {
 		t.Errorf("%d reads of a budget of 3", n)
+	}
+}
+
+// Planners that stop answering in the middle of a listing, or of the overview's collections,
+// are said as such (503), not answered as a shorter listing.
+func TestAListingWhosePlannersStopAnsweringFails(t *testing.T) {
+	p := newPagingPlanners(60, 5)
+	srv := dashboardOn(t, p, access.Grant{Subject: "ops", Role: access.Reader, Scopes: []string{"*"}})
+	for _, path := range []string{"jobs?state=Disabled", "jobs", "overview", "collections"} {
+		p.mu.Lock()
+		p.downAfter = p.reads + 3 // a page of collections, then two more reads
+		p.mu.Unlock()
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/dashboard/api/"+path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			t.Errorf("%s with the planners gone mid-way: %s, want 503", path, resp.Status)
+		}
 	}
 }
