@@ -136,17 +136,11 @@ func (s *Store) DeleteCollection(ctx context.Context, name string) (bool, error)
 func (s *Store) deleteJobsOf(ctx context.Context, name string) error {
 	part := s.k.partitionOf(name)
 	for {
-		n, err := s.rdb.ZCard(ctx, s.k.jobs(name)).Result()
-		if err != nil {
-			return fmt.Errorf("delete collection %s: %w", name, err)
-		}
-		if n <= deleteChunk {
-			return nil
-		}
-		jobs, err := s.JobNamesAfter(ctx, name, "", deleteChunk)
-		if err != nil {
+		jobs, err := s.JobNamesAfter(ctx, name, "", deleteChunk+1)
+		if err != nil || len(jobs) <= deleteChunk {
 			return err
 		}
+		jobs = jobs[:deleteChunk]
 		keys := []string{s.k.jobs(name), s.k.due(part)}
 		args := []any{name}
 		for _, j := range jobs {
