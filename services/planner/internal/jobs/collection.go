@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/resched/resched/services/internal/bus"
@@ -140,12 +139,10 @@ func (s *Service) freshCollection(ctx context.Context, c string) (cachedCollecti
 // is a cursor too: a collection created or deleted between two pages moves no other from
 // one page to the next, as an offset would.
 func (s *Service) ListCollections(ctx context.Context, r PageRequest) (Page[*job.Collection], error) {
-	names, err := s.store.CollectionNames(ctx) // sorted
+	// The names the page needs and one more, which says whether a next page follows.
+	names, err := s.store.CollectionNamesAfter(ctx, r.After, max(r.Skip, 0)+pageSize(r.Top)+1)
 	if err != nil {
 		return Page[*job.Collection]{}, err
-	}
-	if r.After != "" {
-		names = names[sort.SearchStrings(names, r.After+"\x00"):] // the first name past the cursor
 	}
 	p := page(names, r)
 	if p.NextLink != nil {

@@ -27,7 +27,7 @@ type Collection struct {
 // existing collection is left alone and ErrExists returned.
 func (s *Store) PutCollection(ctx context.Context, name string, def []byte, state job.CollectionState, maxJobCount int, createOnly bool) (bool, error) {
 	part := s.k.partitionOf(name)
-	keys := []string{s.k.colls(part), s.k.coll(name), s.k.seq(part)}
+	keys := []string{s.k.colls(part), s.k.coll(name), s.k.seq(part), s.k.cnames(part)}
 	n, err := s.runReplicated(ctx, "put_collection", keys, name, def, string(state), maxJobCount, boolArg(createOnly)).Int()
 	if err != nil {
 		return false, fmt.Errorf("put collection %s: %w", name, scriptError(err))
@@ -114,7 +114,8 @@ func (s *Store) DeleteCollection(ctx context.Context, name string) (bool, error)
 		if err != nil {
 			return false, err
 		}
-		keys := []string{s.k.colls(s.k.partitionOf(name)), s.k.coll(name), s.k.jobs(name), s.k.due(s.k.partitionOf(name))}
+		part := s.k.partitionOf(name)
+		keys := []string{s.k.colls(part), s.k.coll(name), s.k.jobs(name), s.k.due(part), s.k.cnames(part)}
 		args := []any{name}
 		for _, j := range jobs {
 			keys = append(keys, s.k.def(name, j), s.k.state(name, j), s.k.history(name, j), s.k.results(name, j))

@@ -20,6 +20,7 @@ const MaxPartitions = 1024
 //	<prefix>:{pNN}:owner          string: the token of the planner holding the partition's lease
 //	<prefix>:{pNN}:seq            counter: job versions, never repeated within the partition
 //	<prefix>:{pNN}:colls          set: collection names of the partition
+//	<prefix>:{pNN}:cnames         sorted set, every score 0: the same names in order (listing)
 //	<prefix>:{pNN}:coll:<c>       hash: def (collection JSON), state, maxJobCount, gen
 //	<prefix>:{pNN}:jobs:<c>       sorted set, every score 0: job names of a collection, in order
 //	<prefix>:{pNN}:gone           hash: member -> "epoch:seq" of the intake delete that removed it
@@ -55,6 +56,7 @@ func (k keys) due(p int) string           { return k.tag(p) + ":due" }
 func (k keys) owner(p int) string         { return k.tag(p) + ":owner" }
 func (k keys) seq(p int) string           { return k.tag(p) + ":seq" }
 func (k keys) colls(p int) string         { return k.tag(p) + ":colls" }
+func (k keys) cnames(p int) string        { return k.tag(p) + ":cnames" }
 func (k keys) gone(p int) string          { return k.tag(p) + ":gone" }
 func (k keys) goneTimes(p int) string     { return k.tag(p) + ":gonet" }
 func (k keys) ctag(c string) string       { return k.tag(k.partitionOf(c)) }

@@ -25,6 +25,7 @@ func (s *Store) CheckLayout(ctx context.Context) error {
 	if err := s.checkPartitions(ctx); err != nil {
 		return err
 	}
+	s.indexCollectionsOnce(ctx)
 	return s.indexJobs(ctx)
 }
 

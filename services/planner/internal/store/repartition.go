@@ -188,6 +188,9 @@ func (s *Store) moveCollection(ctx context.Context, old keys, c string) (int, er
 	if err := s.rdb.SAdd(ctx, s.k.colls(newP), c).Err(); err != nil {
 		return 0, fmt.Errorf("repartition %s: %w", c, err)
 	}
+	if err := s.rdb.ZAdd(ctx, s.k.cnames(newP), redis.Z{Member: c}).Err(); err != nil {
+		return 0, fmt.Errorf("repartition %s: %w", c, err)
+	}
 	// Removed in the order that lets a run stopped half way find the rest: the job keys, then
 	// the collection's hash and job list, then its name in the partition.
 	for keys := range slices.Chunk(from, copyChunk) { // one slot: every key of c carries its tag
@@ -196,6 +199,9 @@ func (s *Store) moveCollection(ctx context.Context, old keys, c string) (int, er
 		}
 	}
 	if err := s.rdb.SRem(ctx, old.colls(oldP), c).Err(); err != nil {
+		return 0, fmt.Errorf("repartition %s: %w", c, err)
+	}
+	if err := s.rdb.ZRem(ctx, old.cnames(oldP), c).Err(); err != nil {
 		return 0, fmt.Errorf("repartition %s: %w", c, err)
 	}
 	return len(jobs), nil
@@ -300,7 +306,7 @@ func (s *Store) moveGone(ctx context.Context, old keys, p int) error {
 // records the new count and that the move has ended.
 func (s *Store) endRepartition(ctx context.Context, old keys) error {
 	for p := s.Partitions(); p < len(old.tags); p++ {
-		for _, key := range []string{old.due(p), old.colls(p), old.seq(p), old.gone(p), old.goneTimes(p), old.owner(p)} {
+		for _, key := range []string{old.due(p), old.colls(p), old.cnames(p), old.seq(p), old.gone(p), old.goneTimes(p), old.owner(p)} {
 			if err := s.rdb.Del(ctx, key).Err(); err != nil {
 				return fmt.Errorf("repartition: remove %s: %w", key, err)
 			}

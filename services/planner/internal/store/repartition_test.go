@@ -206,6 +206,14 @@ func snapshot(t *testing.T, s *store.Store) held {
 		t.Fatal(err)
 	}
 	for _, c := range names {
+		if !s.Indexed(ctx, c) { // checked before a listing, which builds it again at a cost
+			t.Fatalf("%s is not in its partition's index", c)
+		}
+	}
+	if listed, err := s.CollectionNamesAfter(ctx, "", len(names)+1); !slices.Equal(listed, names) || err != nil {
+		t.Fatalf("listed %v %v, want %v", listed, err, names)
+	}
+	for _, c := range names {
 		coll, err := s.GetCollection(ctx, c)
 		if err != nil {
 			t.Fatal(err)
