@@ -114,7 +114,7 @@ func (s *Store) notInSets(ctx context.Context, names []string) ([]int, error) {
 
 // indexCollections builds a partition's index of names again from its set.
 func (s *Store) indexCollections(ctx context.Context, p int) error {
-	if err := s.run(ctx, "index_collections", []string{s.k.colls(p), s.k.cnames(p)}).Err(); err != nil {
+	if err := s.run(ctx, "index_names", []string{s.k.colls(p), s.k.cnames(p)}).Err(); err != nil {
 		return fmt.Errorf("index the collections of partition %d: %w", p, err)
 	}
 	return nil

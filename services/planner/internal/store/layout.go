@@ -40,7 +40,7 @@ func (s *Store) indexJobs(ctx context.Context) error {
 		return err
 	}
 	for _, c := range names {
-		if err := s.run(ctx, "index_jobs", []string{s.k.jobs(c)}).Err(); err != nil {
+		if err := s.run(ctx, "index_names", []string{s.k.jobs(c), s.k.jobs(c)}).Err(); err != nil {
 			return fmt.Errorf("index the jobs of %s: %w", c, err)
 		}
 	}
