@@ -227,12 +227,19 @@ func collectionList(inv *invocation, args []string) error {
 	if err != nil {
 		return err
 	}
-	kept := reply.Value[:0]
+	kept, last := reply.Value[:0], ""
 	for _, raw := range reply.Value {
 		var c job.Collection
 		if err := json.Unmarshal(raw, &c); err != nil {
 			return fmt.Errorf("decode the planner's reply: %w", err)
 		}
+		// The listing is in name order. During a rolling upgrade a planner of the earlier
+		// release ignores the cursor and answers from the first collection again: --all passes
+		// over what it listed already.
+		if p.all && last != "" && c.Name <= last {
+			continue
+		}
+		last = c.Name
 		if match(map[string]string{"name": c.Name, "state": string(c.Properties.State), "plan": planOf(c)}) {
 			kept = append(kept, raw)
 		}

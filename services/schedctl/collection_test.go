@@ -2,10 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go"
+	"github.com/resched/resched/services/internal/natstest"
 	"github.com/resched/resched/shared/job"
 )
 
@@ -193,4 +196,51 @@ func matchLine(line, pattern string) bool {
 		return false
 	}
 	return strings.TrimLeft(rest, " ") == value
+}
+
+// During a rolling upgrade a planner of the earlier release ignores a listing's cursor and
+// answers from the first collection again (its nextLink an offset): --all still lists each
+// collection once, in order. A stand-in answers the first page as this release and the rest as
+// the earlier one.
+func TestCollectionListAllAcrossAnUpgrade(t *testing.T) {
+	ns := natstest.Start(t)
+	names := []string{"c1", "c2", "c3", "c4", "c5"}
+	requests := 0
+	sub, err := ns.Connect(t).Subscribe("mixed.api.collections.list", func(m *nats.Msg) {
+		var req listRequest
+		_ = json.Unmarshal(m.Data, &req)
+		requests++
+		from := req.Skip
+		if requests == 1 { // this release: from the cursor
+			from = sort.SearchStrings(names, req.After+"\x00")
+		}
+		end := min(from+req.Top, len(names))
+		reply := map[string]any{}
+		var value []job.Collection
+		for _, n := range names[from:end] {
+			value = append(value, job.Collection{Name: n, Properties: job.CollectionProperties{State: job.CollectionEnabled}})
+		}
+		reply["value"] = value
+		switch {
+		case end == len(names):
+		case requests == 1:
+			reply["nextLink"] = listRequest{Top: req.Top, After: names[end-1]}
+		default:
+			reply["nextLink"] = listRequest{Top: req.Top, Skip: end}
+		}
+		body, _ := json.Marshal(reply)
+		_ = m.Respond(body)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	code, out, errOut := schedctl(t, "", "collection", "list", "--all", "--top", "2", "--prefix", "mixed", "--server", ns.ClientURL())
+	var listed []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+		listed = append(listed, strings.Fields(line)[0])
+	}
+	if code != 0 || strings.Join(listed, " ") != strings.Join(names, " ") {
+		t.Fatalf("collection list --all: exit %d, listed %v, want %v once each\n%s%s", code, listed, names, out, errOut)
+	}
 }
