@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -89,23 +90,27 @@ func (s *Store) mergeNames(ctx context.Context, after string, n int, check bool)
 	}
 }
 
-// notInSets answers the partitions of the names that their set no longer holds: an earlier
-// release's planner deleted them during a rolling upgrade and, creating as many, left the
-// counts equal. A delete of this release leaves both at once.
+// notInSets answers the partitions whose index holds a name of names that their set no longer
+// holds: an earlier release's planner deleted it during a rolling upgrade and, creating as many,
+// left the counts equal. A delete of this release removes both at once (one made between the
+// listing's reads is in neither).
 func (s *Store) notInSets(ctx context.Context, names []string) ([]int, error) {
-	pipe := s.rdb.Pipeline()
-	held := make([]*redis.BoolCmd, len(names)) // SISMEMBER each rather than Redis 6.2's SMISMEMBER
-	for i, c := range names {
-		held[i] = pipe.SIsMember(ctx, s.k.colls(s.k.partitionOf(c)), c)
+	if len(names) == 0 {
+		return nil, nil
 	}
-	if len(names) > 0 {
-		if _, err := pipe.Exec(ctx); err != nil {
-			return nil, fmt.Errorf("list collections: %w", err)
-		}
+	pipe := s.rdb.Pipeline()
+	inSet := make([]*redis.BoolCmd, len(names)) // SISMEMBER each rather than Redis 6.2's SMISMEMBER
+	inIndex := make([]*redis.FloatCmd, len(names))
+	for i, c := range names {
+		p := s.k.partitionOf(c)
+		inSet[i], inIndex[i] = pipe.SIsMember(ctx, s.k.colls(p), c), pipe.ZScore(ctx, s.k.cnames(p), c)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("list collections: %w", err)
 	}
 	var stale []int
 	for i, c := range names {
-		if p := s.k.partitionOf(c); !held[i].Val() && !slices.Contains(stale, p) {
+		if p := s.k.partitionOf(c); !inSet[i].Val() && inIndex[i].Err() == nil && !slices.Contains(stale, p) {
 			stale = append(stale, p)
 		}
 	}
