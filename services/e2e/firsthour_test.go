@@ -59,6 +59,9 @@ func TestFreshCloneMakeRunAndTheReadmeTour(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), `"value":[`) {
 		t.Errorf("the gateway call make run prints (%v):\n%s\n%s", err, call, out)
 	}
+	if strings.Contains(run.output(), "(there from a previous run") {
+		t.Errorf("the first make run says the example jobs were there from a previous run:\n%s", run.output())
+	}
 	run.interrupt(t)
 
 	// make run again, on the first run's data. No planner ran in between, so the new one
