@@ -110,10 +110,20 @@ func BenchmarkListPage(b *testing.B) {
 	}
 }
 
-// BenchmarkCollectionsPage: every page of 1,000 of RESCHED_BENCH_COLLECTIONS collections
-// (default 5,000), by cursor, as the gateway and the dashboard read them.
+// BenchmarkCollectionsPage: every page of 1,000 of 5,000 and of 50,000 collections (or
+// RESCHED_BENCH_COLLECTIONS alone), by cursor, as the gateway and the dashboard read them. A
+// page should cost the same at both sizes.
 func BenchmarkCollectionsPage(b *testing.B) {
-	n := benchSize(b, "RESCHED_BENCH_COLLECTIONS", 5_000)
+	sizes := []int{5_000, 50_000}
+	if os.Getenv("RESCHED_BENCH_COLLECTIONS") != "" {
+		sizes = []int{benchSize(b, "RESCHED_BENCH_COLLECTIONS", 0)}
+	}
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("collections=%d", n), func(b *testing.B) { collectionsPages(b, n) })
+	}
+}
+
+func collectionsPages(b *testing.B, n int) {
 	e := newEnv(b)
 	for i := range n {
 		e.putCollection(b, fmt.Sprintf("c%06d", i), `{}`)
