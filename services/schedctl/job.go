@@ -300,12 +300,18 @@ func jobList(inv *invocation, args []string) error {
 	}
 	var out listReply
 	paused := map[string]bool{}
-	for _, c := range colls {
+	// Across collections, one listing a collection: several asked at once (12 s for 50,000
+	// collections one after the other), printed in the collections' order.
+	replies, err := inOrder(len(colls), listsInFlight, func(i int) (listReply, error) {
+		_, reply, err := inv.list(p, listRequest{State: *state}, "jobs", "list", colls[i].Name)
+		return reply, err
+	})
+	if err != nil {
+		return err
+	}
+	for i, c := range colls {
 		paused[c.Name] = c.Properties.State.Pauses()
-		_, reply, err := inv.list(p, listRequest{State: *state}, "jobs", "list", c.Name)
-		if err != nil {
-			return err
-		}
+		reply := replies[i]
 		for _, raw := range reply.Value {
 			var d job.Definition
 			if err := json.Unmarshal(raw, &d); err != nil {

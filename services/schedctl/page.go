@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"sync"
+	"sync/atomic"
 )
 
 // listRequest is the body of a list or history request. A listing's nextLink is the next
@@ -130,4 +132,32 @@ func moreHint(n *pageLink) string {
 	default:
 		return fmt.Sprintf("(more: add --skip %d, or --all)", n.Skip)
 	}
+}
+
+// listsInFlight bounds the listings asked at once across collections.
+const listsInFlight = 8
+
+// inOrder calls fetch for 0 to n-1, up to inFlight at once, and answers the results in that
+// order. After an error no more are started, and the error of the lowest index is answered.
+func inOrder[T any](n, inFlight int, fetch func(int) (T, error)) ([]T, error) {
+	out, errs := make([]T, n), make([]error, n)
+	var next atomic.Int64
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for range min(inFlight, n) {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < n && !failed.Load(); i = int(next.Add(1)) - 1 {
+				if out[i], errs[i] = fetch(i); errs[i] != nil {
+					failed.Store(true)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
