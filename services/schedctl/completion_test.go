@@ -1,15 +1,20 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/resched/resched/services/internal/natstest"
 	"github.com/resched/resched/services/internal/testenv"
+	"github.com/resched/resched/shared/job"
 )
 
 func TestVersion(t *testing.T) {
@@ -221,4 +226,40 @@ func FuzzNameAt(f *testing.F) {
 			t.Fatalf("%q: a name asked for after %d words", line, len(words))
 		}
 	})
+}
+
+// A collection is completed from its prefix on, however many collections sort before it: read
+// from the first collection, 10 pages of 1,000 found none of those past them. A planner
+// stand-in answers from a list of 20,000 names, by cursor.
+func TestCompletionOfACollectionPastManyOthers(t *testing.T) {
+	ns := natstest.Start(t)
+	var names []string
+	for i := range 20_000 {
+		names = append(names, fmt.Sprintf("c%05d", i))
+	}
+	sub, err := ns.Connect(t).Subscribe("many.api.collections.list", func(m *nats.Msg) {
+		var req listRequest
+		_ = json.Unmarshal(m.Data, &req)
+		from := sort.SearchStrings(names, req.After+"\x00")
+		end := min(from+req.Top, len(names))
+		reply := map[string]any{}
+		var value []job.Collection
+		for _, n := range names[from:end] {
+			value = append(value, job.Collection{Name: n})
+		}
+		reply["value"] = value
+		if end < len(names) {
+			reply["nextLink"] = listRequest{Top: req.Top, After: names[end-1]}
+		}
+		body, _ := json.Marshal(reply)
+		_ = m.Respond(body)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	code, out, _ := schedctl(t, "", "__complete", "collection", "c1999", "--prefix", "many", "--server", ns.ClientURL())
+	if want := "c19990\nc19991\nc19992\nc19993\nc19994\nc19995\nc19996\nc19997\nc19998\nc19999\n"; code != 0 || out != want {
+		t.Fatalf("completing c1999: exit %d\n%s\nwant\n%s", code, out, want)
+	}
 }

@@ -68,15 +68,14 @@ func runCompleteNames(args []string, stdin io.Reader, stdout, _ io.Writer) int {
 // nextLink that does not move cannot hold it.
 const completePages = 10
 
-// collectionNames lists the collections whose names start with prefix, completeMax at most.
-// An error (no planner) ends the list where it is: a shell then completes what was read.
+// collectionNames lists the collections whose names start with prefix, from the first of them
+// on (the planners list collections in name order), completeMax at most. Read from the first
+// collection, a prefix past the first 10 pages completed nothing. An error (no planner) ends
+// the list where it is: a shell then completes what was read.
 func (inv *invocation) collectionNames(prefix string) []string {
 	var names []string
-	inv.eachName(listRequest{Top: 1000}, func(n string) bool {
-		if strings.HasPrefix(n, prefix) {
-			names = append(names, n)
-		}
-		return len(names) < completeMax
+	inv.eachName(listRequest{Top: 1000, After: bus.AfterForPrefix(prefix)}, func(n string) bool {
+		return withPrefix(&names, n, prefix)
 	}, "collections", "list")
 	return names
 }
@@ -87,13 +86,22 @@ func (inv *invocation) jobNames(coll, prefix string) []string {
 	var names []string
 	inv.eachName(listRequest{Top: 100, After: bus.AfterForPrefix(prefix)}, func(n string) bool {
 		_, n, _ = strings.Cut(n, "/") // a job's name is collection/job
-		if !strings.HasPrefix(n, prefix) {
-			return false // past the prefix
-		}
-		names = append(names, n)
-		return len(names) < completeMax
+		return withPrefix(&names, n, prefix)
 	}, "jobs", "list", coll)
 	return names
+}
+
+// withPrefix takes the next name of a listing in name order into names when it starts with
+// prefix; it answers whether to read on: not past the prefix, nor past completeMax. A name
+// before the prefix is passed over (a planner of an earlier release ignores the cursor).
+func withPrefix(names *[]string, n, prefix string) bool {
+	switch {
+	case strings.HasPrefix(n, prefix):
+		*names = append(*names, n)
+		return len(*names) < completeMax
+	default:
+		return n < prefix
+	}
 }
 
 // eachName reads a listing page by page from req, completePages at most, and gives take each
