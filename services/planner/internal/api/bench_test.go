@@ -149,6 +149,26 @@ func collectionsPages(b *testing.B, n int) {
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(pages)/1e3, "ms/page")
 }
 
+// BenchmarkCollectionState: a collection of RESCHED_BENCH_STATE jobs (default 100,000)
+// disabled, then enabled, which computes each job's next time again, as an operator pauses a
+// team's jobs and resumes them.
+func BenchmarkCollectionState(b *testing.B) {
+	n := benchSize(b, "RESCHED_BENCH_STATE", 100_000)
+	e := newEnv(b)
+	e.putCollection(b, "c", `{}`)
+	bulkLoad(b, e, n)
+	var disable, enable time.Duration
+	for b.Loop() {
+		start := time.Now()
+		e.ok(b, "collections.disable.c", "", nil)
+		mid := time.Now()
+		e.ok(b, "collections.enable.c", "", nil)
+		disable, enable = disable+mid.Sub(start), enable+time.Since(mid)
+	}
+	b.ReportMetric(float64(disable.Microseconds())/float64(b.N*n), "µs/job-disabled")
+	b.ReportMetric(float64(enable.Microseconds())/float64(b.N*n), "µs/job-enabled")
+}
+
 // bulkLoad puts n jobs named jobName(1..n) in collection c through jobs.bulk, as schedctl job
 // import sends them.
 func bulkLoad(b *testing.B, e *env, n int) {

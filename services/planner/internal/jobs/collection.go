@@ -265,7 +265,7 @@ func (s *Service) resumable(ctx context.Context, c string, names []string) ([]st
 		if rec == nil || rec.State != job.StateEnabled {
 			continue
 		}
-		p, err := DecodeBlob(rec.Definition)
+		p, _, err := SplitBlob(rec.Definition) // the schedule alone: the action is not needed
 		if err != nil {
 			return nil, err
 		}

@@ -79,7 +79,7 @@ func (s *Service) Runs(ctx context.Context, c, j string, n int) (Runs, error) {
 	case rec.Next.IsZero():
 		return Runs{Value: []time.Time{}, Reason: "no execution is left"}, nil
 	}
-	p, err := DecodeBlob(rec.Definition)
+	p, _, err := SplitBlob(rec.Definition) // the schedule alone
 	if err != nil {
 		return Runs{}, err
 	}
