@@ -231,21 +231,22 @@ func (s *Server) collection(c *call, name string) (job.Collection, error) {
 }
 
 // collectionInfos is what the pages show of the visible collections (those of the first
-// pickerReads pages of the planners' listing; more when it goes on).
-func (s *Server) collectionInfos(c *call) ([]collectionInfo, bool, error) {
-	all, more, err := s.visibleCollections(c)
+// pickerReads pages of the planners' listing; more when it goes on), and how many the caller
+// may see in all (-1: unknown).
+func (s *Server) collectionInfos(c *call) ([]collectionInfo, bool, int, error) {
+	all, more, total, err := s.visibleCollections(c)
 	if err != nil {
-		return nil, false, err
+		return nil, false, 0, err
 	}
 	out := make([]collectionInfo, len(all))
 	for i, coll := range all {
 		out[i] = infoOf(coll)
 	}
-	return out, more, nil
+	return out, more, total, nil
 }
 
 func (s *Server) collections(c *call) (any, error) {
-	infos, more, err := s.collectionInfos(c)
+	infos, more, _, err := s.collectionInfos(c)
 	if err != nil {
 		return nil, err
 	}
@@ -262,11 +263,16 @@ func (s *Server) overview(c *call) (any, error) {
 	minutes, failures := s.hub.lastHour(c.ctx, c.grant)
 	out := map[string]any{"minutes": minutes, "failures": failures}
 	if c.r.URL.Query().Get("collections") != "none" {
-		infos, more, err := s.collectionInfos(c)
+		infos, more, total, err := s.collectionInfos(c)
 		if err != nil {
 			return nil, err
 		}
-		out["collections"], out["collectionCount"], out["moreCollections"] = infos[:min(len(infos), overviewCollections)], len(infos), more
+		// The count stops at the collections read unless the planners counted them all.
+		count := len(infos)
+		if total >= 0 {
+			count, more = total, false
+		}
+		out["collections"], out["collectionCount"], out["moreCollections"] = infos[:min(len(infos), overviewCollections)], count, more
 	}
 	if backlog, ok := s.backlog(c.ctx); ok {
 		out["backlog"] = backlog

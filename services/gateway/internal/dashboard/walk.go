@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/resched/resched/services/gateway/internal/schedapi"
@@ -52,6 +53,7 @@ type collectionWalk struct {
 	page   []job.Collection // read and not yet taken
 	ended  bool             // the planners' listing has no further page
 	passed string           // the last collection taken, visible or not
+	count  *int             // every collection, as the last page read counted them (nil: not said)
 }
 
 func (s *Server) walkCollections(c *call, after string) *collectionWalk {
@@ -78,28 +80,37 @@ func (w *collectionWalk) next(budget *readBudget) (coll job.Collection, ok bool,
 		var page struct {
 			Value    []job.Collection `json:"value"`
 			NextLink json.RawMessage  `json:"nextLink"`
+			Count    *int             `json:"count"` // a planner of an earlier release says none
 		}
 		if _, err := w.s.api.Call(w.c.ctx, w.req, &page, "collections", "list"); err != nil {
 			return job.Collection{}, false, err
 		}
-		w.page = page.Value
+		w.page, w.count = page.Value, page.Count
 		w.ended = len(page.NextLink) == 0 || string(page.NextLink) == "null"
 		w.req = page.NextLink
 	}
 }
 
 // visibleCollections are the collections the caller may see, in name order, from at most
-// pickerReads pages of the planners' listing; more is true when the listing goes on.
-func (s *Server) visibleCollections(c *call) (all []job.Collection, more bool, err error) {
+// pickerReads pages of the planners' listing; more is true when the listing goes on. total is
+// how many the caller may see in all, -1 when unknown: a grant of every scope sees them all, as
+// the planners count them; another sees those of its scopes, which only reading them counts.
+func (s *Server) visibleCollections(c *call) (all []job.Collection, more bool, total int, err error) {
 	w := s.walkCollections(c, "")
 	budget := &readBudget{left: pickerReads}
 	for {
 		coll, ok, err := w.next(budget)
 		if err != nil {
-			return nil, false, err
+			return nil, false, 0, err
 		}
 		if !ok {
-			return all, !w.ended, nil
+			switch {
+			case w.ended:
+				return all, false, len(all), nil
+			case w.count != nil && slices.Contains(c.grant.Scopes, "*"):
+				return all, true, *w.count, nil
+			}
+			return all, true, -1, nil
 		}
 		all = append(all, coll)
 	}

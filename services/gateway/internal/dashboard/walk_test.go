@@ -100,7 +100,9 @@ func (p *pagingPlanners) RequestMsgWithContext(_ context.Context, msg *nats.Msg)
 		for _, c := range names {
 			value = append(value, p.collection(c))
 		}
-		out = p.page(value, names, len(names) > 0 && names[len(names)-1] != p.collections[len(p.collections)-1], req.State)
+		page := p.page(value, names, len(names) > 0 && names[len(names)-1] != p.collections[len(p.collections)-1], req.State)
+		page["count"] = len(p.collections) // as planners count them since the names' index
+		out = page
 	case "jobs.list":
 		// As the planners do, a filter reads a bounded part of the collection a request
 		// (jobsScan here): a page may be empty, its cursor past the jobs it answered.
@@ -342,8 +344,9 @@ func TestTheOverviewReadsABoundedPartOfManyCollections(t *testing.T) {
 	if n := p.readsSince(&reads); n != pickerReads {
 		t.Errorf("the overview read %d pages, want %d", n, pickerReads)
 	}
-	if len(o.Collections) != overviewCollections || o.Collections[0].Name != "c000" || o.CollectionCount != pickerReads*collectionsAPage || !o.More {
-		t.Errorf("overview: %d collections from %s, count %d, more %v", len(o.Collections), o.Collections[0].Name, o.CollectionCount, o.More)
+	// The planners count them all, and a grant of every scope sees them all.
+	if len(o.Collections) != overviewCollections || o.Collections[0].Name != "c000" || o.CollectionCount != 250 || o.More {
+		t.Errorf("overview: %d collections from %s, count %d, more %v; want 100 from c000, 250", len(o.Collections), o.Collections[0].Name, o.CollectionCount, o.More)
 	}
 	// Read again as results come, the last hour's figures alone: no collection read.
 	var light map[string]json.RawMessage
@@ -355,6 +358,30 @@ func TestTheOverviewReadsABoundedPartOfManyCollections(t *testing.T) {
 	getJSON(t, srv.URL+"/dashboard/api/overview", &o)
 	if len(o.Collections) != 35 || o.CollectionCount != 35 || o.More {
 		t.Errorf("overview of 35: %d collections, count %d, more %v", len(o.Collections), o.CollectionCount, o.More)
+	}
+}
+
+// Planners of an earlier release count no collections, and a scoped grant sees only some of
+// those counted: the overview's count then stops at the collections read ("more").
+func TestTheOverviewCountStopsWhereTheCollectionsAreNotCounted(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		byOffset bool
+		scopes   []string
+	}{{"earlier planners", true, []string{"*"}}, {"a scoped grant", false, []string{"/subscriptions/s1"}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPagingPlanners(250, 0)
+			p.byOffset = tc.byOffset
+			srv := dashboardOn(t, p, access.Grant{Subject: "ops", Role: access.Reader, Scopes: tc.scopes})
+			var o struct {
+				CollectionCount int  `json:"collectionCount"`
+				More            bool `json:"moreCollections"`
+			}
+			getJSON(t, srv.URL+"/dashboard/api/overview", &o)
+			if o.CollectionCount == 250 || !o.More {
+				t.Errorf("count %d, more %v: want the count of those read, and more", o.CollectionCount, o.More)
+			}
+		})
 	}
 }
 

@@ -71,8 +71,8 @@ func TestCollectionLifecycle(t *testing.T) {
 	e.putCollection(t, "c3", `{}`)
 	var p page[job.Collection]
 	msg = e.ok(t, "collections.list", `{"top": 2}`, &p)
-	if got := collectionNames(p.Value); !slices.Equal(got, []string{"c1", "c2"}) {
-		t.Fatalf("first page %v", got)
+	if got := collectionNames(p.Value); !slices.Equal(got, []string{"c1", "c2"}) || p.Count == nil || *p.Count != 3 {
+		t.Fatalf("first page %v, count %v: want c1 and c2 of 3", got, p.Count)
 	}
 	link := nextLink(t, msg.Data)
 	if link == "" || p.NextLink.Top != 2 || p.NextLink.After != "c2" || p.NextLink.Skip != 0 {

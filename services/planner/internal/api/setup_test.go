@@ -180,6 +180,7 @@ func (e *env) putCollection(t testing.TB, name, props string) {
 type page[T any] struct {
 	Value    []T               `json:"value"`
 	NextLink *jobs.PageRequest `json:"nextLink"`
+	Count    *int              `json:"count"`
 }
 
 // fakeRunner records the jobs run now.

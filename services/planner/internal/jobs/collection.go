@@ -154,7 +154,11 @@ func (s *Service) ListCollections(ctx context.Context, r PageRequest) (Page[*job
 	if err != nil {
 		return Page[*job.Collection]{}, err
 	}
-	out := Page[*job.Collection]{Value: make([]*job.Collection, 0, len(recs)), NextLink: p.NextLink}
+	count, err := s.store.CollectionCount(ctx)
+	if err != nil {
+		return Page[*job.Collection]{}, err
+	}
+	out := Page[*job.Collection]{Value: make([]*job.Collection, 0, len(recs)), NextLink: p.NextLink, Count: &count}
 	for _, rec := range recs {
 		coll, err := collectionFrom(rec)
 		if err != nil {

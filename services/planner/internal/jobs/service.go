@@ -124,6 +124,8 @@ func (s *Service) emit(e bus.Event) {
 type Page[T any] struct {
 	Value    []T          `json:"value"`
 	NextLink *PageRequest `json:"nextLink,omitempty"`
+	// Count is how many the whole listing holds, where that is cheap to know (collections).
+	Count *int `json:"count,omitempty"`
 }
 
 // PageRequest asks for part of a listing; a listing's nextLink is one, to send back as it is.

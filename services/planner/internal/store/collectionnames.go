@@ -34,6 +34,23 @@ func (s *Store) CollectionNamesAfter(ctx context.Context, after string, n int) (
 	return names, err
 }
 
+// CollectionCount counts every collection: one SCARD a partition.
+func (s *Store) CollectionCount(ctx context.Context) (int, error) {
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, s.Partitions())
+	for p := range cmds {
+		cmds[p] = pipe.SCard(ctx, s.k.colls(p))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, fmt.Errorf("count collections: %w", err)
+	}
+	n := 0
+	for _, c := range cmds {
+		n += int(c.Val())
+	}
+	return n, nil
+}
+
 // mergeNames reads the partitions' indexes in rounds until the first n names after after are
 // known: a partition that gave all it was asked for may hold more, so only the names up to the
 // least last name of such partitions are sure. With check, it also answers the partitions whose

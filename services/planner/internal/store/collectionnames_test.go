@@ -46,6 +46,9 @@ func TestCollectionNamesPageInOrder(t *testing.T) {
 		if page, _ := s.CollectionNamesAfter(ctx, "c149x", 3); fmt.Sprint(page) != "[c150 c151 c152]" {
 			t.Fatalf("%d partitions: after c149x: %v", parts, page)
 		}
+		if n, err := s.CollectionCount(ctx); n != len(all) || err != nil {
+			t.Fatalf("%d partitions: counted %d collections (%v), want %d", parts, n, err, len(all))
+		}
 	}
 }
 
