@@ -47,6 +47,9 @@ func writeStatus(w io.Writer, s bus.Status) {
 		field(w, key, fmt.Sprintf("%s, not live, holds partitions %s until its leases run out", p.ID, spans(p.Partitions)))
 	}
 	field(w, "Partitions", fmt.Sprintf("%d; held by no planner: %s", s.Partitions, orDash(spans(s.Unowned))))
+	if s.Collections != nil {
+		field(w, "Collections", strconv.Itoa(*s.Collections))
+	}
 	field(w, "Due, not published", strconv.FormatInt(s.DueNow, 10))
 	if len(s.Outages) == 0 {
 		field(w, "Outages on record", "none")

@@ -15,12 +15,15 @@ import (
 // outage, and the three streams with the planners' consumers.
 func TestClusterStatus(t *testing.T) {
 	p := startPlanner(t)
+	p.mustRun(t, "", "collection", "create", "one")
+	p.mustRun(t, "", "collection", "create", "two")
 	var st bus.Status
 	testenv.Eventually(t, 20*time.Second, "the planner to hold every partition", func() bool {
 		decode(t, p.mustRun(t, "", "cluster", "status", "-o", "json"), &st)
 		return len(st.Planners) == 1 && len(st.Planners[0].Partitions) == st.Partitions && len(st.Unowned) == 0
 	})
-	if st.Partitions != 16 || st.Planners[0].ID != st.AnsweredBy || len(st.Outages) != 0 || st.DueNow != 0 || len(st.Problems) != 0 {
+	if st.Partitions != 16 || st.Planners[0].ID != st.AnsweredBy || len(st.Outages) != 0 || st.DueNow != 0 || len(st.Problems) != 0 ||
+		st.Collections == nil || *st.Collections != 2 {
 		t.Errorf("status %+v", st)
 	}
 	var streams []string
@@ -37,7 +40,7 @@ func TestClusterStatus(t *testing.T) {
 	}
 	out := p.mustRun(t, "", "cluster", "status")
 	wantLines(t, out, "Planners:  +1 live", "Partitions:  +16; held by no planner: -", "Outages on record:  +none",
-		"Due, not published:  +0", "Stream SCHEDULER_DUE:  +0 messages, 0 bytes")
+		"Collections:  +2", "Due, not published:  +0", "Stream SCHEDULER_DUE:  +0 messages, 0 bytes")
 	for _, part := range []string{st.AnsweredBy + ":", "partitions 0-15; heartbeat until ", "consumer planner-results:", "0 pending, 0 in flight"} {
 		if !strings.Contains(out, part) {
 			t.Errorf("no %q in:\n%s", part, out)

@@ -14,11 +14,13 @@ type Status struct {
 	Unowned    []int           `json:"unownedPartitions"` // partitions no planner holds now
 	// Leaving are the planners not live that still hold leases: standing down (cut off from
 	// NATS, a clock astray) or stopped. Their partitions move once the leases run out.
-	Leaving  []LeaseHolder  `json:"leavingPlanners,omitempty"`
-	Outages  []OutageStatus `json:"outages"`          // intervals no planner ran, newest first
-	DueNow   int64          `json:"dueNotDispatched"` // jobs due by now and not published yet
-	Streams  []StreamStatus `json:"streams"`
-	Problems []string       `json:"problems,omitempty"` // what could not be read
+	Leaving []LeaseHolder  `json:"leavingPlanners,omitempty"`
+	Outages []OutageStatus `json:"outages"`          // intervals no planner ran, newest first
+	DueNow  int64          `json:"dueNotDispatched"` // jobs due by now and not published yet
+	// Collections counts every collection (an earlier release's planner leaves it out).
+	Collections *int           `json:"collections,omitempty"`
+	Streams     []StreamStatus `json:"streams"`
+	Problems    []string       `json:"problems,omitempty"` // what could not be read
 	// Warnings name the settings, of Redis or of the streams, by which jobs, occurrences or
 	// results can be lost: what the planners' start logs, as it stands now.
 	Warnings []string `json:"warnings,omitempty"`

@@ -27,10 +27,11 @@ const redisWait = 2 * time.Second
 
 // fromRedis is what a status reads of Redis.
 type fromRedis struct {
-	overview store.Overview
-	due      int64
-	problems []string
-	warnings []string
+	overview    store.Overview
+	due         int64
+	collections *int
+	problems    []string
+	warnings    []string
 }
 
 // Source reports the status. Its fields are set once.
@@ -76,7 +77,7 @@ func (s *Source) Status(ctx context.Context) (bus.Status, error) {
 	for _, out := range r.overview.Outages {
 		st.Outages = append(st.Outages, bus.OutageStatus{From: out.From, To: out.To, Recorded: out.Recorded})
 	}
-	st.DueNow = r.due
+	st.DueNow, st.Collections = r.due, r.collections
 	for _, name := range []string{s.Subjects.IntakeStream(), s.Subjects.DueStream(), s.Subjects.ResultsStream()} {
 		ss, risks, err := s.stream(ctx, name)
 		for _, n := range risks {
@@ -102,6 +103,11 @@ func (s *Source) redis(ctx context.Context, now time.Time) fromRedis {
 	}
 	if r.due, err = s.Store.DueBacklog(ctx, now); err != nil {
 		r.problems = append(r.problems, err.Error())
+	}
+	if n, err := s.Store.CollectionCount(ctx); err != nil {
+		r.problems = append(r.problems, err.Error())
+	} else {
+		r.collections = &n
 	}
 	// The settings the planners' start warns of (planner.lookAtRedis), read again: Redis may
 	// have been set so since.

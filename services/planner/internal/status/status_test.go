@@ -30,7 +30,8 @@ func TestStatusWithRedisDown(t *testing.T) {
 	src := &status.Source{Store: st, JS: js, Subjects: subjects, ID: "planner-a", Clock: time.Now}
 
 	got, err := src.Status(ctx)
-	if err != nil || len(got.Problems) != 0 || got.Partitions != store.DefaultPartitions || len(got.Unowned) != store.DefaultPartitions-1 {
+	if err != nil || len(got.Problems) != 0 || got.Partitions != store.DefaultPartitions || len(got.Unowned) != store.DefaultPartitions-1 ||
+		got.Collections == nil || *got.Collections != 0 {
 		t.Fatalf("status with everything up: %+v, %v", got, err)
 	}
 	// planner-a holds a lease and beats no heartbeat: a planner standing down, or stopped.
@@ -48,6 +49,9 @@ func TestStatusWithRedisDown(t *testing.T) {
 	}
 	if len(down.Problems) == 0 || !strings.Contains(strings.Join(down.Problems, "\n"), "live planners") {
 		t.Errorf("problems with Redis down %q, want what was not read named", down.Problems)
+	}
+	if down.Collections != nil {
+		t.Errorf("with Redis down, %d collections counted", *down.Collections)
 	}
 	if len(down.Streams) != 3 {
 		t.Errorf("streams with Redis down %+v, want the three still shown", down.Streams)
