@@ -14,12 +14,22 @@ import (
 )
 
 // Collections are listed in name order a page at a time from a cursor, whatever the page size
-// and the partition count, each once; a cursor that names no collection starts after it.
+// and the partition count, on one Redis and on a Redis Cluster, each once; a cursor that names
+// no collection starts after it; they are counted.
 func TestCollectionNamesPageInOrder(t *testing.T) {
 	ctx := context.Background()
+	type server struct {
+		db    redis.UniversalClient
+		parts int
+	}
 	rdb := redistest.Start(t).Client(t)
-	for _, parts := range []int{1, 16, 64} {
-		s := store.New(rdb, fmt.Sprintf("p%d", parts), store.WithPartitions(parts))
+	servers := []server{{rdb, 1}, {rdb, 16}, {rdb, 64}}
+	if !testing.Short() { // the partitions spread over three masters: a page's reads go to each
+		servers = append(servers, server{redistest.StartCluster(t, 3, 0).Client(t), 16})
+	}
+	for _, sv := range servers {
+		parts := sv.parts
+		s := store.New(sv.db, fmt.Sprintf("p%d", parts), store.WithPartitions(parts))
 		var all []string
 		for _, i := range rand.Perm(300) {
 			all = append(all, fmt.Sprintf("c%03d", i))
