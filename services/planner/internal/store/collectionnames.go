@@ -27,7 +27,7 @@ func (s *Store) CollectionNamesAfter(ctx context.Context, after string, n int) (
 	}
 	for _, p := range stale {
 		if err := s.indexCollections(ctx, p); err != nil {
-			return s.namesFromSets(ctx, after, n) // Redis refuses the write (at its maxmemory, say)
+			return s.namesFromSets(ctx, after, n) // Redis refuses the script: read every name
 		}
 	}
 	names, _, err = s.mergeNames(ctx, after, n, false)
@@ -143,9 +143,9 @@ func (s *Store) indexCollections(ctx context.Context, p int) error {
 }
 
 // indexCollectionsOnce builds every partition's index at the first start of a release that
-// keeps them (recorded in meta as cnames=1). A failure leaves it to the listings, which build
-// a partition's index again when it disagrees with its set: a planner must start while Redis
-// is at its maxmemory.
+// keeps them (recorded in meta as cnames=1). A failure does not stop the start: the listings
+// build a partition's index again when it disagrees with its set. (At Redis's maxmemory the
+// build still runs: Redis lets a script whose first write is a delete write on.)
 func (s *Store) indexCollectionsOnce(ctx context.Context) {
 	if v, err := s.rdb.HGet(ctx, s.k.meta(), "cnames").Result(); err == nil && v == "1" {
 		return
