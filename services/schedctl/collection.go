@@ -245,6 +245,9 @@ func collectionList(inv *invocation, args []string) error {
 		}
 	}
 	reply.Value = kept
+	if filters.given() {
+		reply.Count = nil // the planners count every collection, not those that match
+	}
 	raw, err := json.Marshal(reply)
 	if err != nil {
 		return err

@@ -58,8 +58,12 @@ func TestCollectionCommands(t *testing.T) {
 
 	t.Run("paging", func(t *testing.T) {
 		code, out, errOut := p.schedctl(t, "", "collection", "list", "--top", "2")
-		if code != 0 || strings.Count(out, "\n") != 3 || !strings.Contains(errOut, "--after c2, or --all") {
+		if code != 0 || strings.Count(out, "\n") != 3 || strings.TrimSpace(errOut) != "(3 in all; more: add --after c2, or --all)" {
 			t.Fatalf("list --top 2: exit %d\n%s\nstderr %q", code, out, errOut)
+		}
+		// Filtered, a page's count of every collection would read as the matches'.
+		if _, _, errOut := p.schedctl(t, "", "collection", "list", "--top", "2", "--filter", "name~c*"); strings.TrimSpace(errOut) != "(more: add --after c2, or --all)" {
+			t.Fatalf("list --top 2 --filter: stderr %q", errOut)
 		}
 		var page struct {
 			Value    []job.Collection `json:"value"`

@@ -25,6 +25,7 @@ type pageLink = listRequest
 type listReply struct {
 	Value    []json.RawMessage `json:"value"`
 	NextLink *pageLink         `json:"nextLink,omitempty"`
+	Count    *int              `json:"count,omitempty"` // how many in all (collections)
 }
 
 // paging holds the paging flags of a list subcommand.
@@ -68,7 +69,7 @@ func (inv *invocation) list(p *paging, req listRequest, tokens ...string) (raw [
 			return nil, listReply{}, fmt.Errorf("decode the planner's reply: %w", err)
 		}
 		reply.Value = append(reply.Value, page.Value...)
-		reply.NextLink = page.NextLink
+		reply.NextLink, reply.Count = page.NextLink, page.Count
 		if !p.all {
 			return msg.Data, reply, nil
 		}
@@ -117,7 +118,11 @@ func showList[T any](inv *invocation, raw []byte, reply listReply, none string, 
 		return err
 	}
 	if reply.NextLink != nil {
-		fmt.Fprintln(inv.stderr, moreHint(reply.NextLink))
+		hint := moreHint(reply.NextLink)
+		if reply.Count != nil {
+			hint = fmt.Sprintf("(%d in all; %s", *reply.Count, hint[1:])
+		}
+		fmt.Fprintln(inv.stderr, hint)
 	}
 	return nil
 }
