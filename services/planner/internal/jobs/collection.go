@@ -140,7 +140,7 @@ func (s *Service) freshCollection(ctx context.Context, c string) (cachedCollecti
 // one page to the next, as an offset would.
 func (s *Service) ListCollections(ctx context.Context, r PageRequest) (Page[*job.Collection], error) {
 	// The names the page needs and one more, which says whether a next page follows.
-	names, err := s.store.CollectionNamesAfter(ctx, r.After, max(r.Skip, 0)+pageSize(r.Top)+1)
+	names, count, err := s.store.CollectionNamesAfter(ctx, r.After, max(r.Skip, 0)+pageSize(r.Top)+1)
 	if err != nil {
 		return Page[*job.Collection]{}, err
 	}
@@ -151,10 +151,6 @@ func (s *Service) ListCollections(ctx context.Context, r PageRequest) (Page[*job
 	// One round trip for the page; a collection deleted since its name was read is left out
 	// (read one by one, it failed the whole listing with its 404).
 	recs, err := s.store.GetCollections(ctx, p.Value)
-	if err != nil {
-		return Page[*job.Collection]{}, err
-	}
-	count, err := s.store.CollectionCount(ctx)
 	if err != nil {
 		return Page[*job.Collection]{}, err
 	}

@@ -10,52 +10,76 @@ import (
 )
 
 // CollectionNamesAfter lists up to n collection names that sort after the name after ("" for
-// the first), in order. Each partition keeps its names in order (cnames) beside the set of them,
-// and a page merges the partitions' next names: it reads about n names whatever the number of
-// collections. Reading every name and sorting them took 29 ms a page of 1,000 among 50,000
-// collections, and a listing of them all grew with the square of their number.
-func (s *Store) CollectionNamesAfter(ctx context.Context, after string, n int) ([]string, error) {
-	if n <= 0 {
-		return nil, nil
+// the first), in order, and counts every collection. Each partition keeps its names in order
+// (cnames) beside the set of them, and a page merges the partitions' next names: it reads about
+// n names whatever the number of collections. Reading every name and sorting them took 29 ms a
+// page of 1,000 among 50,000 collections, and a listing of them all grew with the square of
+// their number. A partition whose index is out of step with its set (counts that differ, or a
+// name the set no longer holds) has its index built again first.
+func (s *Store) CollectionNamesAfter(ctx context.Context, after string, n int) (names []string, total int, err error) {
+	sets, indexes, err := s.partitionCounts(ctx)
+	if err != nil || n <= 0 {
+		return nil, sum(sets), err
 	}
-	names, stale, err := s.mergeNames(ctx, after, n, true)
-	if err == nil && len(stale) == 0 {
-		stale, err = s.notInSets(ctx, names)
+	var stale []int
+	for p := range sets {
+		if sets[p] != indexes[p] {
+			stale = append(stale, p)
+		}
 	}
-	if err != nil || len(stale) == 0 {
-		return names, err
+	if len(stale) == 0 {
+		if names, err = s.mergeNames(ctx, after, n); err == nil {
+			stale, err = s.notInSets(ctx, names)
+		}
+		if err != nil || len(stale) == 0 {
+			return names, sum(sets), err
+		}
 	}
 	for _, p := range stale {
 		if err := s.indexCollections(ctx, p); err != nil {
-			return s.namesFromSets(ctx, after, n) // Redis refuses the script: read every name
+			names, err := s.namesFromSets(ctx, after, n) // Redis refuses the script: read every name
+			return names, sum(sets), err
 		}
 	}
-	names, _, err = s.mergeNames(ctx, after, n, false)
-	return names, err
+	names, err = s.mergeNames(ctx, after, n)
+	return names, sum(sets), err
 }
 
-// CollectionCount counts every collection: one SCARD a partition.
+// CollectionCount counts every collection.
 func (s *Store) CollectionCount(ctx context.Context) (int, error) {
+	sets, _, err := s.partitionCounts(ctx)
+	return sum(sets), err
+}
+
+// partitionCounts reads how many names each partition's set and index hold.
+func (s *Store) partitionCounts(ctx context.Context) (sets, indexes []int64, err error) {
 	pipe := s.rdb.Pipeline()
-	cmds := make([]*redis.IntCmd, s.Partitions())
+	cmds := make([][2]*redis.IntCmd, s.Partitions())
 	for p := range cmds {
-		cmds[p] = pipe.SCard(ctx, s.k.colls(p))
+		cmds[p] = [2]*redis.IntCmd{pipe.SCard(ctx, s.k.colls(p)), pipe.ZCard(ctx, s.k.cnames(p))}
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		return 0, fmt.Errorf("count collections: %w", err)
+		return nil, nil, fmt.Errorf("count collections: %w", err)
 	}
+	sets, indexes = make([]int64, len(cmds)), make([]int64, len(cmds))
+	for p, c := range cmds {
+		sets[p], indexes[p] = c[0].Val(), c[1].Val()
+	}
+	return sets, indexes, nil
+}
+
+func sum(counts []int64) int {
 	n := 0
-	for _, c := range cmds {
-		n += int(c.Val())
+	for _, c := range counts {
+		n += int(c)
 	}
-	return n, nil
+	return n
 }
 
 // mergeNames reads the partitions' indexes in rounds until the first n names after after are
 // known: a partition that gave all it was asked for may hold more, so only the names up to the
-// least last name of such partitions are sure. With check, it also answers the partitions whose
-// index disagrees with their set in count (then the names are not to be used).
-func (s *Store) mergeNames(ctx context.Context, after string, n int, check bool) (names []string, stale []int, err error) {
+// least last name of such partitions are sure.
+func (s *Store) mergeNames(ctx context.Context, after string, n int) ([]string, error) {
 	open := make([]int, s.Partitions())
 	from := make([]string, s.Partitions())
 	for p := range open {
@@ -65,24 +89,18 @@ func (s *Store) mergeNames(ctx context.Context, after string, n int, check bool)
 		}
 	}
 	per := n/s.Partitions() + 8 // names asked of each partition a round: hashing spreads them evenly
+	var names []string
 	for {
 		pipe := s.rdb.Pipeline()
 		reads := make([]*redis.StringSliceCmd, len(open))
-		counts := make([][2]*redis.IntCmd, len(open))
 		for i, p := range open {
 			reads[i] = pipe.ZRangeByLex(ctx, s.k.cnames(p), &redis.ZRangeBy{Min: from[p], Max: "+", Count: int64(per)})
-			if check {
-				counts[i] = [2]*redis.IntCmd{pipe.SCard(ctx, s.k.colls(p)), pipe.ZCard(ctx, s.k.cnames(p))}
-			}
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
-			return nil, nil, fmt.Errorf("list collections: %w", err)
+			return nil, fmt.Errorf("list collections: %w", err)
 		}
 		bound, more := "", open[:0]
 		for i, p := range open {
-			if check && counts[i][0].Val() != counts[i][1].Val() {
-				stale = append(stale, p)
-			}
 			got := reads[i].Val()
 			names = append(names, got...)
 			if len(got) == per {
@@ -93,16 +111,13 @@ func (s *Store) mergeNames(ctx context.Context, after string, n int, check bool)
 				}
 			}
 		}
-		if len(stale) > 0 {
-			return nil, stale, nil
-		}
 		slices.Sort(names)
-		open, check, per = more, false, per*2
+		open, per = more, per*2
 		if len(open) == 0 {
-			return names[:min(n, len(names))], nil, nil
+			return names[:min(n, len(names))], nil
 		}
 		if i, _ := slices.BinarySearch(names, bound); i+1 >= n { // names[:i+1] are sure
-			return names[:n], nil, nil
+			return names[:n], nil
 		}
 	}
 }

@@ -39,7 +39,7 @@ func TestCollectionNamesPageInOrder(t *testing.T) {
 		for _, n := range []int{1, 7, 100, 1000} {
 			var listed []string
 			for after := ""; ; {
-				page, err := s.CollectionNamesAfter(ctx, after, n)
+				page, _, err := s.CollectionNamesAfter(ctx, after, n)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -53,8 +53,8 @@ func TestCollectionNamesPageInOrder(t *testing.T) {
 				t.Fatalf("%d partitions, pages of %d: listed %d names %v…, want the %d in order", parts, n, len(listed), listed[:min(5, len(listed))], len(all))
 			}
 		}
-		if page, _ := s.CollectionNamesAfter(ctx, "c149x", 3); fmt.Sprint(page) != "[c150 c151 c152]" {
-			t.Fatalf("%d partitions: after c149x: %v", parts, page)
+		if page, total, _ := s.CollectionNamesAfter(ctx, "c149x", 3); fmt.Sprint(page) != "[c150 c151 c152]" || total != len(all) {
+			t.Fatalf("%d partitions: after c149x: %v, %d in all", parts, page, total)
 		}
 		if n, err := s.CollectionCount(ctx); n != len(all) || err != nil {
 			t.Fatalf("%d partitions: counted %d collections (%v), want %d", parts, n, err, len(all))
@@ -77,7 +77,7 @@ func TestAPageReadsAboutItsNames(t *testing.T) {
 	rdb.AddHook(namesRead{&read})
 	for _, size := range []int{10, 100} {
 		read.Store(0)
-		page, err := s.CollectionNamesAfter(ctx, "c1500", size)
+		page, _, err := s.CollectionNamesAfter(ctx, "c1500", size)
 		if err != nil || len(page) != size || page[0] != "c1501" || page[size-1] != fmt.Sprintf("c%04d", 1500+size) {
 			t.Fatalf("a page of %d after c1500: %v… %v", size, page[:min(3, len(page))], err)
 		}
@@ -92,18 +92,11 @@ func TestAPageReadsAboutItsNames(t *testing.T) {
 // listing sees it; the first start of this release builds every partition's.
 func TestAnIndexOutOfStepIsBuiltAgain(t *testing.T) {
 	ctx := context.Background()
-	rdb := redistest.Start(t).Client(t)
-	s := store.New(rdb, "test", store.WithPartitions(1))
-	if err := s.CheckLayout(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []string{"a", "b", "c"} {
-		putCollection(t, s, c, 0)
-	}
+	rdb, s := collectionsABC(t)
 	set, index := s.NameKeys("a")
 	rdb.SAdd(ctx, set, "x") // created by an earlier release
 	rdb.SRem(ctx, set, "b") // deleted by one
-	if page, err := s.CollectionNamesAfter(ctx, "", 10); fmt.Sprint(page) != "[a c x]" || err != nil {
+	if page, _, err := s.CollectionNamesAfter(ctx, "", 10); fmt.Sprint(page) != "[a c x]" || err != nil {
 		t.Fatalf("listed %v %v, want [a c x]", page, err)
 	}
 
@@ -150,14 +143,7 @@ func (h namesRead) count(cmd redis.Cmder) {
 // whose first write is a delete write on), so a page at maxmemory leaves no name out.
 func TestAnIndexOutOfStepAtMaxmemory(t *testing.T) {
 	ctx := context.Background()
-	rdb := redistest.Start(t).Client(t)
-	s := store.New(rdb, "test", store.WithPartitions(1))
-	if err := s.CheckLayout(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []string{"a", "b", "c"} {
-		putCollection(t, s, c, 0)
-	}
+	rdb, s := collectionsABC(t)
 	set, _ := s.NameKeys("a")
 	rdb.SAdd(ctx, set, "x") // created by an earlier release
 	for _, kv := range [][2]string{{"maxmemory-policy", "noeviction"}, {"maxmemory", "1"}} {
@@ -165,8 +151,22 @@ func TestAnIndexOutOfStepAtMaxmemory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	page, err := s.CollectionNamesAfter(ctx, "a", 10)
+	page, _, err := s.CollectionNamesAfter(ctx, "a", 10)
 	if fmt.Sprint(page) != "[b c x]" || err != nil {
 		t.Fatalf("listed %v %v at maxmemory, want [b c x]", page, err)
 	}
+}
+
+// collectionsABC is a started store of one partition holding collections a, b and c.
+func collectionsABC(t *testing.T) (redis.UniversalClient, *store.Store) {
+	t.Helper()
+	rdb := redistest.Start(t).Client(t)
+	s := store.New(rdb, "test", store.WithPartitions(1))
+	if err := s.CheckLayout(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"a", "b", "c"} {
+		putCollection(t, s, c, 0)
+	}
+	return rdb, s
 }

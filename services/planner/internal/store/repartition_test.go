@@ -210,7 +210,7 @@ func snapshot(t *testing.T, s *store.Store) held {
 			t.Fatalf("%s is not in its partition's index", c)
 		}
 	}
-	if listed, err := s.CollectionNamesAfter(ctx, "", len(names)+1); !slices.Equal(listed, names) || err != nil {
+	if listed, _, err := s.CollectionNamesAfter(ctx, "", len(names)+1); !slices.Equal(listed, names) || err != nil {
 		t.Fatalf("listed %v %v, want %v", listed, err, names)
 	}
 	for _, c := range names {
