@@ -158,7 +158,7 @@ func TestAnIndexOutOfStepAtMaxmemory(t *testing.T) {
 }
 
 // collectionsABC is a started store of one partition holding collections a, b and c.
-func collectionsABC(t *testing.T) (redis.UniversalClient, *store.Store) {
+func collectionsABC(t *testing.T) (*redis.Client, *store.Store) {
 	t.Helper()
 	rdb := redistest.Start(t).Client(t)
 	s := store.New(rdb, "test", store.WithPartitions(1))
@@ -169,4 +169,24 @@ func collectionsABC(t *testing.T) (redis.UniversalClient, *store.Store) {
 		putCollection(t, s, c, 0)
 	}
 	return rdb, s
+}
+
+// A Redis that refuses the script that builds an index again (here a user allowed to read and
+// not to run scripts) has the page read from the sets of names, every one: nothing is left out
+// and the listing does not fail.
+func TestAnIndexThatCannotBeBuiltIsReadFromTheSets(t *testing.T) {
+	ctx := context.Background()
+	rdb, admin := collectionsABC(t)
+	set, _ := admin.NameKeys("a")
+	rdb.SAdd(ctx, set, "x") // created by an earlier release
+	if err := rdb.Do(ctx, "ACL", "SETUSER", "lister", "on", ">pw", "~*", "+@read", "+@connection").Err(); err != nil {
+		t.Fatal(err)
+	}
+	lister := redis.NewClient(&redis.Options{Addr: rdb.Options().Addr, Username: "lister", Password: "pw"})
+	t.Cleanup(func() { _ = lister.Close() })
+	s := store.New(lister, "test", store.WithPartitions(1))
+	page, total, err := s.CollectionNamesAfter(ctx, "a", 10)
+	if fmt.Sprint(page) != "[b c x]" || total != 4 || err != nil {
+		t.Fatalf("listed %v (%d in all) %v, want [b c x] of 4", page, total, err)
+	}
 }
