@@ -102,7 +102,7 @@ func showList[T any](inv *invocation, raw []byte, reply listReply, none string, 
 	}
 	if len(reply.Value) == 0 {
 		// A filter over a large collection: the planner reads a bounded part a request.
-		fmt.Fprintf(inv.stderr, "None in the part read %s\n", moreHint(reply.NextLink))
+		fmt.Fprintf(inv.stderr, "None in the part read %s\n", moreHint(reply.NextLink, nil))
 		return nil
 	}
 	tw := newTable(inv.stdout)
@@ -118,25 +118,25 @@ func showList[T any](inv *invocation, raw []byte, reply listReply, none string, 
 		return err
 	}
 	if reply.NextLink != nil {
-		hint := moreHint(reply.NextLink)
-		if reply.Count != nil {
-			hint = fmt.Sprintf("(%d in all; %s", *reply.Count, hint[1:])
-		}
-		fmt.Fprintln(inv.stderr, hint)
+		fmt.Fprintln(inv.stderr, moreHint(reply.NextLink, reply.Count))
 	}
 	return nil
 }
 
-// moreHint says how to ask for the page after one whose nextLink is n.
-func moreHint(n *pageLink) string {
+// moreHint says how to ask for the page after one whose nextLink is n, after how many there
+// are in all when count says so.
+func moreHint(n *pageLink, count *int) string {
+	how := fmt.Sprintf("--skip %d", n.Skip)
 	switch {
 	case n.After != "" && n.Skip > 0:
-		return fmt.Sprintf("(more: add --after %s --skip %d, or --all)", n.After, n.Skip)
+		how = fmt.Sprintf("--after %s --skip %d", n.After, n.Skip)
 	case n.After != "":
-		return fmt.Sprintf("(more: add --after %s, or --all)", n.After)
-	default:
-		return fmt.Sprintf("(more: add --skip %d, or --all)", n.Skip)
+		how = "--after " + n.After
 	}
+	if count != nil {
+		return fmt.Sprintf("(%d in all; more: add %s, or --all)", *count, how)
+	}
+	return fmt.Sprintf("(more: add %s, or --all)", how)
 }
 
 // listsInFlight bounds the listings asked at once across collections.
