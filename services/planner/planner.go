@@ -43,6 +43,10 @@ import (
 // backlogInterval is how often the due backlog gauge is sampled.
 const backlogInterval = 5 * time.Second
 
+// finishStaleEvery is how often a planner looks for the collections' state changes and deletes
+// that a planner left unfinished (jobs.Service.FinishStale).
+const finishStaleEvery = 5 * time.Second
+
 // replicasInterval is how often each Redis master's replicas in sync are counted for the
 // metric, on a Redis Cluster or Sentinel.
 const replicasInterval = 5 * time.Second
@@ -361,6 +365,7 @@ func (p *planner) start(ctx context.Context, parts *sync.WaitGroup, fail context
 		})
 	}
 	parts.Go(func() { p.metrics.SampleDueBacklog(ctx, backlogInterval, p.store.DueBacklog, p.log) })
+	parts.Go(func() { finishStale(ctx, svc, p.log) })
 	if p.cfg.Redis.FailsOver() {
 		// Where a failover can happen, a master left without a replica is what loses writes in
 		// one: a gauge an alert reads, and the log line, even while nothing is written to it.
@@ -370,6 +375,28 @@ func (p *planner) start(ctx context.Context, parts *sync.WaitGroup, fail context
 	// leases meanwhile, and would publish nothing until the cut healed.
 	parts.Go(func() { p.conn.WatchJetStream(ctx, natsconn.StreamLed(p.js, p.subjects.DueStream()), p.log) })
 	return apiSrv, nil
+}
+
+// finishStale finishes, every finishStaleEvery until ctx ends, the collections' changes a
+// planner left unfinished.
+func finishStale(ctx context.Context, svc *jobs.Service, logger *slog.Logger) {
+	t := time.NewTicker(finishStaleEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		_, err := svc.FinishStale(ctx)
+		switch {
+		case err == nil || ctx.Err() != nil:
+		case store.Unavailable(err):
+			logger.Info("could not look for collections' changes left unfinished: Redis does not answer", "error", err)
+		default:
+			logger.Warn("could not finish a collection's change left unfinished", "error", err)
+		}
+	}
 }
 
 // natsWaker tells the planners, over NATS, that a partition has a job due soon.

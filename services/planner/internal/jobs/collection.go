@@ -177,20 +177,31 @@ func outlast(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), collectionWork)
 }
 
-// DeleteCollection deletes a collection and every job in it.
+// DeleteCollection deletes a collection and every job in it. A large collection's delete takes
+// several calls; if this planner stops before the last, another finishes it (FinishStale).
 func (s *Service) DeleteCollection(ctx context.Context, c string) error {
-	defer s.collections.forget(c)
 	ctx, cancel := outlast(ctx)
 	defer cancel()
-	ok, err := s.store.DeleteCollection(ctx, c)
+	ok, err := s.deleteCollection(ctx, c)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return notFound("job collection %s not found", c)
 	}
-	s.purgeDue(ctx, s.subjects.DueOf(c))
 	return nil
+}
+
+// deleteCollection deletes c, reporting whether it was there, and removes what the due
+// stream still holds of it.
+func (s *Service) deleteCollection(ctx context.Context, c string) (bool, error) {
+	defer s.collections.forget(c)
+	ok, err := s.store.DeleteCollection(ctx, c, s.now())
+	if err != nil || !ok {
+		return ok, err
+	}
+	s.purgeDue(ctx, s.subjects.DueOf(c))
+	return true, nil
 }
 
 // EnableCollection resumes every enabled job of the collection at its next time after now,
@@ -220,12 +231,19 @@ func (s *Service) changeState(ctx context.Context, c string, state job.Collectio
 // the next call schedules them. A job put once the state is set schedules itself, by the
 // collection's state; one changed between a chunk's read and its scheduling is skipped by its
 // version, its put having scheduled it. A change overtaken by another (a disable while this
-// enables, a delete) stops: the other carries on.
+// enables, a delete) stops: the other carries on. If this planner stops before the end,
+// another finishes the change (FinishStale).
 func (s *Service) setState(ctx context.Context, c string, state job.CollectionState) error {
 	ctx, cancel := outlast(ctx)
 	defer cancel()
-	ch := store.StateChange{State: state}
+	return s.stepState(ctx, c, store.StateChange{State: state})
+}
+
+// stepState makes the calls of a state change from ch, its first or one taken up, to its end.
+func (s *Service) stepState(ctx context.Context, c string, ch store.StateChange) error {
+	state := ch.State
 	for {
+		ch.At = s.now()
 		step, err := s.store.SetCollectionState(ctx, c, ch)
 		if err != nil || step.Overtaken {
 			return err

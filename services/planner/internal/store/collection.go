@@ -105,8 +105,8 @@ const deleteChunk = 1000
 // collection's jobs go deleteChunk at a time first, each call its own (other clients' calls run
 // between them); the last ones go with the collection, in one call that holds a put made
 // meanwhile to account.
-func (s *Store) DeleteCollection(ctx context.Context, name string) (bool, error) {
-	if err := s.deleteJobsOf(ctx, name); err != nil {
+func (s *Store) DeleteCollection(ctx context.Context, name string, at time.Time) (bool, error) {
+	if err := s.deleteJobsOf(ctx, name, at); err != nil {
 		return false, err
 	}
 	for range 5 { // a job put between listing and deleting makes the script refuse: list again
@@ -115,7 +115,7 @@ func (s *Store) DeleteCollection(ctx context.Context, name string) (bool, error)
 			return false, err
 		}
 		part := s.k.partitionOf(name)
-		keys := []string{s.k.colls(part), s.k.coll(name), s.k.jobs(name), s.k.due(part), s.k.cnames(part)}
+		keys := []string{s.k.colls(part), s.k.coll(name), s.k.jobs(name), s.k.due(part), s.k.cnames(part), s.k.unfinished(part)}
 		args := []any{name}
 		for _, j := range jobs {
 			keys = append(keys, s.k.def(name, j), s.k.state(name, j), s.k.history(name, j), s.k.results(name, j))
@@ -133,8 +133,9 @@ func (s *Store) DeleteCollection(ctx context.Context, name string) (bool, error)
 	return false, fmt.Errorf("delete collection %s: %w", name, ErrConflict)
 }
 
-// deleteJobsOf deletes a collection's jobs deleteChunk at a time while it has more than that.
-func (s *Store) deleteJobsOf(ctx context.Context, name string) error {
+// deleteJobsOf deletes a collection's jobs deleteChunk at a time while it has more than that,
+// recording the delete as unfinished (at: now) until the collection itself goes.
+func (s *Store) deleteJobsOf(ctx context.Context, name string, at time.Time) error {
 	part := s.k.partitionOf(name)
 	for {
 		jobs, err := s.JobNamesAfter(ctx, name, "", deleteChunk+1)
@@ -142,8 +143,8 @@ func (s *Store) deleteJobsOf(ctx context.Context, name string) error {
 			return err
 		}
 		jobs = jobs[:deleteChunk]
-		keys := []string{s.k.jobs(name), s.k.due(part)}
-		args := []any{name}
+		keys := []string{s.k.jobs(name), s.k.due(part), s.k.coll(name), s.k.unfinished(part)}
+		args := []any{name, ms(at)}
 		for _, j := range jobs {
 			keys = append(keys, s.k.def(name, j), s.k.state(name, j), s.k.history(name, j), s.k.results(name, j))
 			args = append(args, j)
@@ -175,6 +176,9 @@ type StateChange struct {
 	// Schedule are jobs of the previous call to put back in the due set (enabling): the caller
 	// computed their next times.
 	Schedule []Reschedule
+	// At is now: until the change is done, it is recorded as unfinished since its last call
+	// (UnfinishedChanges).
+	At time.Time
 }
 
 // StateStep is what a call of a state change answers.
@@ -190,12 +194,13 @@ type StateStep struct {
 // SetCollectionState makes one call of a collection's state change (StateChange). Disabling
 // takes the jobs gone through out of the due set; enabling answers those not in it.
 func (s *Store) SetCollectionState(ctx context.Context, name string, ch StateChange) (StateStep, error) {
-	keys := []string{s.k.coll(name), s.k.jobs(name), s.k.due(s.k.partitionOf(name))}
+	part := s.k.partitionOf(name)
+	keys := []string{s.k.coll(name), s.k.jobs(name), s.k.due(part), s.k.unfinished(part)}
 	first := "1"
 	if ch.Then {
 		first = ""
 	}
-	args := []any{string(ch.State), name, first, ch.After, stateChunk}
+	args := []any{string(ch.State), name, first, ch.After, stateChunk, ms(ch.At)}
 	for _, r := range ch.Schedule {
 		keys = append(keys, s.k.state(name, r.Name))
 		args = append(args, member(name, r.Name), ms(r.Next), r.Version)

@@ -22,7 +22,7 @@ func TestGetCollectionsReadsAPage(t *testing.T) {
 	}
 	putJob(t, s, "c", "j1", t0)
 	putJob(t, s, "c", "j2", t0)
-	if ok, err := s.DeleteCollection(ctx, "b"); !ok || err != nil {
+	if ok, err := s.DeleteCollection(ctx, "b", time.Now()); !ok || err != nil {
 		t.Fatalf("delete b: %v %v", ok, err)
 	}
 	got, err := s.GetCollections(ctx, []string{"c", "b", "a", "gone"})
@@ -54,7 +54,7 @@ func TestALargeCollectionIsDeletedInBoundedCalls(t *testing.T) {
 	}
 	putJob(t, s, "other", "keep", t0)
 	calls, most := rs.ScriptCalls(t, func() {
-		if ok, err := s.DeleteCollection(ctx, "big"); !ok || err != nil {
+		if ok, err := s.DeleteCollection(ctx, "big", time.Now()); !ok || err != nil {
 			t.Fatalf("delete big: %v %v", ok, err)
 		}
 	})
@@ -77,7 +77,7 @@ func TestCollectionDisableAndDelete(t *testing.T) {
 	s := newStore(t)
 	putCollection(t, s, "c", 0)
 	v := putJob(t, s, "c", "j", t0)
-	if st, err := s.SetCollectionState(ctx, "c", store.StateChange{State: job.CollectionDisabled}); err != nil || !st.Done {
+	if st, err := s.SetCollectionState(ctx, "c", store.StateChange{At: t0, State: job.CollectionDisabled}); err != nil || !st.Done {
 		t.Fatal(st, err)
 	}
 	if n, _ := s.DueBacklog(ctx, t0); n != 0 {
@@ -88,11 +88,11 @@ func TestCollectionDisableAndDelete(t *testing.T) {
 		t.Fatalf("a job put into a disabled collection is due (%d)", n)
 	}
 	// Enabling answers the jobs not in the due set; the next call schedules those computed.
-	st, err := s.SetCollectionState(ctx, "c", store.StateChange{State: job.CollectionEnabled})
+	st, err := s.SetCollectionState(ctx, "c", store.StateChange{At: t0, State: job.CollectionEnabled})
 	if err != nil || fmt.Sprint(st.Unscheduled) != "[j k]" || !st.Done {
 		t.Fatalf("enabling: %+v %v, want j and k to schedule", st, err)
 	}
-	st, err = s.SetCollectionState(ctx, "c", store.StateChange{State: job.CollectionEnabled, Then: true, After: st.Last,
+	st, err = s.SetCollectionState(ctx, "c", store.StateChange{At: t0, State: job.CollectionEnabled, Then: true, After: st.Last,
 		Schedule: []store.Reschedule{{Name: "j", Next: t0.Add(time.Hour), Version: v}}})
 	if err != nil || len(st.Unscheduled) != 0 || !st.Done {
 		t.Fatalf("scheduling: %+v %v", st, err)
@@ -101,13 +101,13 @@ func TestCollectionDisableAndDelete(t *testing.T) {
 		t.Fatalf("after enabling: backlog %d, want 1 (j)", n)
 	}
 	// A later call of a change overtaken by another stops.
-	if _, err := s.SetCollectionState(ctx, "c", store.StateChange{State: job.CollectionDisabled}); err != nil {
+	if _, err := s.SetCollectionState(ctx, "c", store.StateChange{At: t0, State: job.CollectionDisabled}); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := s.SetCollectionState(ctx, "c", store.StateChange{State: job.CollectionEnabled, Then: true}); err != nil || !st.Overtaken {
+	if st, err := s.SetCollectionState(ctx, "c", store.StateChange{At: t0, State: job.CollectionEnabled, Then: true}); err != nil || !st.Overtaken {
 		t.Fatalf("an enable's later call after a disable: %+v %v, want it overtaken", st, err)
 	}
-	if ok, err := s.DeleteCollection(ctx, "c"); !ok || err != nil {
+	if ok, err := s.DeleteCollection(ctx, "c", time.Now()); !ok || err != nil {
 		t.Fatalf("delete collection: %v %v", ok, err)
 	}
 	if names, _ := s.CollectionNames(ctx); len(names) != 0 {

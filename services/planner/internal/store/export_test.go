@@ -21,3 +21,6 @@ func (s *Store) Indexed(ctx context.Context, c string) bool {
 	_, err := s.rdb.ZScore(ctx, s.k.cnames(s.k.partitionOf(c)), c).Result()
 	return err == nil
 }
+
+// CollectionKey is the key of collection c's hash.
+func (s *Store) CollectionKey(c string) string { return s.k.coll(c) }

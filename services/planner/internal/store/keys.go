@@ -21,7 +21,10 @@ const MaxPartitions = 1024
 //	<prefix>:{pNN}:seq            counter: job versions, never repeated within the partition
 //	<prefix>:{pNN}:colls          set: collection names of the partition
 //	<prefix>:{pNN}:cnames         sorted set, every score 0: the same names in order (listing)
-//	<prefix>:{pNN}:coll:<c>       hash: def (collection JSON), state, maxJobCount, gen
+//	<prefix>:{pNN}:unfinished     sorted set: collections with a state change or delete under
+//	                              way, by its last call (ms)
+//	<prefix>:{pNN}:coll:<c>       hash: def (collection JSON), state, maxJobCount, gen; change
+//	                              and changeFrom while a change is under way
 //	<prefix>:{pNN}:jobs:<c>       sorted set, every score 0: job names of a collection, in order
 //	<prefix>:{pNN}:gone           hash: member -> "epoch:seq" of the intake delete that removed it
 //	<prefix>:{pNN}:gonet          sorted set: member, by when it was deleted (to forget "gone")
@@ -59,6 +62,7 @@ func (k keys) colls(p int) string         { return k.tag(p) + ":colls" }
 func (k keys) cnames(p int) string        { return k.tag(p) + ":cnames" }
 func (k keys) gone(p int) string          { return k.tag(p) + ":gone" }
 func (k keys) goneTimes(p int) string     { return k.tag(p) + ":gonet" }
+func (k keys) unfinished(p int) string    { return k.tag(p) + ":unfinished" }
 func (k keys) ctag(c string) string       { return k.tag(k.partitionOf(c)) }
 func (k keys) coll(c string) string       { return k.ctag(c) + ":coll:" + c }
 func (k keys) jobs(c string) string       { return k.ctag(c) + ":jobs:" + c }

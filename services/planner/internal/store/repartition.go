@@ -191,6 +191,9 @@ func (s *Store) moveCollection(ctx context.Context, old keys, c string) (int, er
 	if err := s.rdb.ZAdd(ctx, s.k.cnames(newP), redis.Z{Member: c}).Err(); err != nil {
 		return 0, fmt.Errorf("repartition %s: %w", c, err)
 	}
+	if err := s.moveUnfinished(ctx, old.unfinished(oldP), s.k.unfinished(newP), c); err != nil {
+		return 0, fmt.Errorf("repartition %s: %w", c, err)
+	}
 	// Removed in the order that lets a run stopped half way find the rest: the job keys, then
 	// the collection's hash and job list, then its name in the partition.
 	for keys := range slices.Chunk(from, copyChunk) { // one slot: every key of c carries its tag
@@ -205,6 +208,22 @@ func (s *Store) moveCollection(ctx context.Context, old keys, c string) (int, er
 		return 0, fmt.Errorf("repartition %s: %w", c, err)
 	}
 	return len(jobs), nil
+}
+
+// moveUnfinished moves c's unfinished change, if any, at its time: the first planner to start
+// after the move finishes it.
+func (s *Store) moveUnfinished(ctx context.Context, from, to, c string) error {
+	at, err := s.rdb.ZScore(ctx, from, c).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := s.rdb.ZAdd(ctx, to, redis.Z{Score: at, Member: c}).Err(); err != nil {
+		return err
+	}
+	return s.rdb.ZRem(ctx, from, c).Err()
 }
 
 // copyKeys copies each key of from to the key of to at the same place (DUMP, then RESTORE
@@ -306,7 +325,7 @@ func (s *Store) moveGone(ctx context.Context, old keys, p int) error {
 // records the new count and that the move has ended.
 func (s *Store) endRepartition(ctx context.Context, old keys) error {
 	for p := s.Partitions(); p < len(old.tags); p++ {
-		for _, key := range []string{old.due(p), old.colls(p), old.cnames(p), old.seq(p), old.gone(p), old.goneTimes(p), old.owner(p)} {
+		for _, key := range []string{old.due(p), old.colls(p), old.cnames(p), old.seq(p), old.gone(p), old.goneTimes(p), old.owner(p), old.unfinished(p)} {
 			if err := s.rdb.Del(ctx, key).Err(); err != nil {
 				return fmt.Errorf("repartition: remove %s: %w", key, err)
 			}

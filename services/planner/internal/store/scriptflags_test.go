@@ -115,17 +115,23 @@ func scheduleRunsWhileFull(t *testing.T, s *store.Store, setMax func(ctx context
 
 	// An operator stops a collection's jobs (the team filling Redis, say) and starts them again:
 	// its state is written in place and its jobs leave the due set and come back.
-	if _, err := s.SetCollectionState(ctx, "c", store.StateChange{State: job.CollectionDisabled}); err != nil {
+	if _, err := s.SetCollectionState(ctx, "c", store.StateChange{At: t0, State: job.CollectionDisabled}); err != nil {
 		t.Fatalf("disable the collection: %v", err)
 	}
 	if due, _, err := s.Claim(ctx, p, token, time.Time{}, next, 10); err != nil || len(due) != 0 {
 		t.Fatalf("claim in a disabled collection: %v %v, want nothing", due, err)
 	}
-	st, err := s.SetCollectionState(ctx, "c", store.StateChange{State: job.CollectionEnabled})
+	st, err := s.SetCollectionState(ctx, "c", store.StateChange{At: t0, State: job.CollectionEnabled})
 	if err != nil || fmt.Sprint(st.Unscheduled) != "[j]" {
 		t.Fatalf("enable the collection: %+v %v, want j left to schedule", st, err)
 	}
-	if st, err := s.SetCollectionState(ctx, "c", store.StateChange{State: job.CollectionEnabled, Then: true, After: st.Last,
+	// Its planner gone here, another takes the change up.
+	if chs, err := s.StaleChanges(ctx, t0.Add(time.Second), 10); err != nil || len(chs) != 1 {
+		t.Fatalf("stale changes: %v %v, want the enable", chs, err)
+	} else if _, ok, err := s.TakeChange(ctx, chs[0], t0.Add(time.Minute)); !ok || err != nil {
+		t.Fatalf("take up the enable: %v %v", ok, err)
+	}
+	if st, err := s.SetCollectionState(ctx, "c", store.StateChange{At: t0, State: job.CollectionEnabled, Then: true, After: st.Last,
 		Schedule: []store.Reschedule{{Name: "j", Next: next, Version: version}}}); err != nil || len(st.Unscheduled) != 0 {
 		t.Fatalf("schedule the collection's job again: %+v %v", st, err)
 	}

@@ -7,10 +7,16 @@
 -- its series ran out while the collection was disabled), then answers the chunk's jobs that
 -- are not in the due set, for the caller to compute. A job put once the state is set schedules
 -- itself, by the collection's state.
--- KEYS: 1 coll, 2 jobs, 3 due, then for each job to schedule: its st
+-- Until the change is done it is recorded as unfinished: the collection's hash holds the state
+-- it sets (change) and where a call would take it up again (changeFrom: the after of this
+-- call, whose chunk the caller may not have scheduled yet), and the partition's unfinished set
+-- holds its name by the time of its last call, so that a planner takes a change up whose
+-- caller stopped (jobs.Service.FinishStale).
+-- KEYS: 1 coll, 2 jobs, 3 due, 4 the partition's unfinished changes, then for each job to
+--       schedule: its st
 -- ARGV: 1 state, 2 collection name, 3 "1" for the first call, 4 the last job gone through
---       ("" from the first), 5 the chunk's size, then for each job i (KEYS[3+i]): member,
---       next (ms or ""), version
+--       ("" from the first), 5 the chunk's size, 6 now (ms), then for each job i (KEYS[4+i]):
+--       member, next (ms or ""), version
 -- Returns {status, last, jobs not in the due set...}: status "done" (no job after last),
 -- "more" or "overtaken".
 if ARGV[3] == '1' then
@@ -19,12 +25,18 @@ if ARGV[3] == '1' then
   end
   redis.call('HSET', KEYS[1], 'state', ARGV[1])
 elseif redis.call('HGET', KEYS[1], 'state') ~= ARGV[1] then
+  -- Overtaken. Its record, if still there, is dropped: only a planner of an earlier release
+  -- sets a state without recording its change.
+  if redis.call('HGET', KEYS[1], 'change') == ARGV[1] then
+    redis.call('HDEL', KEYS[1], 'change', 'changeFrom')
+    redis.call('ZREM', KEYS[4], ARGV[2])
+  end
   return {'overtaken', ''}
 end
 local pausing = ARGV[1] == 'Disabled' or ARGV[1] == 'Suspended'
 if not pausing then
-  for i = 4, #KEYS do
-    local a = 5 + 3 * (i - 4)
+  for i = 5, #KEYS do
+    local a = 6 + 3 * (i - 5)
     local cur = redis.call('HMGET', KEYS[i], 'ver', 'state')
     if cur[1] == ARGV[a + 3] and cur[2] == 'Enabled' then
       if ARGV[a + 2] == '' then
@@ -53,5 +65,13 @@ for _, j in ipairs(names) do
   elseif not redis.call('ZSCORE', KEYS[3], m) then
     out[#out + 1] = j
   end
+end
+if out[1] == 'done' and #out == 2 then
+  -- Nothing left for the caller either: the change is over.
+  redis.call('HDEL', KEYS[1], 'change', 'changeFrom')
+  redis.call('ZREM', KEYS[4], ARGV[2])
+else
+  redis.call('HSET', KEYS[1], 'change', ARGV[1], 'changeFrom', ARGV[4])
+  redis.call('ZADD', KEYS[4], ARGV[6], ARGV[2])
 end
 return out

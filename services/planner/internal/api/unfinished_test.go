@@ -1,0 +1,152 @@
+package api_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/resched/resched/services/planner/internal/jobs"
+	"github.com/resched/resched/services/planner/internal/store"
+	"github.com/resched/resched/shared/job"
+)
+
+// A collection's state change or delete whose planner stopped after some of its calls (killed,
+// or cut off from Redis) is finished by a planner once it has gone jobs.StaleChangeAfter
+// without a call, not before (its planner may only be slow). Left so, the jobs of an enabled
+// collection not yet gone through never fired, those of a disabled one fired once more, and a
+// deleted collection stayed with the jobs not yet deleted.
+func TestAChangeLeftUnfinishedIsFinished(t *testing.T) {
+	e := newEnv(t)
+	const n = 2500
+	e.putBig(t, n)
+	ctx := context.Background()
+	due := func(want int64) {
+		t.Helper()
+		if got, err := e.store.DueBacklog(ctx, t0.Add(48*time.Hour)); got != want || err != nil {
+			t.Fatalf("%d jobs due, %v; want %d", got, err, want)
+		}
+	}
+	finish := func(at time.Time, want int) {
+		t.Helper()
+		e.clock.Store(at.UnixNano())
+		if got, err := e.svc.FinishStale(ctx); got != want || err != nil {
+			t.Fatalf("at %s: %d changes finished, %v; want %d", at.Format(time.TimeOnly), got, err, want)
+		}
+	}
+	e.ok(t, "collections.disable.big", "", nil)
+	due(0)
+
+	// An enable's first call, its planner gone after it: the collection reads Enabled.
+	at := t0
+	if _, err := e.store.SetCollectionState(ctx, "big", store.StateChange{State: job.CollectionEnabled, At: at}); err != nil {
+		t.Fatal(err)
+	}
+	finish(at.Add(jobs.StaleChangeAfter-time.Second), 0)
+	due(0)
+	finish(at.Add(jobs.StaleChangeAfter+time.Second), 1)
+	due(n)
+	finish(at.Add(time.Hour), 0) // nothing left to finish
+
+	// A disable's first call: the first 1,000 jobs no longer due, the others still.
+	at = t0.Add(2 * time.Hour)
+	if _, err := e.store.SetCollectionState(ctx, "big", store.StateChange{State: job.CollectionDisabled, At: at}); err != nil {
+		t.Fatal(err)
+	}
+	due(n - 1000)
+	finish(at.Add(jobs.StaleChangeAfter+time.Second), 1)
+	due(0)
+
+	// A delete stopped after its first call: 1,000 jobs deleted, the collection still there.
+	at = t0.Add(3 * time.Hour)
+	stopped := stopAfterScripts(t, e, 1)
+	if _, err := stopped.DeleteCollection(ctx, "big", at); !errors.Is(err, errStopped) {
+		t.Fatalf("the delete cut short: %v", err)
+	}
+	var c job.Collection
+	e.ok(t, "collections.get.big", "", &c)
+	finish(at.Add(jobs.StaleChangeAfter+time.Second), 1)
+	e.fail(t, "collections.get.big", "", "404", "ResourceNotFound")
+	if keys := e.redis.Client(t).Keys(ctx, "test:*big*").Val(); len(keys) != 0 {
+		t.Errorf("keys of the deleted collection left: %d, such as %s", len(keys), keys[0])
+	}
+	finish(at.Add(time.Hour), 0)
+}
+
+// Two planners looking for stale changes at once: one finishes each.
+func TestAStaleChangeIsFinishedOnce(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	for _, c := range []string{"a", "b", "c"} {
+		e.putCollection(t, c, `{}`)
+		e.ok(t, "jobs.put."+c+".j", hourly, nil)
+		e.ok(t, "collections.disable."+c, "", nil)
+		if _, err := e.store.SetCollectionState(ctx, c, store.StateChange{State: job.CollectionEnabled, At: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.clock.Store(t0.Add(time.Minute).UnixNano())
+	stale, err := e.store.StaleChanges(ctx, t0.Add(time.Second), 10)
+	if err != nil || len(stale) != 3 {
+		t.Fatalf("stale changes %v %v, want 3", stale, err)
+	}
+	taken := 0
+	for _, ch := range append(stale, stale...) { // the second look saw them as the first did
+		if _, ok, err := e.store.TakeChange(ctx, ch, t0.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		} else if ok {
+			taken++
+		}
+	}
+	if taken != 3 {
+		t.Errorf("taken %d times, want 3 (each once)", taken)
+	}
+	// Taken at a minute past: no longer stale until StaleChangeAfter after that.
+	if n, err := e.svc.FinishStale(ctx); n != 0 || err != nil {
+		t.Errorf("finished %d, %v, right after being taken; want 0", n, err)
+	}
+}
+
+var errStopped = errors.New("the planner stopped here")
+
+// stopAfterScripts is a store on e's Redis whose calls fail once n scripts have run, as
+// those of a planner killed after them.
+func stopAfterScripts(t *testing.T, e *env, n int) *store.Store {
+	rdb := redis.NewClient(&redis.Options{Addr: e.redis.Addr})
+	t.Cleanup(func() { _ = rdb.Close() })
+	rdb.AddHook(&scriptStop{left: n})
+	return store.New(rdb, "test")
+}
+
+type scriptStop struct{ left int }
+
+func (*scriptStop) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *scriptStop) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		return h.process(ctx, []redis.Cmder{cmd}, func(ctx context.Context, _ []redis.Cmder) error { return next(ctx, cmd) })
+	}
+}
+
+func (h *scriptStop) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { return h.process(ctx, cmds, next) }
+}
+
+func (h *scriptStop) process(ctx context.Context, cmds []redis.Cmder, next redis.ProcessPipelineHook) error {
+	scripts := slices.ContainsFunc(cmds, func(c redis.Cmder) bool { return strings.HasPrefix(c.Name(), "eval") })
+	if scripts && h.left == 0 {
+		for _, c := range cmds {
+			c.SetErr(errStopped)
+		}
+		return errStopped
+	}
+	err := next(ctx, cmds)
+	for _, c := range cmds {
+		if strings.HasPrefix(c.Name(), "eval") && c.Err() == nil {
+			h.left--
+		}
+	}
+	return err
+}

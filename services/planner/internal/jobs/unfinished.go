@@ -1,0 +1,57 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/resched/resched/services/planner/internal/store"
+	"github.com/resched/resched/shared/job"
+)
+
+// StaleChangeAfter is how long a collection's state change or delete may go without a call
+// before a planner takes it up: its calls come milliseconds apart (a chunk of 1,000 jobs), so
+// one this long without is one whose planner stopped (killed, or stopped with its Redis
+// connection, or past collectionWork).
+const StaleChangeAfter = 20 * time.Second
+
+// staleChangesRead bounds the stale changes read from each partition at a time.
+const staleChangesRead = 16
+
+// FinishStale finishes the collections' state changes and deletes whose planner stopped before
+// the end: left so, an enabled collection's jobs not yet gone through would never fire, and a
+// disabled one's would fire once more. It answers how many it finished. Another planner
+// taking a change up at the same time is left it (store.TakeChange); a change whose planner
+// was only slow is finished twice, which leaves it as once.
+func (s *Service) FinishStale(ctx context.Context) (int, error) {
+	stale, err := s.store.StaleChanges(ctx, s.now().Add(-StaleChangeAfter), staleChangesRead)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, seen := range stale {
+		ch, ok, err := s.store.TakeChange(ctx, seen, s.now())
+		if err != nil {
+			return n, err
+		}
+		if !ok {
+			continue
+		}
+		s.log.Info("finishing a collection's change that its planner left unfinished",
+			"collection", ch.Collection, "change", ch.Kind, "last_step", seen.Last)
+		if err := s.finish(ctx, ch); err != nil {
+			return n, fmt.Errorf("finish the change %s of collection %s: %w", ch.Kind, ch.Collection, err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+// finish goes on with a change from where its calls recorded they were.
+func (s *Service) finish(ctx context.Context, ch store.Change) error {
+	if ch.Kind == store.ChangeDelete {
+		_, err := s.deleteCollection(ctx, ch.Collection)
+		return err
+	}
+	return s.stepState(ctx, ch.Collection, store.StateChange{State: job.CollectionState(ch.Kind), Then: true, After: ch.From})
+}

@@ -1,0 +1,90 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/resched/resched/services/internal/redistest"
+	"github.com/resched/resched/services/planner/internal/store"
+	"github.com/resched/resched/shared/job"
+)
+
+// A state change is recorded from its first call to its end, with where a call takes it up
+// again; it is stale once its last call is older than the cutoff asked, and taken up once.
+// A record an earlier release leaves behind (it sets a state, or deletes a collection, and
+// records nothing) is dropped rather than taken up again and again.
+func TestUnfinishedChanges(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Start(t).Client(t)
+	s := store.New(rdb, "test")
+	stale := func(cutoff time.Time) string {
+		t.Helper()
+		chs, err := s.StaleChanges(ctx, cutoff, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := ""
+		for _, ch := range chs {
+			out += fmt.Sprintf("%s@%s ", ch.Collection, ch.Last.Format(time.TimeOnly))
+		}
+		return out
+	}
+	for _, c := range []string{"a", "b"} {
+		putCollection(t, s, c, 0)
+		putJob(t, s, c, "j", t0)
+		if st, err := s.SetCollectionState(ctx, c, store.StateChange{State: job.CollectionDisabled, At: t0}); err != nil || !st.Done {
+			t.Fatal(st, err)
+		}
+	}
+	if got := stale(t0.Add(time.Hour)); got != "" {
+		t.Fatalf("disables done in one call left %q", got)
+	}
+	// An enable's first call answers j to compute: not done until the next call schedules it.
+	for _, c := range []string{"a", "b"} {
+		if st, err := s.SetCollectionState(ctx, c, store.StateChange{State: job.CollectionEnabled, At: t0}); err != nil || len(st.Unscheduled) != 1 {
+			t.Fatal(st, err)
+		}
+	}
+	if got := stale(t0); got != "" {
+		t.Errorf("stale before its last call: %q", got)
+	}
+	if got := stale(t0.Add(time.Second)); got != "a@12:00:00 b@12:00:00 " {
+		t.Errorf("stale a second after: %q", got)
+	}
+	chs, _ := s.StaleChanges(ctx, t0.Add(time.Second), 10)
+	later := t0.Add(time.Minute)
+	ch, ok, err := s.TakeChange(ctx, chs[0], later)
+	if err != nil || !ok || ch.Kind != "Enabled" || ch.From != "" || !ch.Last.Equal(later) {
+		t.Fatalf("taken: %+v %v %v, want Enabled from the first job, at a minute", ch, ok, err)
+	}
+	if _, ok, err := s.TakeChange(ctx, chs[0], later); ok || err != nil {
+		t.Errorf("taken twice from one look: %v %v", ok, err)
+	}
+	if got := stale(t0.Add(2 * time.Second)); got != "b@12:00:00 " {
+		t.Errorf("stale after a was taken up: %q", got)
+	}
+	// A planner of an earlier release disables a (a state, no record); the later call of
+	// this release's enable finds it overtaken and drops its record.
+	if err := rdb.HSet(ctx, s.CollectionKey("a"), "state", string(job.CollectionDisabled)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := s.SetCollectionState(ctx, "a", store.StateChange{State: job.CollectionEnabled, Then: true, At: later}); err != nil || !st.Overtaken {
+		t.Fatalf("a later call after another release's disable: %+v %v", st, err)
+	}
+	// A planner of an earlier release deletes b (its hash goes, its name stays listed here):
+	// taking it up drops it.
+	if err := rdb.Del(ctx, s.CollectionKey("b")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	chs, _ = s.StaleChanges(ctx, later.Add(time.Hour), 10)
+	for _, ch := range chs {
+		if _, ok, err := s.TakeChange(ctx, ch, later); ok || err != nil {
+			t.Errorf("%s taken up: %v %v", ch.Collection, ok, err)
+		}
+	}
+	if got := stale(later.Add(time.Hour)); got != "" {
+		t.Errorf("records left: %q", got)
+	}
+}
