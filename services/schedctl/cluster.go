@@ -51,6 +51,13 @@ func writeStatus(w io.Writer, s bus.Status) {
 		field(w, "Collections", strconv.Itoa(*s.Collections))
 	}
 	field(w, "Due, not published", strconv.FormatInt(s.DueNow, 10))
+	for i, ch := range s.Changes {
+		key := ""
+		if i == 0 {
+			key = "Collection changes"
+		}
+		field(w, key, changeLine(ch, s.Time))
+	}
 	if len(s.Outages) == 0 {
 		field(w, "Outages on record", "none")
 	}
@@ -92,4 +99,20 @@ func spans(ps []int) string {
 		i = j + 1
 	}
 	return strings.Join(parts, ", ")
+}
+
+// changeLine says what a collection's change under way sets and how long ago its last step
+// was, by the answering planner's clock: one past bus.StaleChangeAfter was left by a planner
+// that stopped, and waits for another to take it up.
+func changeLine(ch bus.ChangeStatus, now time.Time) string {
+	what := "being deleted"
+	if ch.Change != "delete" {
+		what = "being set " + ch.Change
+	}
+	ago := max(now.Sub(ch.LastStep), 0).Round(time.Second)
+	line := fmt.Sprintf("%s %s, last step %v ago", ch.Collection, what, ago)
+	if ago >= bus.StaleChangeAfter {
+		line += " (its planner stopped: another planner finishes it)"
+	}
+	return line
 }

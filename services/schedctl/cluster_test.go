@@ -112,3 +112,21 @@ func TestStatusListsEveryOutage(t *testing.T) {
 		}
 	}
 }
+
+// The collections' changes under way are listed one a line, with how long ago their last step
+// was by the answering planner's clock; one past bus.StaleChangeAfter is said to wait for
+// another planner.
+func TestStatusListsTheCollectionsChanges(t *testing.T) {
+	var b strings.Builder
+	at := time.Date(2026, 12, 7, 4, 0, 0, 0, time.UTC)
+	writeStatus(&b, bus.Status{Partitions: 16, Time: at, Changes: []bus.ChangeStatus{
+		{Collection: "old", Change: "delete", LastStep: at.Add(-25 * time.Second)},
+		{Collection: "big", Change: "Enabled", LastStep: at.Add(-1200 * time.Millisecond)}}})
+	for _, line := range []string{
+		"\nCollection changes:\told being deleted, last step 25s ago (its planner stopped: another planner finishes it)\n",
+		"\n\tbig being set Enabled, last step 1s ago\n"} {
+		if !strings.Contains(b.String(), line) {
+			t.Errorf("no line %q in:\n%s", line, b.String())
+		}
+	}
+}

@@ -18,13 +18,28 @@ type Status struct {
 	Outages []OutageStatus `json:"outages"`          // intervals no planner ran, newest first
 	DueNow  int64          `json:"dueNotDispatched"` // jobs due by now and not published yet
 	// Collections counts every collection (an earlier release's planner leaves it out).
-	Collections *int           `json:"collections,omitempty"`
-	Streams     []StreamStatus `json:"streams"`
-	Problems    []string       `json:"problems,omitempty"` // what could not be read
+	Collections *int `json:"collections,omitempty"`
+	// Changes are the collections' state changes and deletes under way, the oldest first.
+	Changes  []ChangeStatus `json:"collectionChanges,omitempty"`
+	Streams  []StreamStatus `json:"streams"`
+	Problems []string       `json:"problems,omitempty"` // what could not be read
 	// Warnings name the settings, of Redis or of the streams, by which jobs, occurrences or
 	// results can be lost: what the planners' start logs, as it stands now.
 	Warnings []string `json:"warnings,omitempty"`
 }
+
+// ChangeStatus is a collection's state change or delete under way: Change is the state it
+// sets (Enabled, Disabled, Suspended) or "delete". One whose last step is StaleChangeAfter old
+// was left by a planner that stopped, and another planner finishes it.
+type ChangeStatus struct {
+	Collection string    `json:"collection"`
+	Change     string    `json:"change"`
+	LastStep   time.Time `json:"lastStep"`
+}
+
+// StaleChangeAfter is how long a collection's change may go without a step before a planner
+// takes it up: its steps come milliseconds apart.
+const StaleChangeAfter = 20 * time.Second
 
 // PlannerStatus is one live planner: its heartbeat holds until Until.
 type PlannerStatus struct {

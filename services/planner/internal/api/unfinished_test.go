@@ -9,13 +9,13 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/resched/resched/services/planner/internal/jobs"
+	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/planner/internal/store"
 	"github.com/resched/resched/shared/job"
 )
 
 // A collection's state change or delete whose planner stopped after some of its calls (killed,
-// or cut off from Redis) is finished by a planner once it has gone jobs.StaleChangeAfter
+// or cut off from Redis) is finished by a planner once it has gone bus.StaleChangeAfter
 // without a call, not before (its planner may only be slow). Left so, the jobs of an enabled
 // collection not yet gone through never fired, those of a disabled one fired once more, and a
 // deleted collection stayed with the jobs not yet deleted.
@@ -45,9 +45,9 @@ func TestAChangeLeftUnfinishedIsFinished(t *testing.T) {
 	if _, err := e.store.SetCollectionState(ctx, "big", store.StateChange{State: job.CollectionEnabled, At: at}); err != nil {
 		t.Fatal(err)
 	}
-	finish(at.Add(jobs.StaleChangeAfter-time.Second), 0)
+	finish(at.Add(bus.StaleChangeAfter-time.Second), 0)
 	due(0)
-	finish(at.Add(jobs.StaleChangeAfter+time.Second), 1)
+	finish(at.Add(bus.StaleChangeAfter+time.Second), 1)
 	due(n)
 	finish(at.Add(time.Hour), 0) // nothing left to finish
 
@@ -57,7 +57,7 @@ func TestAChangeLeftUnfinishedIsFinished(t *testing.T) {
 		t.Fatal(err)
 	}
 	due(n - 1000)
-	finish(at.Add(jobs.StaleChangeAfter+time.Second), 1)
+	finish(at.Add(bus.StaleChangeAfter+time.Second), 1)
 	due(0)
 
 	// A delete stopped after its first call: 1,000 jobs deleted, the collection still there.
@@ -68,7 +68,7 @@ func TestAChangeLeftUnfinishedIsFinished(t *testing.T) {
 	}
 	var c job.Collection
 	e.ok(t, "collections.get.big", "", &c)
-	finish(at.Add(jobs.StaleChangeAfter+time.Second), 1)
+	finish(at.Add(bus.StaleChangeAfter+time.Second), 1)
 	e.fail(t, "collections.get.big", "", "404", "ResourceNotFound")
 	if keys := e.redis.Client(t).Keys(ctx, "test:*big*").Val(); len(keys) != 0 {
 		t.Errorf("keys of the deleted collection left: %d, such as %s", len(keys), keys[0])
@@ -89,7 +89,7 @@ func TestAStaleChangeIsFinishedOnce(t *testing.T) {
 		}
 	}
 	e.clock.Store(t0.Add(time.Minute).UnixNano())
-	stale, err := e.store.StaleChanges(ctx, t0.Add(time.Second), 10)
+	stale, err := e.store.Changes(ctx, t0.Add(time.Second), 10)
 	if err != nil || len(stale) != 3 {
 		t.Fatalf("stale changes %v %v, want 3", stale, err)
 	}

@@ -3,28 +3,24 @@ package jobs
 import (
 	"context"
 	"fmt"
-	"time"
 
+	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/planner/internal/store"
 	"github.com/resched/resched/shared/job"
 )
-
-// StaleChangeAfter is how long a collection's state change or delete may go without a call
-// before a planner takes it up: its calls come milliseconds apart (a chunk of 1,000 jobs), so
-// one this long without is one whose planner stopped (killed, or stopped with its Redis
-// connection, or past collectionWork).
-const StaleChangeAfter = 20 * time.Second
 
 // staleChangesRead bounds the stale changes read from each partition at a time.
 const staleChangesRead = 16
 
 // FinishStale finishes the collections' state changes and deletes whose planner stopped before
-// the end: left so, an enabled collection's jobs not yet gone through would never fire, and a
-// disabled one's would fire once more. It answers how many it finished. Another planner
-// taking a change up at the same time is left it (store.TakeChange); a change whose planner
-// was only slow is finished twice, which leaves it as once.
+// the end (killed, cut off from Redis, or past collectionWork), found by their last call
+// bus.StaleChangeAfter ago or more: left so, an enabled collection's jobs not yet gone through
+// would never fire, and a disabled one's would fire once more. It answers how many it
+// finished. Another planner taking a change up at the same time is left it
+// (store.TakeChange); a change whose planner was only slow is finished twice, which leaves it
+// as once.
 func (s *Service) FinishStale(ctx context.Context) (int, error) {
-	stale, err := s.store.StaleChanges(ctx, s.now().Add(-StaleChangeAfter), staleChangesRead)
+	stale, err := s.store.Changes(ctx, s.now().Add(-bus.StaleChangeAfter), staleChangesRead)
 	if err != nil {
 		return 0, err
 	}

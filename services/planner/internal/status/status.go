@@ -1,6 +1,7 @@
 // Package status assembles what `schedctl cluster status` shows: the live planners and the
-// partitions each holds, the outages on record, the jobs due and not yet published, and the
-// scheduler's streams with their consumers, as the planner that answers sees them.
+// partitions each holds, the outages on record, the jobs due and not yet published, the
+// collections' changes under way, and the scheduler's streams with their consumers, as the
+// planner that answers sees them.
 package status
 
 import (
@@ -20,6 +21,9 @@ import (
 // outagesShown is how many outages a status lists, the newest.
 const outagesShown = 10
 
+// changesShown bounds the collections' changes under way a status lists from each partition.
+const changesShown = 10
+
 // redisWait bounds how long a status waits for Redis: schedctl waits 5 s for the answer, and
 // with Redis not answering the reads would take the client's read time-out and its retries, so
 // schedctl saw no answer at all rather than the streams and what could not be read.
@@ -30,6 +34,7 @@ type fromRedis struct {
 	overview    store.Overview
 	due         int64
 	collections *int
+	changes     []store.Change
 	problems    []string
 	warnings    []string
 }
@@ -78,6 +83,10 @@ func (s *Source) Status(ctx context.Context) (bus.Status, error) {
 		st.Outages = append(st.Outages, bus.OutageStatus{From: out.From, To: out.To, Recorded: out.Recorded})
 	}
 	st.DueNow, st.Collections = r.due, r.collections
+	for _, ch := range r.changes {
+		st.Changes = append(st.Changes, bus.ChangeStatus{Collection: ch.Collection, Change: ch.Kind, LastStep: ch.Last})
+	}
+	slices.SortStableFunc(st.Changes, func(a, b bus.ChangeStatus) int { return a.LastStep.Compare(b.LastStep) })
 	for _, name := range []string{s.Subjects.IntakeStream(), s.Subjects.DueStream(), s.Subjects.ResultsStream()} {
 		ss, risks, err := s.stream(ctx, name)
 		for _, n := range risks {
@@ -108,6 +117,9 @@ func (s *Source) redis(ctx context.Context, now time.Time) fromRedis {
 		r.problems = append(r.problems, err.Error())
 	} else {
 		r.collections = &n
+	}
+	if r.changes, err = s.Store.Changes(ctx, time.Time{}, changesShown); err != nil {
+		r.problems = append(r.problems, err.Error())
 	}
 	// The settings the planners' start warns of (planner.lookAtRedis), read again: Redis may
 	// have been set so since.

@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/internal/natstest"
 	"github.com/resched/resched/services/internal/redistest"
 	"github.com/resched/resched/services/planner/internal/status"
 	"github.com/resched/resched/services/planner/internal/store"
+	"github.com/resched/resched/shared/job"
 )
 
 // With Redis down, the status still answers: what Redis holds is named as not read, and the
@@ -86,5 +88,39 @@ func TestStatusWarnsOfSettingsThatLoseWhatTheyHold(t *testing.T) {
 	if len(risky.Warnings) != 2 || !strings.Contains(all, "Redis keeps no append-only file") ||
 		!strings.Contains(all, "stream "+subjects.DueStream()+": max age is 1h0m0s") {
 		t.Errorf("warnings %q: want the Redis without an append-only file and the due stream's max age named", risky.Warnings)
+	}
+}
+
+// A collection's change under way is in the status with what it sets and its last step, the
+// oldest first; one finished is not.
+func TestStatusListsTheCollectionsChangesUnderWay(t *testing.T) {
+	ctx := context.Background()
+	_, js, subjects := natstest.Start(t).JetStream(t)
+	st := store.New(redistest.Start(t).Client(t), "test")
+	at := time.Date(2026, 12, 7, 4, 0, 0, 0, time.UTC)
+	for i, c := range []string{"b", "a", "done"} {
+		if _, err := st.PutCollection(ctx, c, []byte(`{}`), job.CollectionDisabled, 0, false); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, _, err := st.PutJob(ctx, store.PutJob{Collection: c, Name: "j", Definition: []byte(`{}`), Accepted: at,
+			Next: at.Add(time.Hour), State: job.StateEnabled, Reaccept: true}); err != nil {
+			t.Fatal(err)
+		}
+		if c == "done" {
+			continue
+		}
+		// An enable's first call: its job is left to schedule, the change under way.
+		if _, err := st.SetCollectionState(ctx, c, store.StateChange{State: job.CollectionEnabled, At: at.Add(time.Duration(i) * time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := &status.Source{Store: st, JS: js, Subjects: subjects, ID: "planner-a", Clock: time.Now}
+	got, err := src.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []bus.ChangeStatus{{Collection: "b", Change: "Enabled", LastStep: at}, {Collection: "a", Change: "Enabled", LastStep: at.Add(time.Second)}}
+	if !slices.Equal(got.Changes, want) {
+		t.Errorf("changes %+v, want %+v", got.Changes, want)
 	}
 }

@@ -240,7 +240,7 @@ func snapshot(t *testing.T, s *store.Store) held {
 			}
 		}
 	}
-	changes, err := s.StaleChanges(ctx, t0.Add(time.Hour), 100)
+	changes, err := s.Changes(ctx, t0.Add(time.Hour), 100)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -126,7 +126,7 @@ func scheduleRunsWhileFull(t *testing.T, s *store.Store, setMax func(ctx context
 		t.Fatalf("enable the collection: %+v %v, want j left to schedule", st, err)
 	}
 	// Its planner gone here, another takes the change up.
-	if chs, err := s.StaleChanges(ctx, t0.Add(time.Second), 10); err != nil || len(chs) != 1 {
+	if chs, err := s.Changes(ctx, t0.Add(time.Second), 10); err != nil || len(chs) != 1 {
 		t.Fatalf("stale changes: %v %v, want the enable", chs, err)
 	} else if _, ok, err := s.TakeChange(ctx, chs[0], t0.Add(time.Minute)); !ok || err != nil {
 		t.Fatalf("take up the enable: %v %v", ok, err)

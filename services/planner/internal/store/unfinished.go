@@ -27,16 +27,20 @@ type Change struct {
 // ChangeDelete is the Kind of a collection's delete.
 const ChangeDelete = "delete"
 
-// StaleChanges lists the changes whose last call was before cutoff, up to n a partition.
-func (s *Store) StaleChanges(ctx context.Context, cutoff time.Time, n int) ([]Change, error) {
+// Changes lists the changes under way whose last call was before cutoff (every one when
+// cutoff is zero), oldest first in each partition, up to n a partition.
+func (s *Store) Changes(ctx context.Context, cutoff time.Time, n int) ([]Change, error) {
+	upTo := "+inf"
+	if !cutoff.IsZero() {
+		upTo = "(" + ms(cutoff)
+	}
 	pipe := s.rdb.Pipeline()
 	cmds := make([]*redis.ZSliceCmd, s.Partitions())
 	for p := range s.Partitions() {
-		cmds[p] = pipe.ZRangeByScoreWithScores(ctx, s.k.unfinished(p), &redis.ZRangeBy{
-			Min: "-inf", Max: "(" + ms(cutoff), Count: int64(n)})
+		cmds[p] = pipe.ZRangeByScoreWithScores(ctx, s.k.unfinished(p), &redis.ZRangeBy{Min: "-inf", Max: upTo, Count: int64(n)})
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("list unfinished collection changes: %w", err)
+		return nil, fmt.Errorf("list collection changes: %w", err)
 	}
 	var out []Change
 	for _, c := range cmds {
@@ -45,11 +49,29 @@ func (s *Store) StaleChanges(ctx context.Context, cutoff time.Time, n int) ([]Ch
 			out = append(out, Change{Collection: name, Last: time.UnixMilli(int64(z.Score)).UTC(), last: z.Score})
 		}
 	}
+	if len(out) == 0 {
+		return out, nil
+	}
+	// What each sets, as recorded when read (TakeChange reads it again, with the time).
+	pipe = s.rdb.Pipeline()
+	kinds := make([]*redis.SliceCmd, len(out))
+	for i, ch := range out {
+		kinds[i] = pipe.HMGet(ctx, s.k.coll(ch.Collection), "change", "changeFrom")
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("list collection changes: %w", err)
+	}
+	for i, k := range kinds {
+		v := k.Val()
+		out[i].Kind, _ = v[0].(string)
+		out[i].From, _ = v[1].(string)
+	}
 	return out, nil
 }
 
-// TakeChange takes up a stale change at now: it answers the change with its Kind and From,
-// and false when another planner took it first, its caller went on meanwhile, or it ended.
+// TakeChange takes up a stale change at now: it answers the change with its Kind and From as
+// they are now, and false when another planner took it first, its caller went on meanwhile,
+// or it ended.
 func (s *Store) TakeChange(ctx context.Context, ch Change, now time.Time) (Change, bool, error) {
 	part := s.k.partitionOf(ch.Collection)
 	res, err := s.runReplicated(ctx, "take_change", []string{s.k.unfinished(part), s.k.coll(ch.Collection)},

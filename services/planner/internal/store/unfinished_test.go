@@ -21,7 +21,7 @@ func TestUnfinishedChanges(t *testing.T) {
 	s := store.New(rdb, "test")
 	stale := func(cutoff time.Time) string {
 		t.Helper()
-		chs, err := s.StaleChanges(ctx, cutoff, 10)
+		chs, err := s.Changes(ctx, cutoff, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,7 +53,7 @@ func TestUnfinishedChanges(t *testing.T) {
 	if got := stale(t0.Add(time.Second)); got != "a@12:00:00 b@12:00:00 " {
 		t.Errorf("stale a second after: %q", got)
 	}
-	chs, _ := s.StaleChanges(ctx, t0.Add(time.Second), 10)
+	chs, _ := s.Changes(ctx, t0.Add(time.Second), 10)
 	later := t0.Add(time.Minute)
 	ch, ok, err := s.TakeChange(ctx, chs[0], later)
 	if err != nil || !ok || ch.Kind != "Enabled" || ch.From != "" || !ch.Last.Equal(later) {
@@ -78,7 +78,7 @@ func TestUnfinishedChanges(t *testing.T) {
 	if err := rdb.Del(ctx, s.CollectionKey("b")).Err(); err != nil {
 		t.Fatal(err)
 	}
-	chs, _ = s.StaleChanges(ctx, later.Add(time.Hour), 10)
+	chs, _ = s.Changes(ctx, later.Add(time.Hour), 10)
 	for _, ch := range chs {
 		if _, ok, err := s.TakeChange(ctx, ch, later); ok || err != nil {
 			t.Errorf("%s taken up: %v %v", ch.Collection, ok, err)
