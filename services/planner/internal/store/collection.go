@@ -104,7 +104,7 @@ const deleteChunk = 1000
 // DeleteCollection deletes a collection and its jobs; it reports whether it existed. A large
 // collection's jobs go deleteChunk at a time first, each call its own (other clients' calls run
 // between them); the last ones go with the collection, in one call that holds a put made
-// meanwhile to account.
+// meanwhile to account. Until then the delete is recorded as under way since at (Changes).
 func (s *Store) DeleteCollection(ctx context.Context, name string, at time.Time) (bool, error) {
 	if err := s.deleteJobsOf(ctx, name, at); err != nil {
 		return false, err
@@ -176,8 +176,8 @@ type StateChange struct {
 	// Schedule are jobs of the previous call to put back in the due set (enabling): the caller
 	// computed their next times.
 	Schedule []Reschedule
-	// At is now: until the change is done, it is recorded as unfinished since its last call
-	// (UnfinishedChanges).
+	// At is now: until the change is done, it is recorded as under way since its last call
+	// (Changes).
 	At time.Time
 }
 
