@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/resched/resched/services/internal/redistest"
 	"github.com/resched/resched/services/planner/internal/store"
 	"github.com/resched/resched/shared/job"
@@ -14,10 +15,20 @@ import (
 // A state change is recorded from its first call to its end, with where a call takes it up
 // again; it is stale once its last call is older than the cutoff asked, and taken up once.
 // A record an earlier release leaves behind (it sets a state, or deletes a collection, and
-// records nothing) is dropped rather than taken up again and again.
+// records nothing) is dropped rather than taken up again and again. On one Redis, and on a
+// Redis Cluster of 3 masters (the changes are read from every partition).
 func TestUnfinishedChanges(t *testing.T) {
+	t.Run("server", func(t *testing.T) { testUnfinishedChanges(t, redistest.Start(t).Client(t)) })
+	t.Run("cluster", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("starts a Redis Cluster")
+		}
+		testUnfinishedChanges(t, redistest.StartCluster(t, 3, 0).Client(t))
+	})
+}
+
+func testUnfinishedChanges(t *testing.T, rdb redis.UniversalClient) {
 	ctx := context.Background()
-	rdb := redistest.Start(t).Client(t)
 	s := store.New(rdb, "test")
 	stale := func(cutoff time.Time) string {
 		t.Helper()
