@@ -5,9 +5,11 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/resched/resched/services/gateway/internal/schedapi"
+	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/shared/job"
 )
 
@@ -54,6 +56,8 @@ type collectionWalk struct {
 	ended  bool             // the planners' listing has no further page
 	passed string           // the last collection taken, visible or not
 	count  *int             // every collection, as the last page read counted them (nil: not said)
+	// within, when set, ends the walk at the first name it refuses, visible or not.
+	within func(name string) bool
 }
 
 func (s *Server) walkCollections(c *call, after string) *collectionWalk {
@@ -68,6 +72,10 @@ func (w *collectionWalk) next(budget *readBudget) (coll job.Collection, ok bool,
 			coll, w.page = w.page[0], w.page[1:]
 			if coll.Name <= w.passed {
 				continue // a planner of a release before the cursor starts from the first page
+			}
+			if w.within != nil && !w.within(coll.Name) {
+				w.page, w.ended = nil, true
+				return job.Collection{}, false, nil
 			}
 			w.passed = coll.Name
 			if visible(w.c.grant, coll.Tags[armScopeTag]) {
@@ -113,6 +121,34 @@ func (s *Server) visibleCollections(c *call) (all []job.Collection, more bool, t
 			return all, true, -1, nil
 		}
 		all = append(all, coll)
+	}
+}
+
+// pickerMatches bounds the collections a picker's search answers.
+const pickerMatches = 50
+
+// matchingCollections are the first n collections the caller may see whose names start with
+// prefix, in name order, from at most pickerReads pages of the planners' listing read from the
+// prefix on; more is true when more may match.
+func (s *Server) matchingCollections(c *call, prefix string, n int) (found []job.Collection, more bool, err error) {
+	w := s.walkCollections(c, bus.AfterForPrefix(prefix))
+	w.within = func(name string) bool { return strings.HasPrefix(name, prefix) || name < prefix }
+	budget := &readBudget{left: pickerReads}
+	for {
+		coll, ok, err := w.next(budget)
+		if err != nil {
+			return nil, false, err
+		}
+		if !ok {
+			return found, !w.ended, nil
+		}
+		if !strings.HasPrefix(coll.Name, prefix) {
+			continue // before it: a planner of a release before the cursor starts from the first
+		}
+		if len(found) == n {
+			return found, true, nil
+		}
+		found = append(found, coll)
 	}
 }
 

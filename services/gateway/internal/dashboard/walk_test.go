@@ -436,3 +436,51 @@ func TestAListingWhosePlannersStopAnsweringFails(t *testing.T) {
 		}
 	}
 }
+
+// A picker's search answers the collections whose names start with what was typed, read from
+// there on: one past the first pages of the listing is found in a page or two, and the search
+// stops at the first name past the prefix. A scoped grant finds only its own.
+func TestAPickerFindsACollectionPastTheFirstPages(t *testing.T) {
+	p := newPagingPlanners(250, 0)
+	for i := 240; i < 250; i += 2 {
+		p.teamB[fmt.Sprintf("c%03d", i)] = true
+	}
+	srv := dashboardOn(t, p, access.Grant{Subject: "ops", Role: access.Reader, Scopes: []string{"*"}})
+	var got struct {
+		Value []collectionInfo `json:"value"`
+		More  bool             `json:"more"`
+	}
+	names := func() string {
+		var out []string
+		for _, c := range got.Value {
+			out = append(out, c.Name)
+		}
+		return strings.Join(out, " ")
+	}
+	var reads int
+	p.readsSince(&reads)
+	getJSON(t, srv.URL+"/dashboard/api/collections?prefix=c24", &got)
+	if names() != "c240 c241 c242 c243 c244 c245 c246 c247 c248 c249" || got.More {
+		t.Errorf("prefix c24: %q, more %v; want c240 to c249, no more", names(), got.More)
+	}
+	if n := p.readsSince(&reads); n > 2 {
+		t.Errorf("prefix c24 read %d pages, want 2 at most", n)
+	}
+	getJSON(t, srv.URL+"/dashboard/api/collections?prefix=c1", &got)
+	if len(got.Value) != pickerMatches || got.Value[0].Name != "c100" || !got.More {
+		t.Errorf("prefix c1: %d from %q, more %v; want the first %d from c100, more", len(got.Value), names(), got.More, pickerMatches)
+	}
+	getJSON(t, srv.URL+"/dashboard/api/collections", &got) // nothing typed: from the first
+	if len(got.Value) != pickerMatches || got.Value[0].Name != "c000" || !got.More {
+		t.Errorf("no prefix: %d from %q, more %v; want the first %d from c000, more", len(got.Value), names(), got.More, pickerMatches)
+	}
+	getJSON(t, srv.URL+"/dashboard/api/collections?prefix=x", &got)
+	if len(got.Value) != 0 || got.More {
+		t.Errorf("prefix x: %q, more %v; want none", names(), got.More)
+	}
+	srv = dashboardOn(t, p, access.Grant{Subject: "b", Role: access.Reader, Scopes: []string{teamB}})
+	getJSON(t, srv.URL+"/dashboard/api/collections?prefix=c24", &got)
+	if names() != "c240 c242 c244 c246 c248" {
+		t.Errorf("prefix c24 for team B: %q, want its five", names())
+	}
+}

@@ -62,6 +62,19 @@ const consoleErrors = [];
     await page.waitForSelector("text=1 job shown");
     check((await page.textContent("tbody")).includes("report"), "across collections, filtered by action type");
 
+    step("the collection field suggests the collections that start with what is typed");
+    await page.goto(BASE + "/dashboard/#/jobs");
+    await page.waitForSelector("text=3 jobs shown");
+    await page.fill("#f-collection", "ord");
+    await page.waitForFunction((c) => [...document.querySelectorAll("#f-collection-list option")].some((o) => o.value === c), COLLECTION);
+    const suggested = await page.$$eval("#f-collection-list option", (os) => os.map((o) => `${o.value} ${o.textContent}`));
+    check(suggested.length === 1 && suggested[0] === `${COLLECTION} orders (rg-a)`, "one suggestion for ord, the orders collection with its group: " + suggested);
+    await page.fill("#f-collection", COLLECTION);
+    await page.click("button >> text=Filter");
+    await page.waitForSelector("text=3 jobs shown");
+    check(page.url().endsWith("#/jobs?collection=" + COLLECTION), "filtered by the collection picked: " + page.url());
+    check((await page.inputValue("#f-collection")) === COLLECTION, "the field keeps the collection of the address");
+
     step("a job: definition, next runs, calendar");
     await page.goto(BASE + `/dashboard/#/job/${COLLECTION}/report`);
     await page.waitForSelector("h1 >> text=orders/report");

@@ -262,24 +262,35 @@ async function overviewPage(again, jobsChanged) {
 
 // ---- jobs -------------------------------------------------------------------------------------
 
+// collectionPicker is a field for a collection's name whose suggestions are the collections
+// that start with what is typed, asked of the gateway as the user types (50 at a time, searched
+// from there on): a select of every collection was a page's worth of megabytes with tens of
+// thousands, and held only the first 10,000.
+function collectionPicker(attrs) {
+  const list = el("datalist", { id: attrs.id + "-list" });
+  const input = el("input", Object.assign({ list: list.id, autocomplete: "off", pattern: "[A-Za-z0-9_\\-]*" }, attrs));
+  let asked = 0; // only the latest answer fills the list
+  async function suggest() {
+    const mine = ++asked;
+    let r;
+    try { r = await api("collections?prefix=" + encodeURIComponent(input.value)); } catch (err) { return; }
+    if (mine !== asked) return;
+    list.replaceChildren(...r.value.map((c) => el("option", { value: c.name }, c.display + (c.scope ? ` (${c.scope.split("/")[4]})` : ""))));
+  }
+  input.addEventListener("input", suggest);
+  suggest();
+  return [input, list];
+}
+
 async function jobsPage() {
   const q = query();
-  const at = location.hash;
-  let colls = [];
-  try { colls = (await api("collections")).value; } catch (err) { if (location.hash === at) show(el("h1", {}, "Jobs"), errorBox(err)); return; }
-  if (location.hash !== at) return; // the user went elsewhere meanwhile
-  // The picker holds the collections of the first pages of the listing; one asked for by the
-  // address and not among them (many collections) is added.
-  const asked = q.get("collection");
-  if (asked && !colls.some((c) => c.name === asked)) colls.push({ name: asked, display: asked });
   const form = el("form", { class: "row", role: "search", onsubmit: (e) => {
     e.preventDefault();
     const p = new URLSearchParams(new FormData(form));
     for (const [k, v] of [...p]) if (!v) p.delete(k);
     location.hash = "#/jobs?" + p.toString();
   } },
-    el("label", {}, "Collection", el("select", { name: "collection" }, el("option", { value: "" }, "All"),
-      colls.map((c) => el("option", { value: c.name, selected: q.get("collection") === c.name }, c.display + (c.scope ? ` (${c.scope.split("/")[4]})` : ""))))),
+    el("label", {}, "Collection", collectionPicker({ id: "f-collection", name: "collection", value: q.get("collection") || "", placeholder: "All" })),
     el("label", {}, "Name starts with", el("input", { name: "q", value: q.get("q") || "", pattern: "[A-Za-z0-9_\\-]*" })),
     el("label", {}, "State", el("select", { name: "state" }, ["", "Enabled", "Disabled", "Paused", "Completed", "Faulted"].map((s) =>
       el("option", { value: s, selected: (q.get("state") || "") === s }, s || "Any")))),
@@ -671,16 +682,16 @@ function builderPage() {
 // collection or a new one (a grant of every scope only: a new collection has no ARM scope).
 function saveForm(schedule) {
   const msg = el("div", { role: "status" });
-  const sel = el("select", { id: "s-collection", name: "collection" });
+  const [sel, selList] = collectionPicker({ id: "s-collection", name: "collection", placeholder: "a collection" });
   const newColl = el("input", { id: "s-new", name: "new", pattern: "[A-Za-z0-9_\\-]{1,64}", placeholder: "or a new collection" });
   const name = el("input", { id: "s-name", required: true, pattern: "[A-Za-z0-9_\\-]{1,64}" });
   const uri = el("input", { id: "s-uri", type: "url", required: true, placeholder: "https://example.com/hook" });
   const method = el("select", { id: "s-method" }, ["POST", "GET", "PUT"].map((m) => el("option", { value: m }, m)));
-  api("collections").then((r) => sel.replaceChildren(...r.value.map((c) => el("option", { value: c.name }, c.display + (c.scope ? ` (${c.scope.split("/")[4]})` : ""))))).catch(() => {});
   const everyScope = me && (me.scopes || []).includes("*");
   const form = el("form", { id: "save-form", onsubmit: async (e) => {
     e.preventDefault();
     const c = newColl.value.trim() || sel.value;
+    if (!c) { msg.replaceChildren(el("p", { class: "error", role: "alert" }, "Choose a collection" + (everyScope ? ", or name a new one." : "."))); return; }
     try {
       if (newColl.value.trim()) {
         await api(`collections/${encodeURIComponent(c)}`, { method: "PUT", body: {} }).catch((err) => { if (err.status !== 409) throw err; });
@@ -700,7 +711,7 @@ function saveForm(schedule) {
     } catch (err) { msg.replaceChildren(errorBox(err), el("ul", {}, (err.details || []).map((x) => el("li", {}, `${x.path}: ${x.message}`)))); }
   } },
     el("div", { class: "row" },
-      el("label", { for: "s-collection" }, "Collection", sel),
+      el("label", { for: "s-collection" }, "Collection", sel, selList),
       everyScope ? el("label", { for: "s-new" }, "New collection", newColl) : null,
       el("label", { for: "s-name" }, "Job name", name),
       el("label", { for: "s-uri" }, "Calls (HTTP)", uri),
