@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/resched/resched/services/internal/natstest"
 )
 
@@ -198,5 +199,31 @@ func TestCollectionWorkWaitsLonger(t *testing.T) {
 			t.Errorf("%v: waits %v for answers and %v to connect, want %v", c.args, inv.client.timeout, inv.timeout, c.want)
 		}
 		inv.close()
+	}
+}
+
+// A collection's delete, enable or disable that is not answered within the wait says that the
+// change may still be under way, and where to see it: a large collection's takes seconds, and
+// one whose planner stopped is finished by another. Here a subscriber takes the request and
+// never answers, as a planner killed in the middle of it.
+func TestACollectionChangeNotAnsweredSaysWhereToLook(t *testing.T) {
+	srv := natstest.Start(t)
+	nc := srv.Connect(t)
+	if _, err := nc.Subscribe("scheduler.api.collections.>", func(*nats.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"collection", "enable", "big"}, {"collection", "delete", "big", "--yes"}} {
+		code, _, errOut := schedctl(t, "", append(args, "--server", srv.ClientURL(), "--timeout", "300ms")...)
+		if code != 1 || !strings.Contains(errOut, "no planner answered on scheduler.api.collections."+args[1]+".big within 300ms") ||
+			!strings.Contains(errOut, "the "+args[1]+" may still be under way") || !strings.Contains(errOut, "schedctl cluster status") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+	// Other requests say what they said.
+	if _, _, errOut := schedctl(t, "", "collection", "get", "big", "--server", srv.ClientURL(), "--timeout", "300ms"); strings.Contains(errOut, "under way") {
+		t.Errorf("collection get: %q", errOut)
 	}
 }

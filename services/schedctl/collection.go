@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -271,10 +272,7 @@ func collectionDelete(inv *invocation, args []string) error {
 	if err := inv.confirm(*yes, fmt.Sprintf("Delete collection %s and every job in it, with their history?", name)); err != nil {
 		return err
 	}
-	if err := inv.waitLonger(collectionWorkWait); err != nil {
-		return err
-	}
-	msg, err := inv.request(nil, "collections", "delete", name)
+	msg, err := collectionWork(inv, "delete", name)
 	if err != nil {
 		return err
 	}
@@ -290,6 +288,22 @@ func collectionDelete(inv *invocation, args []string) error {
 // (about 13 s to enable 300,000), and said nothing answered while it went on.
 const collectionWorkWait = 2 * time.Minute
 
+// collectionWork asks for a collection's delete, enable or disable, waiting collectionWorkWait
+// for the answer unless --timeout is given. Past the wait, the change may well be under way
+// (a large collection, or a planner stopped in the middle, whose change another planner
+// finishes): the error says so and where to look.
+func collectionWork(inv *invocation, op, name string) (*nats.Msg, error) {
+	if err := inv.waitLonger(collectionWorkWait); err != nil {
+		return nil, err
+	}
+	msg, err := inv.request(nil, "collections", op, name)
+	if np := (*noPlannerError)(nil); errors.As(err, &np) && np.waited > 0 {
+		return nil, fmt.Errorf("%w\nthe %s may still be under way (one whose planner stopped is finished by another): "+
+			"schedctl cluster status lists the collections' changes under way", err, op)
+	}
+	return msg, err
+}
+
 // collectionState returns enable or disable.
 func collectionState(op string) func(inv *invocation, args []string) error {
 	return func(inv *invocation, args []string) error {
@@ -297,10 +311,7 @@ func collectionState(op string) func(inv *invocation, args []string) error {
 		if err != nil {
 			return err
 		}
-		if err := inv.waitLonger(collectionWorkWait); err != nil {
-			return err
-		}
-		msg, err := inv.request(nil, "collections", op, name)
+		msg, err := collectionWork(inv, op, name)
 		if err != nil {
 			return err
 		}
