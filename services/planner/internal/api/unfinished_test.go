@@ -60,14 +60,47 @@ func TestAChangeLeftUnfinishedIsFinished(t *testing.T) {
 	finish(at.Add(bus.StaleChangeAfter+time.Second), 1)
 	due(0)
 
-	// A delete stopped after its first call: 1,000 jobs deleted, the collection still there.
+	// A delete stopped after its first call, while an enable was under way (its first call
+	// made): 1,000 jobs deleted, the collection still there.
 	at = t0.Add(3 * time.Hour)
+	enabling := store.StateChange{State: job.CollectionEnabled, At: at}
+	step, err := e.store.SetCollectionState(ctx, "big", enabling)
+	if err != nil {
+		t.Fatal(err)
+	}
 	stopped := stopAfterScripts(t, e, 1)
 	if _, err := stopped.DeleteCollection(ctx, "big", at); !errors.Is(err, errStopped) {
 		t.Fatalf("the delete cut short: %v", err)
 	}
 	var c job.Collection
 	e.ok(t, "collections.get.big", "", &c)
+	// The enable's next call stops at the delete, which keeps its record.
+	enabling.Then, enabling.After = true, step.Last
+	if step, err := e.store.SetCollectionState(ctx, "big", enabling); err != nil || !step.Overtaken {
+		t.Fatalf("the enable's next call during the delete: overtaken %v, %v; want it overtaken", step.Overtaken, err)
+	}
+	// Until it ends, the collection takes no put and no state change: they would be deleted
+	// with it, or stop it.
+	for _, req := range [][2]string{{"jobs.put.big.new", hourly}, {"collections.put.big", `{"properties": {}}`},
+		{"collections.disable.big", ""}, {"jobs.bulk.big", `{"jobs": [{"name": "new", "properties": ` + hourly + `}]}`}} {
+		if req[0] == "jobs.bulk.big" {
+			var out struct {
+				Value []struct {
+					Status int                             `json:"status"`
+					Error  *struct{ Code, Message string } `json:"error"`
+				} `json:"value"`
+			}
+			e.ok(t, req[0], req[1], &out)
+			if len(out.Value) != 1 || out.Value[0].Status != 409 || out.Value[0].Error == nil ||
+				!strings.Contains(out.Value[0].Error.Message, "job collection big is being deleted") {
+				t.Errorf("%s during the delete: %+v", req[0], out)
+			}
+			continue
+		}
+		if a := e.fail(t, req[0], req[1], "409", "Conflict"); !strings.Contains(a.Error.Message, "job collection big is being deleted") {
+			t.Errorf("%s during the delete: %q", req[0], a.Error.Message)
+		}
+	}
 	finish(at.Add(bus.StaleChangeAfter+time.Second), 1)
 	e.fail(t, "collections.get.big", "", "404", "ResourceNotFound")
 	if keys := e.redis.Client(t).Keys(ctx, "test:*big*").Val(); len(keys) != 0 {

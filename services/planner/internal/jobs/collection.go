@@ -61,6 +61,9 @@ func (s *Service) PutCollection(ctx context.Context, c string, raw []byte, creat
 	if errors.Is(err, store.ErrExists) {
 		return nil, false, conflict("job collection %s already exists: update it, or put it to replace it", c)
 	}
+	if errors.Is(err, store.ErrDeleting) {
+		return nil, false, deleting(c)
+	}
 	if err != nil {
 		return nil, false, err
 	}
@@ -236,7 +239,11 @@ func (s *Service) changeState(ctx context.Context, c string, state job.Collectio
 func (s *Service) setState(ctx context.Context, c string, state job.CollectionState) error {
 	ctx, cancel := outlast(ctx)
 	defer cancel()
-	return s.stepState(ctx, c, store.StateChange{State: state})
+	err := s.stepState(ctx, c, store.StateChange{State: state})
+	if errors.Is(err, store.ErrDeleting) {
+		return deleting(c)
+	}
+	return err
 }
 
 // stepState makes the calls of a state change from ch, its first or one taken up, to its end.

@@ -73,6 +73,12 @@ func conflict(format string, args ...any) *Error {
 	return &Error{Status: 409, Code: CodeConflict, Message: fmt.Sprintf(format, args...)}
 }
 
+// deleting refuses a write to a collection whose delete is under way: it would be deleted with
+// it, or stop the delete.
+func deleting(c string) *Error {
+	return conflict("job collection %s is being deleted: put it again once the delete has ended", c)
+}
+
 // invalid turns a validation failure into a BadRequest with one detail per problem.
 func invalid(err error) error {
 	var verr *jobschema.ValidationError

@@ -381,6 +381,8 @@ func storeError(err error, c, j string) error {
 		return apiErr
 	case errors.Is(err, store.ErrNoCollection):
 		return notFound("job collection %s not found: create it first", c)
+	case errors.Is(err, store.ErrDeleting):
+		return deleting(c)
 	case errors.Is(err, store.ErrCollectionChanged):
 		return conflict("job collection %s changed while job %s was put; retry it", c, j)
 	case errors.Is(err, store.ErrNotFound):

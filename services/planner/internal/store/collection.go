@@ -206,6 +206,7 @@ func (s *Store) SetCollectionState(ctx context.Context, name string, ch StateCha
 		args = append(args, member(name, r.Name), ms(r.Next), r.Version)
 	}
 	res, err := s.runReplicated(ctx, "set_collection_state", keys, args...).StringSlice()
+	err = scriptError(err)
 	if err == nil && len(res) < 2 {
 		err = fmt.Errorf("%d values answered", len(res))
 	}

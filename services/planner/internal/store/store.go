@@ -29,7 +29,9 @@ var (
 	// ErrCollectionChanged: the collection is not at the generation a put was checked against.
 	ErrCollectionChanged = errors.New("job collection changed")
 	ErrConflict          = errors.New("changed concurrently")
-	ErrExists            = errors.New("already exists")
+	// ErrDeleting: the collection's delete is under way (Changes); it takes no puts.
+	ErrDeleting = errors.New("job collection being deleted")
+	ErrExists   = errors.New("already exists")
 	// ErrNotOwner: the partition's lease is not (or no longer) this planner's.
 	ErrNotOwner = errors.New("partition lease not held")
 	// ErrNotReplicated: a write was made, but fewer replicas than WithMinReplicas asks for
@@ -233,6 +235,8 @@ func scriptError(err error) error {
 		return ErrNotOwner
 	case msg == "EXISTS":
 		return ErrExists
+	case msg == "DELETING":
+		return ErrDeleting
 	case msg == "CONFLICT" || msg == "RETRY":
 		return ErrConflict
 	case strings.HasPrefix(msg, "QUOTA "):

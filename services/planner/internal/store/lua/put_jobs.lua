@@ -24,8 +24,9 @@
 -- Returns, per put, {created (0|1), version, 1 when the job is due (in the due set) else 0, 1
 -- when stale (2: the same message applied before), then the job's status counters as kept: executions, failures, faults, last
 -- execution (ms, 0 for none)}: with what it wrote, the caller has the job as stored without
--- reading it back. A put refused returns "!" and its error instead: NOCOLLECTION, COLLCHANGED
--- (not the generation checked against), QUOTA <n>, CONFLICT, EXISTS; each put fails alone.
+-- reading it back. A put refused returns "!" and its error instead: NOCOLLECTION, DELETING (the
+-- collection's delete is under way: delete_jobs.lua), COLLCHANGED (not the generation checked
+-- against), QUOTA <n>, CONFLICT, EXISTS; each put fails alone.
 local due, seq, goneH, goneT = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 
 local function older(stamp, ep, sq)
@@ -47,11 +48,14 @@ local function put(collKey, jobsKey, defKey, stKey, a)
     unpack(ARGV, a + 1, a + 13)
   local coll = colls[collKey]
   if not coll then
-    coll = redis.call('HMGET', collKey, 'state', 'maxJobCount', 'gen')
+    coll = redis.call('HMGET', collKey, 'state', 'maxJobCount', 'gen', 'change')
     colls[collKey] = coll
   end
   if not coll[1] then
     return '!NOCOLLECTION'
+  end
+  if coll[4] == 'delete' then
+    return '!DELETING'
   end
   if gen ~= '' and coll[3] ~= gen then
     return '!COLLCHANGED'

@@ -18,7 +18,14 @@
 --       ("" from the first), 5 the chunk's size, 6 now (ms), then for each job i (KEYS[4+i]):
 --       member, next (ms or ""), version
 -- Returns {status, last, jobs not in the due set...}: status "done" (no job after last),
--- "more" or "overtaken".
+-- "more" or "overtaken". Errors: DELETING (a first call while the collection's delete is under
+-- way: the delete overtakes every change, and a later call stops at it).
+if redis.call('HGET', KEYS[1], 'change') == 'delete' then
+  if ARGV[3] == '1' then
+    return redis.error_reply('DELETING')
+  end
+  return {'overtaken', ''}
+end
 if ARGV[3] == '1' then
   if redis.call('EXISTS', KEYS[1]) == 0 then
     return {'overtaken', ''}
