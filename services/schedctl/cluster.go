@@ -105,9 +105,12 @@ func spans(ps []int) string {
 // was, by the answering planner's clock: one past bus.StaleChangeAfter was left by a planner
 // that stopped, and waits for another to take it up.
 func changeLine(ch bus.ChangeStatus, now time.Time) string {
-	what := "being deleted"
-	if ch.Change != "delete" {
-		what = "being set " + ch.Change
+	what := "being set " + ch.Change
+	switch ch.Change {
+	case "delete":
+		what = "being deleted"
+	case "": // left by a planner of an earlier release that deleted the collection: dropped soon
+		what = "being changed"
 	}
 	ago := max(now.Sub(ch.LastStep), 0).Round(time.Second)
 	line := fmt.Sprintf("%s %s, last step %v ago", ch.Collection, what, ago)

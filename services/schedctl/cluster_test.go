@@ -121,10 +121,11 @@ func TestStatusListsTheCollectionsChanges(t *testing.T) {
 	at := time.Date(2026, 12, 7, 4, 0, 0, 0, time.UTC)
 	writeStatus(&b, bus.Status{Partitions: 16, Time: at, Changes: []bus.ChangeStatus{
 		{Collection: "old", Change: "delete", LastStep: at.Add(-25 * time.Second)},
-		{Collection: "big", Change: "Enabled", LastStep: at.Add(-1200 * time.Millisecond)}}})
+		{Collection: "big", Change: "Enabled", LastStep: at.Add(-1200 * time.Millisecond)},
+		{Collection: "left", LastStep: at}}})
 	for _, line := range []string{
 		"\nCollection changes:\told being deleted, last step 25s ago (its planner stopped: another planner finishes it)\n",
-		"\n\tbig being set Enabled, last step 1s ago\n"} {
+		"\n\tbig being set Enabled, last step 1s ago\n", "\n\tleft being changed, last step 0s ago\n"} {
 		if !strings.Contains(b.String(), line) {
 			t.Errorf("no line %q in:\n%s", line, b.String())
 		}

@@ -62,9 +62,10 @@ func (s *Store) Changes(ctx context.Context, cutoff time.Time, n int) ([]Change,
 		return nil, fmt.Errorf("list collection changes: %w", err)
 	}
 	for i, k := range kinds {
-		v := k.Val()
-		out[i].Kind, _ = v[0].(string)
-		out[i].From, _ = v[1].(string)
+		if v := k.Val(); len(v) == 2 { // "" when the collection records none (an earlier release's)
+			out[i].Kind, _ = v[0].(string)
+			out[i].From, _ = v[1].(string)
+		}
 	}
 	return out, nil
 }
