@@ -45,6 +45,7 @@ type env struct {
 	store   *store.Store
 	svc     *jobs.Service
 	runner  *fakeRunner
+	purger  *purgeRecorder
 	api     micro.Service
 	metrics api.Metrics // given to every API started; nil: none
 }
@@ -69,7 +70,7 @@ func withKeys(k *secrets.Keyring) func(*setup) { return func(s *setup) { s.keys 
 // newEnv starts NATS, Redis, the service and its API.
 func newEnv(t testing.TB, opts ...func(*setup)) *env {
 	t.Helper()
-	e := &env{nats: natstest.Start(t), redis: redistest.Start(t), runner: &fakeRunner{}}
+	e := &env{nats: natstest.Start(t), redis: redistest.Start(t), runner: &fakeRunner{}, purger: &purgeRecorder{}}
 	cfg := setup{redis: redis.Options{Addr: e.redis.Addr}}
 	for _, o := range opts {
 		o(&cfg)
@@ -86,7 +87,7 @@ func newEnv(t testing.TB, opts ...func(*setup)) *env {
 	conn := e.nats.Connect(t)
 	e.conn = conn
 	e.clock.Store(t0.UnixNano())
-	e.svc = jobs.New(jobs.Config{Store: e.store, Validator: v, Events: conn, Runner: e.runner, Keys: cfg.keys,
+	e.svc = jobs.New(jobs.Config{Store: e.store, Validator: v, Events: conn, Runner: e.runner, Purger: e.purger, Keys: cfg.keys,
 		Subjects: bus.NewSubjects(""), Clock: func() time.Time { return time.Unix(0, e.clock.Load()).UTC() }})
 	e.api = e.start(t, conn)
 	e.nc = e.nats.Connect(t)
@@ -181,6 +182,26 @@ type page[T any] struct {
 	Value    []T               `json:"value"`
 	NextLink *jobs.PageRequest `json:"nextLink"`
 	Count    *int              `json:"count"`
+}
+
+// purgeRecorder records the due stream subjects purged, as the planner's purger would remove
+// their messages.
+type purgeRecorder struct {
+	mu       sync.Mutex
+	subjects []string
+}
+
+func (p *purgeRecorder) PurgeDue(_ context.Context, subject string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.subjects = append(p.subjects, subject)
+	return nil
+}
+
+func (p *purgeRecorder) purged() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.subjects)
 }
 
 // fakeRunner records the jobs run now.

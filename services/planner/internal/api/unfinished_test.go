@@ -103,9 +103,29 @@ func TestAChangeLeftUnfinishedIsFinished(t *testing.T) {
 	}
 	finish(at.Add(bus.StaleChangeAfter+time.Second), 1)
 	e.fail(t, "collections.get.big", "", "404", "ResourceNotFound")
+	if got := e.purger.purged(); !slices.Equal(got, []string{"scheduler.due.big.>"}) {
+		t.Errorf("purged %q, want the deleted collection's due subjects", got)
+	}
 	if keys := e.redis.Client(t).Keys(ctx, "test:*big*").Val(); len(keys) != 0 {
 		t.Errorf("keys of the deleted collection left: %d, such as %s", len(keys), keys[0])
 	}
+	finish(at.Add(time.Hour), 0)
+
+	// A planner killed once the collection was deleted in Redis, before its messages left the
+	// due stream (its retries and error actions waiting there would still run): the name
+	// takes no put until a planner has purged them.
+	at = t0.Add(5 * time.Hour)
+	e.putCollection(t, "small", `{}`)
+	e.ok(t, "jobs.put.small.j", hourly, nil)
+	if ok, err := e.store.DeleteCollection(ctx, "small", at); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	e.fail(t, "collections.put.small", `{"properties": {}}`, "409", "Conflict")
+	finish(at.Add(bus.StaleChangeAfter+time.Second), 1)
+	if got := e.purger.purged(); len(got) != 2 || got[1] != "scheduler.due.small.>" {
+		t.Errorf("purged %q, want small's due subjects last", got)
+	}
+	e.putCollection(t, "small", `{}`) // ended: a new collection of the name
 	finish(at.Add(time.Hour), 0)
 }
 

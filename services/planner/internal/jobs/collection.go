@@ -185,7 +185,7 @@ func outlast(ctx context.Context) (context.Context, context.CancelFunc) {
 func (s *Service) DeleteCollection(ctx context.Context, c string) error {
 	ctx, cancel := outlast(ctx)
 	defer cancel()
-	ok, err := s.deleteCollection(ctx, c)
+	ok, err := s.deleteCollection(ctx, c, false)
 	if err != nil {
 		return err
 	}
@@ -195,16 +195,22 @@ func (s *Service) DeleteCollection(ctx context.Context, c string) error {
 	return nil
 }
 
-// deleteCollection deletes c, reporting whether it was there, and removes what the due
-// stream still holds of it.
-func (s *Service) deleteCollection(ctx context.Context, c string) (bool, error) {
+// deleteCollection deletes c, reporting whether it was there, then removes what the due stream
+// holds of it and ends the delete's record; a purge that fails leaves the record, for a planner
+// to purge again (FinishStale). Taken up from a planner that stopped (gone), the collection may
+// be deleted already, its messages still on the due stream.
+func (s *Service) deleteCollection(ctx context.Context, c string, gone bool) (bool, error) {
 	defer s.collections.forget(c)
 	ok, err := s.store.DeleteCollection(ctx, c, s.now())
-	if err != nil || !ok {
+	if err != nil || !(ok || gone) {
 		return ok, err
 	}
-	s.purgeDue(ctx, s.subjects.DueOf(c))
-	return true, nil
+	if s.purgeDue(ctx, s.subjects.DueOf(c)) {
+		if err := s.store.EndDelete(ctx, c); err != nil {
+			s.log.Info("a deleted collection's record stays until a planner ends it", "collection", c, "error", err)
+		}
+	}
+	return ok, nil
 }
 
 // EnableCollection resumes every enabled job of the collection at its next time after now,

@@ -97,15 +97,17 @@ func (s *Service) wake(c string) {
 // retries waiting for their interval, its error actions, an occurrence not yet delivered.
 // Without it a deleted job went on calling its target until its retries ran out, and a job put
 // again under its name was handed the old one's retries, their results landing in its history.
-// A failure is logged: the delete itself is done.
-func (s *Service) purgeDue(ctx context.Context, subject string) {
+// A failure is logged (the delete itself is done) and answered false.
+func (s *Service) purgeDue(ctx context.Context, subject string) bool {
 	if s.purger == nil {
-		return
+		return true
 	}
 	if err := s.purger.PurgeDue(ctx, subject); err != nil {
 		s.log.Warn("what the due stream holds for a deleted job could not be removed: its retries may still run",
 			"subject", subject, "error", err)
+		return false
 	}
+	return true
 }
 
 // emit publishes an event; a lost event is logged, never an error for the caller: the change

@@ -46,7 +46,7 @@ func (s *Service) FinishStale(ctx context.Context) (int, error) {
 // finish goes on with a change from where its calls recorded they were.
 func (s *Service) finish(ctx context.Context, ch store.Change) error {
 	if ch.Kind == store.ChangeDelete {
-		_, err := s.deleteCollection(ctx, ch.Collection)
+		_, err := s.deleteCollection(ctx, ch.Collection, true)
 		return err
 	}
 	return s.stepState(ctx, ch.Collection, store.StateChange{State: job.CollectionState(ch.Kind), Then: true, After: ch.From})

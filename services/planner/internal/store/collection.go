@@ -27,7 +27,7 @@ type Collection struct {
 // existing collection is left alone and ErrExists returned.
 func (s *Store) PutCollection(ctx context.Context, name string, def []byte, state job.CollectionState, maxJobCount int, createOnly bool) (bool, error) {
 	part := s.k.partitionOf(name)
-	keys := []string{s.k.colls(part), s.k.coll(name), s.k.seq(part), s.k.cnames(part)}
+	keys := []string{s.k.colls(part), s.k.coll(name), s.k.seq(part), s.k.cnames(part), s.k.unfinished(part)}
 	n, err := s.runReplicated(ctx, "put_collection", keys, name, def, string(state), maxJobCount, boolArg(createOnly)).Int()
 	if err != nil {
 		return false, fmt.Errorf("put collection %s: %w", name, scriptError(err))
@@ -104,7 +104,8 @@ const deleteChunk = 1000
 // DeleteCollection deletes a collection and its jobs; it reports whether it existed. A large
 // collection's jobs go deleteChunk at a time first, each call its own (other clients' calls run
 // between them); the last ones go with the collection, in one call that holds a put made
-// meanwhile to account. Until then the delete is recorded as under way since at (Changes).
+// meanwhile to account. The delete is recorded as under way since at (Changes) from its first
+// call until EndDelete.
 func (s *Store) DeleteCollection(ctx context.Context, name string, at time.Time) (bool, error) {
 	if err := s.deleteJobsOf(ctx, name, at); err != nil {
 		return false, err
@@ -116,7 +117,7 @@ func (s *Store) DeleteCollection(ctx context.Context, name string, at time.Time)
 		}
 		part := s.k.partitionOf(name)
 		keys := []string{s.k.colls(part), s.k.coll(name), s.k.jobs(name), s.k.due(part), s.k.cnames(part), s.k.unfinished(part)}
-		args := []any{name}
+		args := []any{name, ms(at)}
 		for _, j := range jobs {
 			keys = append(keys, s.k.def(name, j), s.k.state(name, j), s.k.history(name, j), s.k.results(name, j))
 			args = append(args, j)
@@ -131,6 +132,16 @@ func (s *Store) DeleteCollection(ctx context.Context, name string, at time.Time)
 		return n == 1, nil
 	}
 	return false, fmt.Errorf("delete collection %s: %w", name, ErrConflict)
+}
+
+// EndDelete ends the record of a collection's delete (DeleteCollection) once the caller has
+// removed its messages from the due stream.
+func (s *Store) EndDelete(ctx context.Context, name string) error {
+	keys := []string{s.k.unfinished(s.k.partitionOf(name)), s.k.coll(name)}
+	if err := s.runReplicated(ctx, "end_delete", keys, name).Err(); err != nil {
+		return fmt.Errorf("end the delete of collection %s: %w", name, err)
+	}
+	return nil
 }
 
 // deleteJobsOf deletes a collection's jobs deleteChunk at a time while it has more than that,

@@ -11,8 +11,9 @@ import (
 )
 
 // Change is a collection's state change or delete under way, as its calls record it (the
-// scripts set_collection_state.lua and delete_jobs.lua), for a planner to take up when the
-// one that made them stopped before the end.
+// scripts set_collection_state.lua, delete_jobs.lua and delete_collection.lua), for a planner
+// to take up when the one that made them stopped before the end. A delete ends when the
+// collection's messages are gone from the due stream too (EndDelete).
 type Change struct {
 	Collection string
 	// Kind is the state the change sets (Enabled, Disabled, Suspended), or ChangeDelete.
@@ -55,14 +56,19 @@ func (s *Store) Changes(ctx context.Context, cutoff time.Time, n int) ([]Change,
 	// What each sets, as recorded when read (TakeChange reads it again, with the time).
 	pipe = s.rdb.Pipeline()
 	kinds := make([]*redis.SliceCmd, len(out))
+	there := make([]*redis.IntCmd, len(out))
 	for i, ch := range out {
 		kinds[i] = pipe.HMGet(ctx, s.k.coll(ch.Collection), "change", "changeFrom")
+		there[i] = pipe.Exists(ctx, s.k.coll(ch.Collection))
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("list collection changes: %w", err)
 	}
 	for i, k := range kinds {
-		if v := k.Val(); len(v) == 2 { // "" when the collection records none (an earlier release's)
+		switch v := k.Val(); {
+		case there[i].Val() == 0: // deleted, its messages maybe still on the due stream
+			out[i].Kind = ChangeDelete
+		case len(v) == 2: // "" when the collection records none (an earlier release's)
 			out[i].Kind, _ = v[0].(string)
 			out[i].From, _ = v[1].(string)
 		}

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -84,18 +85,40 @@ func testUnfinishedChanges(t *testing.T, rdb redis.UniversalClient) {
 	if st, err := s.SetCollectionState(ctx, "a", store.StateChange{State: job.CollectionEnabled, Then: true, At: later}); err != nil || !st.Overtaken {
 		t.Fatalf("a later call after another release's disable: %+v %v", st, err)
 	}
-	// A planner of an earlier release deletes b (its hash goes, its name stays listed here):
-	// taking it up drops it.
+	// A planner of an earlier release deletes b (its hash goes, its name stays listed here): it
+	// is taken up as a delete, whose messages may still be on the due stream, and ended.
 	if err := rdb.Del(ctx, s.CollectionKey("b")).Err(); err != nil {
 		t.Fatal(err)
 	}
 	chs, _ = s.Changes(ctx, later.Add(time.Hour), 10)
-	for _, ch := range chs {
-		if _, ok, err := s.TakeChange(ctx, ch, later); ok || err != nil {
-			t.Errorf("%s taken up: %v %v", ch.Collection, ok, err)
-		}
+	if len(chs) != 1 || chs[0].Collection != "b" || chs[0].Kind != store.ChangeDelete {
+		t.Fatalf("changes after b's hash went: %+v, want b's delete", chs)
+	}
+	if ch, ok, err := s.TakeChange(ctx, chs[0], later.Add(time.Minute)); !ok || err != nil || ch.Kind != store.ChangeDelete {
+		t.Fatalf("b taken up: %+v %v %v, want a delete", ch, ok, err)
+	}
+	if err := s.EndDelete(ctx, "b"); err != nil {
+		t.Fatal(err)
 	}
 	if got := stale(later.Add(time.Hour)); got != "" {
 		t.Errorf("records left: %q", got)
+	}
+	// A collection deleted is recorded until its delete is ended (its messages purged from the
+	// due stream): its name takes no put meanwhile.
+	putCollection(t, s, "c", 0)
+	if ok, err := s.DeleteCollection(ctx, "c", later); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if got := stale(later.Add(time.Second)); got != "c@12:01:00 " {
+		t.Errorf("after c's delete: %q", got)
+	}
+	if _, err := s.PutCollection(ctx, "c", []byte(`{}`), job.CollectionEnabled, 0, false); !errors.Is(err, store.ErrDeleting) {
+		t.Errorf("put of c before its delete ended: %v, want ErrDeleting", err)
+	}
+	if err := s.EndDelete(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PutCollection(ctx, "c", []byte(`{}`), job.CollectionEnabled, 0, false); err != nil {
+		t.Errorf("put of c after its delete ended: %v", err)
 	}
 }
