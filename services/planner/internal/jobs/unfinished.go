@@ -15,8 +15,8 @@ const staleChangesRead = 16
 // FinishStale finishes the collections' state changes and deletes whose planner stopped before
 // the end (killed, cut off from Redis, or past collectionWork), found by their last call
 // bus.StaleChangeAfter ago or more: left so, an enabled collection's jobs not yet gone through
-// would never fire, and a disabled one's would fire once more. It answers how many it
-// finished. Another planner taking a change up at the same time is left it
+// would never fire, a disabled one's would fire once more, and a deleted one's retries and
+// error actions waiting on the due stream would still run. It answers how many it finished. Another planner taking a change up at the same time is left it
 // (store.TakeChange); a change whose planner was only slow is finished twice, which leaves it
 // as once.
 func (s *Service) FinishStale(ctx context.Context) (int, error) {
