@@ -168,7 +168,21 @@ func (s *Server) dispatch(w *statusRecorder, r *http.Request, rt route, vars map
 		// a UTF-8 byte-order mark, which RFC 8259 lets a parser ignore and Go's refuses.
 		c.body = bytes.TrimPrefix(body, []byte("\ufeff"))
 	}
-	return rt.handle(c)
+	return c.armNamed(rt.handle(c))
+}
+
+// armNamed writes the path's collection by its ARM name in a planners' message, which names it
+// by theirs (the name and a hash of its scope: "job collection orders--abcdefghij is being
+// deleted").
+func (c *call) armNamed(err error) error {
+	var e *apiError
+	if c.vars["c"] == "" || !errors.As(err, &e) {
+		return err
+	}
+	if pname, perr := c.scope().plannerName(c.vars["c"]); perr == nil {
+		e.Message = strings.ReplaceAll(e.Message, pname, c.vars["c"])
+	}
+	return err
 }
 
 // checkAPIVersion refuses a missing or unsupported api-version as ARM does.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
 	"github.com/resched/resched/services/gateway/internal/access"
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/internal/natsconn"
@@ -97,6 +98,42 @@ func TestABodyIsSentWithoutItsByteOrderMark(t *testing.T) {
 		srv.ServeHTTP(rec, httptest.NewRequest(c.method, c.path, strings.NewReader("\ufeff"+c.body)))
 		if rec.Code != http.StatusServiceUnavailable || len(planners.bodies) != 1 || !strings.HasPrefix(planners.bodies[0], "{") {
 			t.Errorf("%s %s: %d %s; sent %q", c.method, c.path, rec.Code, rec.Body, planners.bodies)
+		}
+	}
+}
+
+// conflict answers every request as planners answer a write to a collection whose delete is
+// under way: by the planners' name of the collection.
+type deletingPlanners struct{ planners string }
+
+func (c deletingPlanners) RequestMsgWithContext(_ context.Context, m *nats.Msg) (*nats.Msg, error) {
+	reply := nats.NewMsg(m.Subject)
+	reply.Header.Set(micro.ErrorCodeHeader, "409")
+	reply.Data = []byte(`{"error":{"code":"Conflict","message":"job collection ` + c.planners + ` is being deleted: put it again once the delete has ended"}}`)
+	return reply, nil
+}
+
+// A planners' message names the path's collection as the client does, not by the planners'
+// name, which carries a hash of its scope.
+func TestAPlannersMessageNamesTheCollectionAsARMDoes(t *testing.T) {
+	pname, err := scope{Subscription: "s", ResourceGroup: "rg"}.plannerName("Orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Config{NATS: deletingPlanners{pname}, Subjects: bus.NewSubjects(""), Auth: anyone{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const base = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Scheduler/jobCollections/Orders"
+	for _, c := range []struct{ path, body string }{
+		{base + "?api-version=2016-03-01", `{"location": "West US", "properties": {"sku": {"name": "Standard"}}}`},
+		{base + "/jobs/j?api-version=2016-03-01", `{"properties": {"action": {"type": "Http", "request": {"uri": "http://x/", "method": "GET"}}}}`},
+	} {
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, httptest.NewRequest("PUT", c.path, strings.NewReader(c.body)))
+		if rec.Code != http.StatusConflict || !strings.Contains(rec.Body.String(), "job collection Orders is being deleted") ||
+			strings.Contains(rec.Body.String(), pname) {
+			t.Errorf("PUT %s: %d %s", c.path, rec.Code, rec.Body)
 		}
 	}
 }
