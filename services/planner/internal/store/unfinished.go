@@ -56,22 +56,23 @@ func (s *Store) Changes(ctx context.Context, cutoff time.Time, n int) ([]Change,
 	// What each sets, as recorded when read (TakeChange reads it again, with the time).
 	pipe = s.rdb.Pipeline()
 	kinds := make([]*redis.SliceCmd, len(out))
-	there := make([]*redis.IntCmd, len(out))
 	for i, ch := range out {
-		kinds[i] = pipe.HMGet(ctx, s.k.coll(ch.Collection), "change", "changeFrom")
-		there[i] = pipe.Exists(ctx, s.k.coll(ch.Collection))
+		kinds[i] = pipe.HMGet(ctx, s.k.coll(ch.Collection), "change", "changeFrom", "state")
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("list collection changes: %w", err)
 	}
 	for i, k := range kinds {
-		switch v := k.Val(); {
-		case there[i].Val() == 0: // deleted, its messages maybe still on the due stream
-			out[i].Kind = ChangeDelete
-		case len(v) == 2: // "" when the collection records none (an earlier release's)
-			out[i].Kind, _ = v[0].(string)
-			out[i].From, _ = v[1].(string)
+		v := k.Val()
+		if len(v) != 3 {
+			continue
 		}
+		if v[2] == nil { // every collection has a state: deleted, its messages maybe still on the due stream
+			out[i].Kind = ChangeDelete
+			continue
+		}
+		out[i].Kind, _ = v[0].(string) // "" when the collection records none (an earlier release's)
+		out[i].From, _ = v[1].(string)
 	}
 	return out, nil
 }

@@ -20,21 +20,23 @@
 -- Returns {status, last, jobs not in the due set...}: status "done" (no job after last),
 -- "more" or "overtaken". Errors: DELETING (a first call while the collection's delete is under
 -- way: the delete overtakes every change, and a later call stops at it).
-if redis.call('HGET', KEYS[1], 'change') == 'delete' then
+-- One read of the collection: every collection's hash has a state, so none means it is gone.
+local coll = redis.call('HMGET', KEYS[1], 'change', 'state')
+if coll[1] == 'delete' then
   if ARGV[3] == '1' then
     return redis.error_reply('DELETING')
   end
   return {'overtaken', ''}
 end
 if ARGV[3] == '1' then
-  if redis.call('EXISTS', KEYS[1]) == 0 then
+  if not coll[2] then
     return {'overtaken', ''}
   end
   redis.call('HSET', KEYS[1], 'state', ARGV[1])
-elseif redis.call('HGET', KEYS[1], 'state') ~= ARGV[1] then
+elseif coll[2] ~= ARGV[1] then
   -- Overtaken. Its record, if still there, is dropped: only a planner of an earlier release
   -- sets a state without recording its change.
-  if redis.call('HGET', KEYS[1], 'change') == ARGV[1] then
+  if coll[1] == ARGV[1] then
     redis.call('HDEL', KEYS[1], 'change', 'changeFrom')
     redis.call('ZREM', KEYS[4], ARGV[2])
   end

@@ -11,11 +11,12 @@ local at = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not at or tonumber(at) ~= tonumber(ARGV[2]) then
   return false
 end
-if redis.call('EXISTS', KEYS[2]) == 0 then
+-- Every collection's hash has a state: none means the collection is gone.
+local ch = redis.call('HMGET', KEYS[2], 'change', 'changeFrom', 'state')
+if not ch[3] then
   redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
   return {'delete', ''}
 end
-local ch = redis.call('HMGET', KEYS[2], 'change', 'changeFrom')
 if not ch[1] then
   redis.call('ZREM', KEYS[1], ARGV[1])
   return false
