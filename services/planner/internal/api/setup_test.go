@@ -189,13 +189,23 @@ type page[T any] struct {
 type purgeRecorder struct {
 	mu       sync.Mutex
 	subjects []string
+	fail     error // answered instead while set, as a NATS server that does not answer
 }
 
 func (p *purgeRecorder) PurgeDue(_ context.Context, subject string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.fail != nil {
+		return p.fail
+	}
 	p.subjects = append(p.subjects, subject)
 	return nil
+}
+
+func (p *purgeRecorder) failWith(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.fail = err
 }
 
 func (p *purgeRecorder) purged() []string {

@@ -127,6 +127,22 @@ func TestAChangeLeftUnfinishedIsFinished(t *testing.T) {
 	}
 	e.putCollection(t, "small", `{}`) // ended: a new collection of the name
 	finish(at.Add(time.Hour), 0)
+
+	// A delete whose purge fails (the NATS server not answering) is answered done, and stays
+	// recorded: the name takes no put until a planner has purged.
+	at = t0.Add(7 * time.Hour)
+	e.clock.Store(at.UnixNano())
+	e.purger.failWith(errors.New("nats: timeout"))
+	e.ok(t, "collections.delete.small", "", nil)
+	e.fail(t, "collections.put.small", `{"properties": {}}`, "409", "Conflict")
+	finish(at.Add(bus.StaleChangeAfter+time.Second), 1) // taken, the purge failing again
+	e.fail(t, "collections.put.small", `{"properties": {}}`, "409", "Conflict")
+	e.purger.failWith(nil)
+	finish(at.Add(2*bus.StaleChangeAfter+2*time.Second), 1)
+	if got := e.purger.purged(); len(got) != 3 || got[2] != "scheduler.due.small.>" {
+		t.Errorf("purged %q, want small's due subjects again last", got)
+	}
+	e.putCollection(t, "small", `{}`)
 }
 
 // Two planners looking for stale changes at once: one finishes each.
