@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -99,6 +102,58 @@ func TestADeletedJobLeavesNothingOnTheDueStream(t *testing.T) {
 	}
 	if len(again) != 1 || again[0] != "scheduler.due.c.keep" {
 		t.Errorf("retried after the deletes: %v, want c/keep's alone", again)
+	}
+}
+
+// The purge of a deleted job takes its incarnation's messages alone: a job put again under
+// its name (another incarnation) keeps its own, on the same subject, whichever comes first. A
+// planner taking up the purge of a job deleted 20 s before meets that case.
+func TestAPurgeTakesTheDeletedIncarnationsMessagesAlone(t *testing.T) {
+	nc := readyPlanner(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	action := json.RawMessage(`{"type":"Http","request":{"method":"POST","uri":"http://localhost:9/x"}}`)
+	at := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	// On c/j's subject: the new job's, the deleted one's (occurrence, then error action), the
+	// new job's again; and another job's.
+	for i, m := range []struct {
+		job         string
+		incarnation int64
+	}{{"j", 9}, {"j", 7}, {"j", 7}, {"j", 9}, {"k", 7}} {
+		data := bus.AppendDue(nil, "c", m.job, m.incarnation, at.Add(time.Duration(i)*time.Second), i, action)
+		if _, err := js.Publish(ctx, "scheduler.due.c."+m.job, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	purger := duePurger{js, "SCHEDULER_DUE"}
+	if err := purger.PurgeIncarnation(ctx, "scheduler.due.c.j", 7); err != nil {
+		t.Fatal(err)
+	}
+	st, err := js.Stream(ctx, "SCHEDULER_DUE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for seq := uint64(1); ; {
+		m, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject("scheduler.due.c.>"))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := bus.DecodeDue(m.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		left = append(left, fmt.Sprintf("%s@%d#%d", d.Job, d.Incarnation, d.Occurrence))
+		seq = m.Sequence + 1
+	}
+	if want := []string{"j@9#0", "j@9#3", "k@7#4"}; !slices.Equal(left, want) {
+		t.Errorf("left on the due stream %v, want %v", left, want)
 	}
 }
 

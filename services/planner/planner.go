@@ -449,6 +449,34 @@ func (p duePurger) PurgeDue(ctx context.Context, subject string) error {
 	return nil
 }
 
+// PurgeIncarnation removes the messages of subject (a job's) of one incarnation of the job,
+// oldest first, leaving those of a job put again under its name after the delete.
+func (p duePurger) PurgeIncarnation(ctx context.Context, subject string, incarnation int64) error {
+	st, err := p.js.Stream(ctx, p.stream)
+	if err != nil {
+		return fmt.Errorf("due stream %s: %w", p.stream, err)
+	}
+	seq := uint64(1)
+	for range maxPurged {
+		m, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("due stream %s, %s: %w", p.stream, subject, err)
+		}
+		seq = m.Sequence + 1
+		// One that does not read as an occurrence is no job's to keep: no worker runs it.
+		if d, err := bus.DecodeDue(m.Data); err == nil && d.Incarnation != incarnation {
+			continue
+		}
+		if err := st.DeleteMsg(ctx, m.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return fmt.Errorf("due stream %s, %s: %w", p.stream, subject, err)
+		}
+	}
+	return nil
+}
+
 // stop takes the planner down in order: no new API requests; the intake, results and the
 // dispatcher finish what they hold (their context has ended); NATS drains its subscriptions
 // and flushes what was published; then HTTP and Redis close. Past ShutdownTimeout it gives up

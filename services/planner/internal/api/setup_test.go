@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -185,7 +186,7 @@ type page[T any] struct {
 }
 
 // purgeRecorder records the due stream subjects purged, as the planner's purger would remove
-// their messages.
+// their messages: a collection's subjects, a job's subject followed by "@" and its incarnation.
 type purgeRecorder struct {
 	mu       sync.Mutex
 	subjects []string
@@ -200,6 +201,10 @@ func (p *purgeRecorder) PurgeDue(_ context.Context, subject string) error {
 	}
 	p.subjects = append(p.subjects, subject)
 	return nil
+}
+
+func (p *purgeRecorder) PurgeIncarnation(ctx context.Context, subject string, incarnation int64) error {
+	return p.PurgeDue(ctx, subject+"@"+strconv.FormatInt(incarnation, 10))
 }
 
 func (p *purgeRecorder) failWith(err error) {

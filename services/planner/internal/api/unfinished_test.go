@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/planner/internal/jobs"
 	"github.com/resched/resched/services/planner/internal/store"
 	"github.com/resched/resched/shared/job"
 )
@@ -143,6 +145,78 @@ func TestAChangeLeftUnfinishedIsFinished(t *testing.T) {
 		t.Errorf("purged %q, want small's due subjects again last", got)
 	}
 	e.putCollection(t, "small", `{}`)
+}
+
+// A job deleted whose messages were left on the due stream (its planner killed between the
+// delete in Redis and their purge, or NATS not answering) has them removed by a planner once
+// the delete is bus.StaleChangeAfter old, not before: left so, its retries and error actions
+// waiting there went on calling its target. Only the deleted job's incarnation goes: a job put
+// again under the name meanwhile is another, and is accepted at once.
+func TestADeletedJobsMessagesLeftAreRemoved(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.putCollection(t, "c", `{}`)
+	e.ok(t, "jobs.put.c.j", hourly, nil)
+	incarnation := func() string {
+		t.Helper()
+		j, err := e.store.GetJob(ctx, "c", "j")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strconv.FormatInt(j.Incarnation, 10)
+	}
+	finish := func(at time.Time, want int) {
+		t.Helper()
+		e.clock.Store(at.UnixNano())
+		if got, err := e.svc.FinishStale(ctx); got != want || err != nil {
+			t.Fatalf("at %s: %d finished, %v; want %d", at.Format(time.TimeOnly), got, err, want)
+		}
+	}
+	first := incarnation()
+	// Deleted in Redis by a planner killed before the purge.
+	at := t0.Add(time.Hour)
+	if _, ok, err := e.store.DeleteJob(ctx, "c", "j", at); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	e.ok(t, "jobs.put.c.j", hourly, nil) // another job of the name, at once
+	second := incarnation()
+	finish(at.Add(bus.StaleChangeAfter-time.Second), 0)
+	if got := e.purger.purged(); len(got) != 0 {
+		t.Fatalf("purged %q before the delete was stale", got)
+	}
+	finish(at.Add(bus.StaleChangeAfter+time.Second), 1)
+	if got := e.purger.purged(); !slices.Equal(got, []string{"scheduler.due.c.j@" + first}) {
+		t.Fatalf("purged %q, want the deleted job's incarnation (%s) alone", got, first)
+	}
+	finish(at.Add(time.Hour), 0) // ended
+
+	// Deleted through the API, the purge failing: answered done, removed once NATS answers.
+	at = t0.Add(3 * time.Hour)
+	e.clock.Store(at.UnixNano())
+	e.purger.failWith(errors.New("nats: timeout"))
+	e.ok(t, "jobs.delete.c.j", "", nil)
+	finish(at.Add(bus.StaleChangeAfter+time.Second), 1) // taken, the purge failing again
+	e.purger.failWith(nil)
+	finish(at.Add(2*bus.StaleChangeAfter+time.Second), 0) // taken a stale time ago, not yet
+	finish(at.Add(2*bus.StaleChangeAfter+2*time.Second), 1)
+	if got := e.purger.purged(); len(got) != 2 || got[1] != "scheduler.due.c.j@"+second {
+		t.Fatalf("purged %q, want the second job's incarnation (%s) last", got, second)
+	}
+	finish(at.Add(time.Hour), 0)
+
+	// A delete whose purge succeeds leaves nothing for a planner to do, through the API or
+	// the intake.
+	e.ok(t, "jobs.put.c.j", hourly, nil)
+	e.ok(t, "jobs.delete.c.j", "", nil)
+	e.ok(t, "jobs.put.c.j", hourly, nil)
+	fourth := incarnation()
+	if out := e.svc.Apply(ctx, []jobs.Change{{Collection: "c", Name: "j", Delete: true}}); out[0].Err != nil {
+		t.Fatal(out[0].Err)
+	}
+	if got := e.purger.purged(); len(got) != 4 || got[3] != "scheduler.due.c.j@"+fourth {
+		t.Fatalf("purged %q, want the third job's at its delete, then the fourth's (%s)", got, fourth)
+	}
+	finish(at.Add(2*time.Hour), 0)
 }
 
 // Two planners looking for stale changes at once: one finishes each.

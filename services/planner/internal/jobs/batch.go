@@ -97,7 +97,7 @@ func (s *Service) write(ctx context.Context, ch Change, colls map[string]cachedC
 		return store.Write{}, nil, err
 	}
 	if ch.Delete {
-		return store.Write{Delete: &store.DeleteJob{Collection: ch.Collection, Name: ch.Name, Stamp: ch.Stamp}}, nil, nil
+		return store.Write{Delete: &store.DeleteJob{Collection: ch.Collection, Name: ch.Name, Stamp: ch.Stamp, At: now}}, nil, nil
 	}
 	def, err := ch.Decoded, error(nil)
 	if def == nil {
@@ -188,7 +188,7 @@ func (s *Service) applied(ctx context.Context, ch Change, w store.Write, a store
 		// A published delete of a job that did not exist is reported too (NotFound): its
 		// publisher waits for the word on its own message.
 		if a.Created {
-			s.purgeDue(ctx, s.subjects.Due(ch.Collection, ch.Name))
+			s.purgeJob(ctx, a.Purge)
 		} else if ch.Stamp.Seq == 0 {
 			return
 		}

@@ -156,14 +156,14 @@ func (s *Service) DeleteJob(ctx context.Context, c, j string) error {
 	if err := checkNames(c, j); err != nil {
 		return err
 	}
-	ok, err := s.store.DeleteJob(ctx, c, j)
+	purge, ok, err := s.store.DeleteJob(ctx, c, j, s.now())
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return notFound("job %s/%s not found", c, j)
 	}
-	s.purgeDue(ctx, s.subjects.Due(c, j))
+	s.purgeJob(ctx, purge)
 	s.emit(bus.Event{Kind: bus.EventDeleted, Collection: c, Job: j, Time: s.now().UTC()})
 	return nil
 }

@@ -30,10 +30,12 @@ type Runner interface {
 	RunNow(ctx context.Context, collection, job string) error
 }
 
-// Purger removes from the due stream the messages of a subject: what a deleted job or
-// collection still had there.
+// Purger removes from the due stream what a deleted job or collection still had there: every
+// message of a subject (a collection's), or those of one incarnation of a job (a job put again
+// under the name keeps its own).
 type Purger interface {
 	PurgeDue(ctx context.Context, subject string) error
+	PurgeIncarnation(ctx context.Context, subject string, incarnation int64) error
 }
 
 // Service implements the operations. It is safe for concurrent use.
@@ -93,21 +95,39 @@ func (s *Service) wake(c string) {
 	}
 }
 
-// purgeDue removes what the due stream still holds for a job or collection just deleted: its
-// retries waiting for their interval, its error actions, an occurrence not yet delivered.
+// purgeDue removes what the due stream still holds for a collection just deleted: its jobs'
+// retries waiting for their interval, their error actions, occurrences not yet delivered.
 // Without it a deleted job went on calling its target until its retries ran out, and a job put
 // again under its name was handed the old one's retries, their results landing in its history.
-// A failure is logged (the delete itself is done) and answered false.
+// A failure is logged (the delete itself is done) and answered false: the delete's record
+// stays, for a planner to purge again (FinishStale).
 func (s *Service) purgeDue(ctx context.Context, subject string) bool {
 	if s.purger == nil {
 		return true
 	}
 	if err := s.purger.PurgeDue(ctx, subject); err != nil {
-		s.log.Warn("what the due stream holds for a deleted job could not be removed: its retries may still run",
+		s.log.Warn("what the due stream holds for a deleted collection could not be removed yet: its retries may still run until a planner removes them",
 			"subject", subject, "error", err)
 		return false
 	}
 	return true
+}
+
+// purgeJob is purgeDue for a job: it removes what the due stream still holds for the deleted
+// job's incarnation, then ends the delete's record of it; a purge that fails leaves the record,
+// for a planner to purge again (FinishStale).
+func (s *Service) purgeJob(ctx context.Context, p store.Purge) {
+	if s.purger == nil {
+		return
+	}
+	if err := s.purger.PurgeIncarnation(ctx, s.subjects.Due(p.Collection, p.Job), p.Incarnation); err != nil {
+		s.log.Warn("what the due stream holds for a deleted job could not be removed yet: its retries may still run until a planner removes them",
+			"collection", p.Collection, "job", p.Job, "error", err)
+		return
+	}
+	if err := s.store.EndPurge(ctx, p); err != nil {
+		s.log.Info("a deleted job's purge stays recorded until a planner ends it", "collection", p.Collection, "job", p.Job, "error", err)
+	}
 }
 
 // emit publishes an event; a lost event is logged, never an error for the caller: the change

@@ -16,15 +16,19 @@ const staleChangesRead = 16
 // the end (killed, cut off from Redis, or past collectionWork), found by their last call
 // bus.StaleChangeAfter ago or more: left so, an enabled collection's jobs not yet gone through
 // would never fire, a disabled one's would fire once more, and a deleted one's retries and
-// error actions waiting on the due stream would still run. It answers how many it finished. Another planner taking a change up at the same time is left it
-// (store.TakeChange); a change whose planner was only slow is finished twice, which leaves it
-// as once.
+// error actions waiting on the due stream would still run. So are the deleted jobs whose
+// messages were left on the due stream (purgeJob). It answers how many it finished. Another
+// planner taking a change up at the same time is left it (store.TakeChange); a change whose
+// planner was only slow is finished twice, which leaves it as once.
 func (s *Service) FinishStale(ctx context.Context) (int, error) {
+	n, err := s.finishPurges(ctx)
+	if err != nil {
+		return n, err
+	}
 	stale, err := s.store.Changes(ctx, s.now().Add(-bus.StaleChangeAfter), staleChangesRead)
 	if err != nil {
-		return 0, err
+		return n, err
 	}
-	n := 0
 	for _, seen := range stale {
 		ch, ok, err := s.store.TakeChange(ctx, seen, s.now())
 		if err != nil {
@@ -38,6 +42,31 @@ func (s *Service) FinishStale(ctx context.Context) (int, error) {
 		if err := s.finish(ctx, ch); err != nil {
 			return n, fmt.Errorf("finish the change %s of collection %s: %w", ch.Kind, ch.Collection, err)
 		}
+		n++
+	}
+	return n, nil
+}
+
+// finishPurges removes from the due stream the messages of the jobs deleted
+// bus.StaleChangeAfter ago or more that their planner left there (killed between the delete
+// and the purge, or NATS not answering).
+func (s *Service) finishPurges(ctx context.Context) (int, error) {
+	stale, err := s.store.Purges(ctx, s.now().Add(-bus.StaleChangeAfter), staleChangesRead)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, seen := range stale {
+		p, ok, err := s.store.TakePurge(ctx, seen, s.now())
+		if err != nil {
+			return n, err
+		}
+		if !ok {
+			continue
+		}
+		s.log.Info("removing a deleted job's messages from the due stream, which its planner left there",
+			"collection", p.Collection, "job", p.Job, "deleted", seen.Since)
+		s.purgeJob(ctx, p)
 		n++
 	}
 	return n, nil

@@ -79,6 +79,9 @@ type Applied struct {
 	Due     bool // the job is in the due set now
 	Stale   bool // an intake message older than the job's last, or that one again: nothing changed
 	Again   bool // Stale, being the job's last intake message applied again (a redelivery)
+	// Purge is a delete's record of the job's messages to remove from the due stream, when the
+	// job existed (Created): the caller ends it with EndPurge once they are gone.
+	Purge Purge
 	// Counters are a put's job's status counters as kept (a put leaves them as they were).
 	Counters Counters
 	Err      error
@@ -107,6 +110,9 @@ type Write struct {
 type DeleteJob struct {
 	Collection, Name string
 	Stamp            Stamp // see PutJob.Stamp
+	// At is now (zero: the wall clock's): the delete's time, as its Purge and its intake
+	// record (gone) keep it.
+	At time.Time
 }
 
 // goneMemory is how long an intake delete is remembered against older puts of the same job
@@ -134,7 +140,7 @@ func (s *Store) Apply(ctx context.Context, writes []Write) []Applied {
 	})
 	for c, cmd := range cmds {
 		if d := writes[calls[c][0]].Delete; d != nil {
-			out[calls[c][0]] = deleteApplied(d, cmd)
+			out[calls[c][0]] = deleteApplied(d, deleteTime(d), cmd)
 			continue
 		}
 		res, err := cmd.Slice()
@@ -199,12 +205,20 @@ func putApplied(p *PutJob, v any) Applied {
 	return Applied{Created: res[0] == 1, Version: res[1], Due: res[2] == 1, Stale: res[3] != 0, Again: res[3] == 2, Counters: cnt}
 }
 
-func deleteApplied(d *DeleteJob, cmd *redis.Cmd) Applied {
-	n, err := cmd.Int()
+func deleteApplied(d *DeleteJob, at time.Time, cmd *redis.Cmd) Applied {
+	res, err := cmd.Int64Slice()
+	if err == nil && (len(res) == 0 || res[0] == 1 && len(res) != 2) {
+		err = fmt.Errorf("%d values answered", len(res))
+	}
 	if err != nil {
 		return Applied{Err: fmt.Errorf("delete job %s/%s: %w", d.Collection, d.Name, err)}
 	}
-	return Applied{Created: n == 1, Stale: n < 0, Again: n == -2} // Created: the job existed
+	n := res[0]
+	a := Applied{Created: n == 1, Stale: n < 0, Again: n == -2} // Created: the job existed
+	if a.Created {
+		a.Purge = Purge{Collection: d.Collection, Job: d.Name, Incarnation: res[1], Since: at, since: float64(at.UnixMilli())}
+	}
+	return a
 }
 
 // putsArgs are put_jobs.lua's keys and arguments for the puts at idx, all of one partition.
@@ -239,8 +253,16 @@ func (s *Store) deleteArgs(d *DeleteJob) ([]string, []any) {
 	part := s.k.partitionOf(c)
 	epoch, seq := d.Stamp.args()
 	keys := []string{s.k.jobs(c), s.k.def(c, j), s.k.state(c, j), s.k.history(c, j), s.k.due(part), s.k.results(c, j),
-		s.k.gone(part), s.k.goneTimes(part)}
-	return keys, []any{member(c, j), j, epoch, seq, time.Now().UnixMilli(), goneMemory.Milliseconds()}
+		s.k.gone(part), s.k.goneTimes(part), s.k.purges(part)}
+	return keys, []any{member(c, j), j, epoch, seq, deleteTime(d).UnixMilli(), goneMemory.Milliseconds()}
+}
+
+// deleteTime is d's time, to the millisecond Redis keeps.
+func deleteTime(d *DeleteJob) time.Time {
+	if d.At.IsZero() {
+		return time.Now().Truncate(time.Millisecond)
+	}
+	return d.At.Truncate(time.Millisecond)
 }
 
 // GetJob reads a job, or ErrNotFound.
@@ -407,9 +429,9 @@ func jobFromState(c, j string, def []byte, vals []any) *Job {
 }
 
 // DeleteJob deletes a job; it reports whether the job existed.
-func (s *Store) DeleteJob(ctx context.Context, c, j string) (bool, error) {
-	a := s.Apply(ctx, []Write{{Delete: &DeleteJob{Collection: c, Name: j}}})[0]
-	return a.Created, a.Err
+func (s *Store) DeleteJob(ctx context.Context, c, j string, at time.Time) (Purge, bool, error) {
+	a := s.Apply(ctx, []Write{{Delete: &DeleteJob{Collection: c, Name: j, At: at}}})[0]
+	return a.Purge, a.Created, a.Err
 }
 
 // JobNames lists the names of a collection's jobs, sorted.

@@ -23,6 +23,8 @@ const MaxPartitions = 1024
 //	<prefix>:{pNN}:cnames         sorted set, every score 0: the same names in order (listing)
 //	<prefix>:{pNN}:unfinished     sorted set: collections with a state change or delete under
 //	                              way, by its last call (ms)
+//	<prefix>:{pNN}:purges         sorted set: "<c>/<j>@<incarnation>" of jobs deleted whose
+//	                              messages may still be on the due stream, by the delete (ms)
 //	<prefix>:{pNN}:coll:<c>       hash: def (collection JSON), state, maxJobCount, gen; change
 //	                              and changeFrom while a change is under way
 //	<prefix>:{pNN}:jobs:<c>       sorted set, every score 0: job names of a collection, in order
@@ -63,6 +65,7 @@ func (k keys) cnames(p int) string        { return k.tag(p) + ":cnames" }
 func (k keys) gone(p int) string          { return k.tag(p) + ":gone" }
 func (k keys) goneTimes(p int) string     { return k.tag(p) + ":gonet" }
 func (k keys) unfinished(p int) string    { return k.tag(p) + ":unfinished" }
+func (k keys) purges(p int) string        { return k.tag(p) + ":purges" }
 func (k keys) ctag(c string) string       { return k.tag(k.partitionOf(c)) }
 func (k keys) coll(c string) string       { return k.ctag(c) + ":coll:" + c }
 func (k keys) jobs(c string) string       { return k.ctag(c) + ":jobs:" + c }

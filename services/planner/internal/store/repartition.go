@@ -81,6 +81,9 @@ func (s *Store) Repartition(ctx context.Context, moved func(collection string)) 
 		if err := s.moveGone(ctx, old, p); err != nil {
 			return r, err
 		}
+		if err := s.movePurges(ctx, old, p); err != nil {
+			return r, err
+		}
 	}
 	return r, s.endRepartition(ctx, old)
 }
@@ -321,11 +324,36 @@ func (s *Store) moveGone(ctx context.Context, old keys, p int) error {
 	return nil
 }
 
+// movePurges moves the deleted jobs' purges partition p records of the collections that hash
+// elsewhere at the new count, at their time: the first planner to start after the move purges
+// them.
+func (s *Store) movePurges(ctx context.Context, old keys, p int) error {
+	purges, err := s.rdb.ZRangeWithScores(ctx, old.purges(p), 0, -1).Result()
+	if err != nil {
+		return fmt.Errorf("repartition the purges of partition %d: %w", p, err)
+	}
+	for _, z := range purges {
+		m, _ := z.Member.(string)
+		c, _, _ := strings.Cut(m, "/")
+		if old.partitionOf(c) != p || s.k.partitionOf(c) == p {
+			continue
+		}
+		// Added, then removed: a run stopped between does both again.
+		if err := s.rdb.ZAdd(ctx, s.k.purges(s.k.partitionOf(c)), z).Err(); err != nil {
+			return fmt.Errorf("repartition the purge of %s: %w", m, err)
+		}
+		if err := s.rdb.ZRem(ctx, old.purges(p), m).Err(); err != nil {
+			return fmt.Errorf("repartition the purge of %s: %w", m, err)
+		}
+	}
+	return nil
+}
+
 // endRepartition removes the partitions the new count no longer has (empty by now), then
 // records the new count and that the move has ended.
 func (s *Store) endRepartition(ctx context.Context, old keys) error {
 	for p := s.Partitions(); p < len(old.tags); p++ {
-		for _, key := range []string{old.due(p), old.colls(p), old.cnames(p), old.seq(p), old.gone(p), old.goneTimes(p), old.owner(p), old.unfinished(p)} {
+		for _, key := range []string{old.due(p), old.colls(p), old.cnames(p), old.seq(p), old.gone(p), old.goneTimes(p), old.owner(p), old.unfinished(p), old.purges(p)} {
 			if err := s.rdb.Del(ctx, key).Err(); err != nil {
 				return fmt.Errorf("repartition: remove %s: %w", key, err)
 			}

@@ -19,7 +19,7 @@ import (
 )
 
 // Moving the data to another partition count keeps every collection, job, history entry,
-// place in the due set and remembered delete, and no version repeats afterwards: growing
+// place in the due set, remembered delete and deleted job's purge, and no version repeats afterwards: growing
 // (4 → 16), shrinking (16 → 3), and on a Redis Cluster, where a collection moves between
 // masters.
 func TestRepartitionKeepsEverything(t *testing.T) {
@@ -201,6 +201,7 @@ type held struct {
 	History     map[string][]job.HistoryEntry
 	Due         map[string]int // every due member, claimed from every partition: its partition
 	Unfinished  []string       // the collections with a change under way, and its kind
+	Purges      []string       // the deleted jobs' purges, "c/j@incarnation since"
 }
 
 func snapshot(t *testing.T, s *store.Store) held {
@@ -251,6 +252,18 @@ func snapshot(t *testing.T, s *store.Store) held {
 			h.Unfinished = append(h.Unfinished, ch.Collection+" "+ch.Kind)
 		}
 	}
+	purges, err := s.Purges(ctx, time.Now().Add(time.Hour), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range purges {
+		// Taken at its own time (unchanged) from its collection's partition: it is there.
+		if _, ok, err := s.TakePurge(ctx, p, p.Since); err != nil || !ok {
+			t.Fatalf("the purge of %s/%s: %v %v", p.Collection, p.Job, ok, err)
+		}
+		h.Purges = append(h.Purges, fmt.Sprintf("%s/%s@%d %s", p.Collection, p.Job, p.Incarnation, p.Since.Format(time.RFC3339Nano)))
+	}
+	slices.Sort(h.Purges)
 	all := make([]int, s.Partitions())
 	for p := range all {
 		all[p] = p
@@ -295,6 +308,9 @@ func checkMoved(t *testing.T, s *store.Store, want held, top int64) {
 	}
 	if fmt.Sprint(want.Unfinished) != "[coll-03 Enabled]" || !slices.Equal(got.Unfinished, want.Unfinished) {
 		t.Errorf("unfinished changes %v, want %v ([coll-03 Enabled])", got.Unfinished, want.Unfinished)
+	}
+	if len(want.Purges) != 12 || !slices.Equal(got.Purges, want.Purges) {
+		t.Errorf("purges %v, want %v (12)", got.Purges, want.Purges)
 	}
 	if len(want.Due) != 12 || !slices.Equal(slices.Sorted(maps.Keys(got.Due)), slices.Sorted(maps.Keys(want.Due))) {
 		t.Errorf("due %v, want %v (12)", got.Due, want.Due)

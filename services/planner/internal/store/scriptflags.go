@@ -18,8 +18,8 @@ import (
 // A collection's state change is one too, so that an operator can stop a collection's jobs
 // (the team that filled Redis, say) and start them again: the state is written in place, and
 // its jobs leave the due set and come back to it; and so is taking up one that a planner left
-// unfinished (a score written in place).
-var oomScripts = []string{"heartbeat", "acquire", "advance", "set_collection_state", "take_change"}
+// unfinished, or a deleted job's purge (a score written in place).
+var oomScripts = []string{"heartbeat", "acquire", "advance", "set_collection_state", "take_change", "take_purge"}
 
 // putInPlace is put_jobs.lua with the allow-oom flag, for the puts that only enable or disable
 // a job (PutJob.InPlace): a job's state and its definition rewritten at the same size, and its

@@ -76,7 +76,7 @@ func TestJobRoundTripAndVersions(t *testing.T) {
 	if _, err := s.GetJob(ctx, "c", "missing"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("want ErrNotFound, got %v", err)
 	}
-	if ok, _ := s.DeleteJob(ctx, "c", "j"); !ok {
+	if _, ok, _ := s.DeleteJob(ctx, "c", "j", time.Time{}); !ok {
 		t.Fatal("delete reported the job missing")
 	}
 	if _, err := s.GetJob(ctx, "c", "j"); !errors.Is(err, store.ErrNotFound) {
@@ -214,13 +214,13 @@ func TestVersionsNeverRepeat(t *testing.T) {
 			t.Fatalf("version %d given twice", v)
 		}
 		seen[v] = true
-		if _, err := s.DeleteJob(ctx, "c", "j"); err != nil {
+		if _, _, err := s.DeleteJob(ctx, "c", "j", time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	v := putJob(t, s, "c", "j", t0)
 	p, read := claimOne(t, s, "c", "j", t0)
-	if _, err := s.DeleteJob(ctx, "c", "j"); err != nil {
+	if _, _, err := s.DeleteJob(ctx, "c", "j", time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	putJob(t, s, "c", "j", t0) // same next time, new job
