@@ -128,7 +128,7 @@ func TestAPurgeTakesTheDeletedIncarnationsMessagesAlone(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	purger := duePurger{js, "SCHEDULER_DUE"}
+	purger := &duePurger{js: js, stream: "SCHEDULER_DUE"}
 	if err := purger.PurgeIncarnation(ctx, "scheduler.due.c.j", 7); err != nil {
 		t.Fatal(err)
 	}

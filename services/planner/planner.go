@@ -338,7 +338,7 @@ func (p *planner) start(ctx context.Context, parts *sync.WaitGroup, fail context
 	if err != nil {
 		return nil, fmt.Errorf("subscribe to wake-ups: %w", err)
 	}
-	svc := jobs.New(jobs.Config{Store: p.store, Validator: validator, Events: p.nc, Runner: disp, Purger: duePurger{p.js, p.subjects.DueStream()},
+	svc := jobs.New(jobs.Config{Store: p.store, Validator: validator, Events: p.nc, Runner: disp, Purger: &duePurger{js: p.js, stream: p.subjects.DueStream()},
 		Waker: natsWaker{p.nc, p.subjects}, WakeWithin: p.cfg.MaxIdle + p.cfg.Lookahead, Subjects: p.subjects, Keys: p.cfg.keys, Logger: p.log})
 	state := &status.Source{Store: p.store, JS: p.js, Subjects: p.subjects, ID: p.id, Clock: time.Now, Settings: p.cfg.warnings()}
 	apiSrv, err := api.New(p.nc, svc, p.subjects, p.log, api.Options{Concurrency: p.cfg.APIConcurrency, Status: state.Status, Metrics: p.metrics})
@@ -417,16 +417,33 @@ func (w natsWaker) Wake(partition int) {
 type duePurger struct {
 	js     jetstream.JetStream
 	stream string
+
+	mu sync.Mutex
+	st jetstream.Stream // looked up once (a request): its calls name the stream, one made again included
+}
+
+// dueStream is the due stream's handle.
+func (p *duePurger) dueStream(ctx context.Context) (jetstream.Stream, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.st == nil {
+		st, err := p.js.Stream(ctx, p.stream)
+		if err != nil {
+			return nil, fmt.Errorf("due stream %s: %w", p.stream, err)
+		}
+		p.st = st
+	}
+	return p.st, nil
 }
 
 // maxPurged bounds the messages removed for one subject: a job has a few (an occurrence, its
 // retry, its error action); a collection's subjects are each bounded alike.
 const maxPurged = 1000
 
-func (p duePurger) PurgeDue(ctx context.Context, subject string) error {
-	st, err := p.js.Stream(ctx, p.stream)
+func (p *duePurger) PurgeDue(ctx context.Context, subject string) error {
+	st, err := p.dueStream(ctx)
 	if err != nil {
-		return fmt.Errorf("due stream %s: %w", p.stream, err)
+		return err
 	}
 	info, err := st.Info(ctx, jetstream.WithSubjectFilter(subject))
 	if err != nil {
@@ -451,10 +468,10 @@ func (p duePurger) PurgeDue(ctx context.Context, subject string) error {
 
 // PurgeIncarnation removes the messages of subject (a job's) of one incarnation of the job,
 // oldest first, leaving those of a job put again under its name after the delete.
-func (p duePurger) PurgeIncarnation(ctx context.Context, subject string, incarnation int64) error {
-	st, err := p.js.Stream(ctx, p.stream)
+func (p *duePurger) PurgeIncarnation(ctx context.Context, subject string, incarnation int64) error {
+	st, err := p.dueStream(ctx)
 	if err != nil {
-		return fmt.Errorf("due stream %s: %w", p.stream, err)
+		return err
 	}
 	seq := uint64(1)
 	for range maxPurged {
