@@ -115,15 +115,17 @@ func TestStatusListsEveryOutage(t *testing.T) {
 
 // The collections' changes under way are listed one a line, with how long ago their last step
 // was by the answering planner's clock; one past bus.StaleChangeAfter is said to wait for
-// another planner.
+// another planner. The deleted jobs whose messages are still to remove are counted alike.
 func TestStatusListsTheCollectionsChanges(t *testing.T) {
 	var b strings.Builder
 	at := time.Date(2026, 12, 7, 4, 0, 0, 0, time.UTC)
 	writeStatus(&b, bus.Status{Partitions: 16, Time: at, Changes: []bus.ChangeStatus{
 		{Collection: "old", Change: "delete", LastStep: at.Add(-25 * time.Second)},
 		{Collection: "big", Change: "Enabled", LastStep: at.Add(-1200 * time.Millisecond)},
-		{Collection: "left", LastStep: at}}})
+		{Collection: "left", LastStep: at}},
+		Purges: &bus.PurgeStatus{Jobs: 3, Oldest: at.Add(-25 * time.Second)}})
 	for _, line := range []string{
+		"\nDeleted jobs:\t3 jobs with messages still to remove from the due stream, the oldest deleted 25s ago (its planner stopped or NATS did not answer: another planner removes them)\n",
 		"\nCollection changes:\told being deleted, last step 25s ago (its planner stopped: another planner finishes it)\n",
 		"\n\tbig being set Enabled, last step 1s ago\n", "\n\tleft being changed, last step 0s ago\n"} {
 		if !strings.Contains(b.String(), line) {

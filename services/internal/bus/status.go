@@ -20,7 +20,9 @@ type Status struct {
 	// Collections counts every collection (an earlier release's planner leaves it out).
 	Collections *int `json:"collections,omitempty"`
 	// Changes are the collections' state changes and deletes under way, the oldest first.
-	Changes  []ChangeStatus `json:"collectionChanges,omitempty"`
+	Changes []ChangeStatus `json:"collectionChanges,omitempty"`
+	// Purges are the deleted jobs whose messages are still to be removed from the due stream.
+	Purges   *PurgeStatus   `json:"jobPurges,omitempty"`
 	Streams  []StreamStatus `json:"streams"`
 	Problems []string       `json:"problems,omitempty"` // what could not be read
 	// Warnings name the settings, of Redis or of the streams, by which jobs, occurrences or
@@ -35,6 +37,15 @@ type ChangeStatus struct {
 	Collection string    `json:"collection"`
 	Change     string    `json:"change"`
 	LastStep   time.Time `json:"lastStep"`
+}
+
+// PurgeStatus counts the deleted jobs whose messages are still to be removed from the due
+// stream (their retries and error actions): a job's delete removes them at once, so one
+// StaleChangeAfter old was left by a planner that stopped, or NATS did not answer, and a planner
+// removes them.
+type PurgeStatus struct {
+	Jobs   int64     `json:"jobs"`
+	Oldest time.Time `json:"oldestDelete"`
 }
 
 // StaleChangeAfter is how long a collection's change may go without a step before a planner

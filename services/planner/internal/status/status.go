@@ -35,6 +35,7 @@ type fromRedis struct {
 	due         int64
 	collections *int
 	changes     []store.Change
+	purges      *bus.PurgeStatus
 	problems    []string
 	warnings    []string
 }
@@ -87,6 +88,7 @@ func (s *Source) Status(ctx context.Context) (bus.Status, error) {
 		st.Changes = append(st.Changes, bus.ChangeStatus{Collection: ch.Collection, Change: ch.Kind, LastStep: ch.Last})
 	}
 	slices.SortStableFunc(st.Changes, func(a, b bus.ChangeStatus) int { return a.LastStep.Compare(b.LastStep) })
+	st.Purges = r.purges
 	for _, name := range []string{s.Subjects.IntakeStream(), s.Subjects.DueStream(), s.Subjects.ResultsStream()} {
 		ss, risks, err := s.stream(ctx, name)
 		for _, n := range risks {
@@ -120,6 +122,11 @@ func (s *Source) redis(ctx context.Context, now time.Time) fromRedis {
 	}
 	if r.changes, err = s.Store.Changes(ctx, time.Time{}, changesShown); err != nil {
 		r.problems = append(r.problems, err.Error())
+	}
+	if n, oldest, err := s.Store.PurgeBacklog(ctx); err != nil {
+		r.problems = append(r.problems, err.Error())
+	} else if n > 0 {
+		r.purges = &bus.PurgeStatus{Jobs: n, Oldest: oldest}
 	}
 	// The settings the planners' start warns of (planner.lookAtRedis), read again: Redis may
 	// have been set so since.

@@ -92,7 +92,8 @@ func TestStatusWarnsOfSettingsThatLoseWhatTheyHold(t *testing.T) {
 }
 
 // A collection's change under way is in the status with what it sets and its last step, the
-// oldest first; one finished is not.
+// oldest first; one finished is not. So are the deleted jobs whose messages are still to be
+// removed from the due stream.
 func TestStatusListsTheCollectionsChangesUnderWay(t *testing.T) {
 	ctx := context.Background()
 	_, js, subjects := natstest.Start(t).JetStream(t)
@@ -122,5 +123,21 @@ func TestStatusListsTheCollectionsChangesUnderWay(t *testing.T) {
 	want := []bus.ChangeStatus{{Collection: "b", Change: "Enabled", LastStep: at}, {Collection: "a", Change: "Enabled", LastStep: at.Add(time.Second)}}
 	if !slices.Equal(got.Changes, want) {
 		t.Errorf("changes %+v, want %+v", got.Changes, want)
+	}
+	if got.Purges != nil {
+		t.Errorf("purges %+v before any job's delete", got.Purges)
+	}
+	// Two jobs deleted, their messages not removed from the due stream (their planner killed
+	// between the two): counted, with the oldest delete.
+	for i, c := range []string{"done", "a"} {
+		if _, ok, err := st.DeleteJob(ctx, c, "j", at.Add(time.Duration(5-i)*time.Second)); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+	}
+	if got, err = src.Status(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if want := (bus.PurgeStatus{Jobs: 2, Oldest: at.Add(4 * time.Second)}); got.Purges == nil || *got.Purges != want {
+		t.Errorf("purges %+v, want %+v", got.Purges, want)
 	}
 }

@@ -82,3 +82,29 @@ func (s *Store) EndPurge(ctx context.Context, p Purge) error {
 	}
 	return nil
 }
+
+// PurgeBacklog counts the deleted jobs whose messages are still to be removed from the due
+// stream, and answers the oldest record's time (zero when there is none).
+func (s *Store) PurgeBacklog(ctx context.Context) (int64, time.Time, error) {
+	pipe := s.rdb.Pipeline()
+	counts := make([]*redis.IntCmd, s.Partitions())
+	firsts := make([]*redis.ZSliceCmd, s.Partitions())
+	for p := range s.Partitions() {
+		counts[p] = pipe.ZCard(ctx, s.k.purges(p))
+		firsts[p] = pipe.ZRangeWithScores(ctx, s.k.purges(p), 0, 0)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return 0, time.Time{}, fmt.Errorf("count the deleted jobs' purges: %w", err)
+	}
+	var n int64
+	var oldest time.Time
+	for p := range counts {
+		n += counts[p].Val()
+		for _, z := range firsts[p].Val() {
+			if at := time.UnixMilli(int64(z.Score)).UTC(); oldest.IsZero() || at.Before(oldest) {
+				oldest = at
+			}
+		}
+	}
+	return n, oldest, nil
+}
