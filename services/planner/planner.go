@@ -43,8 +43,8 @@ import (
 // backlogInterval is how often the due backlog gauge is sampled.
 const backlogInterval = 5 * time.Second
 
-// finishStaleEvery is how often a planner looks for the collections' state changes and deletes
-// that a planner left unfinished (jobs.Service.FinishStale).
+// finishStaleEvery is how often a planner looks for the collections' state changes and deletes,
+// and the deleted jobs' purges, that a planner left unfinished (jobs.Service.FinishStale).
 const finishStaleEvery = 5 * time.Second
 
 // replicasInterval is how often each Redis master's replicas in sync are counted for the
@@ -392,9 +392,9 @@ func finishStale(ctx context.Context, svc *jobs.Service, logger *slog.Logger) {
 		switch {
 		case err == nil || ctx.Err() != nil:
 		case store.Unavailable(err):
-			logger.Info("could not look for collections' changes left unfinished: Redis does not answer", "error", err)
+			logger.Info("could not look for collections' changes and deleted jobs' purges left unfinished: Redis does not answer", "error", err)
 		default:
-			logger.Warn("could not finish a collection's change left unfinished", "error", err)
+			logger.Warn("could not finish a collection's change or a deleted job's purge left unfinished", "error", err)
 		}
 	}
 }

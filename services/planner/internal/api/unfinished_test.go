@@ -195,7 +195,11 @@ func TestADeletedJobsMessagesLeftAreRemoved(t *testing.T) {
 	e.clock.Store(at.UnixNano())
 	e.purger.failWith(errors.New("nats: timeout"))
 	e.ok(t, "jobs.delete.c.j", "", nil)
-	finish(at.Add(bus.StaleChangeAfter+time.Second), 1) // taken, the purge failing again
+	// Taken, the purge failing again: said (the planner logs it), and the look stops there.
+	e.clock.Store(at.Add(bus.StaleChangeAfter + time.Second).UnixNano())
+	if n, err := e.svc.FinishStale(ctx); n != 0 || err == nil || !strings.Contains(err.Error(), "deleted job c/j") {
+		t.Fatalf("a purge failing again: %d finished, %v; want an error naming c/j", n, err)
+	}
 	e.purger.failWith(nil)
 	finish(at.Add(2*bus.StaleChangeAfter+time.Second), 0) // taken a stale time ago, not yet
 	finish(at.Add(2*bus.StaleChangeAfter+2*time.Second), 1)

@@ -188,7 +188,7 @@ func (s *Service) applied(ctx context.Context, ch Change, w store.Write, a store
 		// A published delete of a job that did not exist is reported too (NotFound): its
 		// publisher waits for the word on its own message.
 		if a.Created {
-			s.purgeJob(ctx, a.Purge)
+			s.purgeDeleted(ctx, a.Purge)
 		} else if ch.Stamp.Seq == 0 {
 			return
 		}

@@ -163,7 +163,7 @@ func (s *Service) DeleteJob(ctx context.Context, c, j string) error {
 	if !ok {
 		return notFound("job %s/%s not found", c, j)
 	}
-	s.purgeJob(ctx, purge)
+	s.purgeDeleted(ctx, purge)
 	s.emit(bus.Event{Kind: bus.EventDeleted, Collection: c, Job: j, Time: s.now().UTC()})
 	return nil
 }

@@ -6,6 +6,7 @@ package jobs
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -114,19 +115,26 @@ func (s *Service) purgeDue(ctx context.Context, subject string) bool {
 }
 
 // purgeJob is purgeDue for a job: it removes what the due stream still holds for the deleted
-// job's incarnation, then ends the delete's record of it; a purge that fails leaves the record,
-// for a planner to purge again (FinishStale).
-func (s *Service) purgeJob(ctx context.Context, p store.Purge) {
+// job's incarnation, then ends the delete's record of it. A purge that fails is answered, and
+// leaves the record for a planner to purge again (FinishStale).
+func (s *Service) purgeJob(ctx context.Context, p store.Purge) error {
 	if s.purger == nil {
-		return
+		return nil
 	}
 	if err := s.purger.PurgeIncarnation(ctx, s.subjects.Due(p.Collection, p.Job), p.Incarnation); err != nil {
-		s.log.Warn("what the due stream holds for a deleted job could not be removed yet: its retries may still run until a planner removes them",
-			"collection", p.Collection, "job", p.Job, "error", err)
-		return
+		return fmt.Errorf("remove the messages of deleted job %s/%s from the due stream: %w", p.Collection, p.Job, err)
 	}
 	if err := s.store.EndPurge(ctx, p); err != nil {
 		s.log.Info("a deleted job's purge stays recorded until a planner ends it", "collection", p.Collection, "job", p.Job, "error", err)
+	}
+	return nil
+}
+
+// purgeDeleted is purgeJob for a job just deleted: a failure is logged, the delete itself done.
+func (s *Service) purgeDeleted(ctx context.Context, p store.Purge) {
+	if err := s.purgeJob(ctx, p); err != nil {
+		s.log.Warn("what the due stream holds for a deleted job could not be removed yet: its retries may still run until a planner removes them",
+			"error", err)
 	}
 }
 

@@ -49,7 +49,8 @@ func (s *Service) FinishStale(ctx context.Context) (int, error) {
 
 // finishPurges removes from the due stream the messages of the jobs deleted
 // bus.StaleChangeAfter ago or more that their planner left there (killed between the delete
-// and the purge, or NATS not answering).
+// and the purge, or NATS not answering). It stops at a purge that fails: NATS does not answer,
+// and the others wait for the next look rather than each fail alike.
 func (s *Service) finishPurges(ctx context.Context) (int, error) {
 	stale, err := s.store.Purges(ctx, s.now().Add(-bus.StaleChangeAfter), staleChangesRead)
 	if err != nil {
@@ -66,7 +67,9 @@ func (s *Service) finishPurges(ctx context.Context) (int, error) {
 		}
 		s.log.Info("removing a deleted job's messages from the due stream, which its planner left there",
 			"collection", p.Collection, "job", p.Job, "deleted", seen.Since)
-		s.purgeJob(ctx, p)
+		if err := s.purgeJob(ctx, p); err != nil {
+			return n, err
+		}
 		n++
 	}
 	return n, nil
