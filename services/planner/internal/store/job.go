@@ -428,7 +428,8 @@ func jobFromState(c, j string, def []byte, vals []any) *Job {
 	}
 }
 
-// DeleteJob deletes a job; it reports whether the job existed.
+// DeleteJob deletes a job at the time at; it reports whether the job existed, and then the
+// record of its purge from the due stream, for the caller to end (EndPurge) once done.
 func (s *Store) DeleteJob(ctx context.Context, c, j string, at time.Time) (Purge, bool, error) {
 	a := s.Apply(ctx, []Write{{Delete: &DeleteJob{Collection: c, Name: j, At: at}}})[0]
 	return a.Purge, a.Created, a.Err

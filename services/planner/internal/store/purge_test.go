@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/resched/resched/services/internal/redistest"
 	"github.com/resched/resched/services/planner/internal/store"
 )
 
@@ -16,15 +15,7 @@ import (
 // older than the cutoff asked, and taken up once. A job put again under the name is another,
 // with its own incarnation, and leaves the record as it was. On one Redis, and on a Redis
 // Cluster of 3 masters (the purges are read from every partition).
-func TestDeletedJobsPurges(t *testing.T) {
-	t.Run("server", func(t *testing.T) { testDeletedJobsPurges(t, redistest.Start(t).Client(t)) })
-	t.Run("cluster", func(t *testing.T) {
-		if testing.Short() {
-			t.Skip("starts a Redis Cluster")
-		}
-		testDeletedJobsPurges(t, redistest.StartCluster(t, 3, 0).Client(t))
-	})
-}
+func TestDeletedJobsPurges(t *testing.T) { onServerAndCluster(t, testDeletedJobsPurges) }
 
 func testDeletedJobsPurges(t *testing.T, rdb redis.UniversalClient) {
 	ctx := context.Background()

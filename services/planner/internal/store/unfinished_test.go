@@ -18,13 +18,17 @@ import (
 // A record an earlier release leaves behind (it sets a state, or deletes a collection, and
 // records nothing) is dropped rather than taken up again and again. On one Redis, and on a
 // Redis Cluster of 3 masters (the changes are read from every partition).
-func TestUnfinishedChanges(t *testing.T) {
-	t.Run("server", func(t *testing.T) { testUnfinishedChanges(t, redistest.Start(t).Client(t)) })
+func TestUnfinishedChanges(t *testing.T) { onServerAndCluster(t, testUnfinishedChanges) }
+
+// onServerAndCluster runs test on one Redis server, then on a Redis Cluster of 3 masters
+// (skipped with -short): what reads every partition reads every master there.
+func onServerAndCluster(t *testing.T, test func(*testing.T, redis.UniversalClient)) {
+	t.Run("server", func(t *testing.T) { test(t, redistest.Start(t).Client(t)) })
 	t.Run("cluster", func(t *testing.T) {
 		if testing.Short() {
 			t.Skip("starts a Redis Cluster")
 		}
-		testUnfinishedChanges(t, redistest.StartCluster(t, 3, 0).Client(t))
+		test(t, redistest.StartCluster(t, 3, 0).Client(t))
 	})
 }
 
