@@ -24,7 +24,8 @@ const soakEnv = "RESCHED_SOAK"
 // jobs firing every second to a target that answers 200, 10 to one that answers 500 (a retry,
 // then an error action, also refused), and one of those deleted and put again every 2 s (a new
 // incarnation each time). It checks that the system holds over time: every occurrence of the
-// steady jobs delivered and none early, the streams drained at the end, no error logged, and
+// steady jobs delivered and none early, the streams drained at the end and no deleted job's
+// purge left recorded, no error logged, and
 // nothing that grows once warm: the goroutines and resident memory of the planner and the
 // workers, and Redis's memory once the result ids' window (the duplicate window) and the
 // history (10 entries a job here) are full. Each sample is logged.
@@ -79,6 +80,10 @@ func TestSoak(t *testing.T) {
 		return fmt.Sprintf("due stream: %d not acknowledged; results: %d", s.pending(t, dueStream, workers), s.pending(t, resultsStream, resultsReaders))
 	})
 	samples = append(samples, s.sample(t, rdb))
+	// Every churned job's delete removed its messages from the due stream and ended its record.
+	if st := s.status(t); st.Purges != nil {
+		t.Errorf("deleted jobs' purges left: %+v", *st.Purges)
+	}
 	p50, p99, max, early, _ := sk.stats()
 	t.Logf("soak of %v: %d steady occurrences delivered (want %d); lag p50 %v p99 %v max %v; early %d",
 		d, sk.count(), want, p50.Round(time.Millisecond), p99.Round(time.Millisecond), max.Round(time.Millisecond), early)

@@ -2,6 +2,7 @@ package e2ebench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/resched/resched/services/internal/apitest"
+	"github.com/resched/resched/services/internal/bus"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -186,6 +188,20 @@ func (s *stack) request(t testing.TB, subject, body string) {
 	if code := msg.Header.Get("Nats-Service-Error-Code"); code != "" {
 		t.Fatalf("%s: %s %s", subject, code, msg.Data)
 	}
+}
+
+// status is the planners' status (schedctl cluster status).
+func (s *stack) status(t testing.TB) bus.Status {
+	t.Helper()
+	msg, err := s.nc.Request("scheduler.api.status", nil, time.Minute)
+	if err != nil {
+		t.Fatalf("status: %v", err)
+	}
+	var st bus.Status
+	if err := json.Unmarshal(msg.Data, &st); err != nil {
+		t.Fatalf("status: %v: %.300s", err, msg.Data)
+	}
+	return st
 }
 
 // putJobs puts n jobs named j<i> in a new collection c; props(i) is a job's properties JSON.
