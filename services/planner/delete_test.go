@@ -105,9 +105,10 @@ func TestADeletedJobLeavesNothingOnTheDueStream(t *testing.T) {
 	}
 }
 
-// The purge of a deleted job takes its incarnation's messages alone: a job put again under
-// its name (another incarnation) keeps its own, on the same subject, whichever comes first. A
-// planner taking up the purge of a job deleted 20 s before meets that case.
+// The purge of a deleted job takes its incarnation's messages alone, and those that carry
+// none: a job put again under its name (another incarnation) keeps its own, on the same
+// subject, whichever comes first. A planner taking up the purge of a job deleted 20 s before
+// meets that case.
 func TestAPurgeTakesTheDeletedIncarnationsMessagesAlone(t *testing.T) {
 	nc := readyPlanner(t)
 	js, err := jetstream.New(nc)
@@ -118,11 +119,11 @@ func TestAPurgeTakesTheDeletedIncarnationsMessagesAlone(t *testing.T) {
 	action := json.RawMessage(`{"type":"Http","request":{"method":"POST","uri":"http://localhost:9/x"}}`)
 	at := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	// On c/j's subject: the new job's, the deleted one's (occurrence, then error action), the
-	// new job's again; and another job's.
+	// new job's again, one without an incarnation (an earlier release's); and another job's.
 	for i, m := range []struct {
 		job         string
 		incarnation int64
-	}{{"j", 9}, {"j", 7}, {"j", 7}, {"j", 9}, {"k", 7}} {
+	}{{"j", 9}, {"j", 7}, {"j", 7}, {"j", 9}, {"j", 0}, {"k", 7}} {
 		data := bus.AppendDue(nil, "c", m.job, m.incarnation, at.Add(time.Duration(i)*time.Second), i, action)
 		if _, err := js.Publish(ctx, "scheduler.due.c."+m.job, data); err != nil {
 			t.Fatal(err)
@@ -152,7 +153,7 @@ func TestAPurgeTakesTheDeletedIncarnationsMessagesAlone(t *testing.T) {
 		left = append(left, fmt.Sprintf("%s@%d#%d", d.Job, d.Incarnation, d.Occurrence))
 		seq = m.Sequence + 1
 	}
-	if want := []string{"j@9#0", "j@9#3", "k@7#4"}; !slices.Equal(left, want) {
+	if want := []string{"j@9#0", "j@9#3", "k@7#5"}; !slices.Equal(left, want) {
 		t.Errorf("left on the due stream %v, want %v", left, want)
 	}
 }

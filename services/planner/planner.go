@@ -467,7 +467,9 @@ func (p *duePurger) PurgeDue(ctx context.Context, subject string) error {
 }
 
 // PurgeIncarnation removes the messages of subject (a job's) of one incarnation of the job,
-// oldest first, leaving those of a job put again under its name after the delete.
+// oldest first, leaving those of a job put again under its name after the delete. Those that
+// carry none (published by an earlier release, or by another client) go too: a job put again
+// has one.
 func (p *duePurger) PurgeIncarnation(ctx context.Context, subject string, incarnation int64) error {
 	st, err := p.dueStream(ctx)
 	if err != nil {
@@ -484,7 +486,7 @@ func (p *duePurger) PurgeIncarnation(ctx context.Context, subject string, incarn
 		}
 		seq = m.Sequence + 1
 		// One that does not read as an occurrence is no job's to keep: no worker runs it.
-		if d, err := bus.DecodeDue(m.Data); err == nil && d.Incarnation != incarnation {
+		if d, err := bus.DecodeDue(m.Data); err == nil && d.Incarnation != incarnation && d.Incarnation != 0 {
 			continue
 		}
 		if err := st.DeleteMsg(ctx, m.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
