@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -330,11 +329,7 @@ func (p *planner) start(ctx context.Context, parts *sync.WaitGroup, fail context
 		MaxIdle: p.cfg.MaxIdle, WakeLinger: p.cfg.WakeLinger, Concurrency: p.cfg.Concurrency, Lookahead: p.cfg.Lookahead,
 		CallTimeout: leases.Period(),
 	})
-	wakes, err := p.nc.Subscribe(p.subjects.Wake("*"), func(m *nats.Msg) {
-		if part, err := strconv.Atoi(m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]); err == nil {
-			disp.Wake(part)
-		}
-	})
+	wakes, err := p.nc.Subscribe(p.subjects.Wake("*"), onWake(disp))
 	if err != nil {
 		return nil, fmt.Errorf("subscribe to wake-ups: %w", err)
 	}
@@ -397,16 +392,6 @@ func finishStale(ctx context.Context, svc *jobs.Service, logger *slog.Logger) {
 			logger.Warn("could not finish a collection's change or a deleted job's purge left unfinished", "error", err)
 		}
 	}
-}
-
-// natsWaker tells the planners, over NATS, that a partition has a job due soon.
-type natsWaker struct {
-	nc       *nats.Conn
-	subjects bus.Subjects
-}
-
-func (w natsWaker) Wake(partition int) {
-	_ = w.nc.Publish(w.subjects.Wake(strconv.Itoa(partition)), nil)
 }
 
 // duePurger removes the messages of subjects of the due stream (jobs.Purger), one at a time. A

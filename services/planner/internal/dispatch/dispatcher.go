@@ -141,15 +141,17 @@ func cmpOr[T comparable](v, d T) T {
 
 // Dispatcher publishes due occurrences.
 type Dispatcher struct {
-	cfg   Config
-	wake  []chan struct{} // one per partition: something became due there
-	slots chan struct{}   // rounds running at once
+	cfg     Config
+	wake    []chan struct{} // one per partition: something became due there
+	watches []changeWatch   // one per partition: jobs changed while a batch holds them
+	slots   chan struct{}   // rounds running at once
 }
 
 // New returns a Dispatcher.
 func New(cfg Config) *Dispatcher {
 	cfg.defaults()
-	d := &Dispatcher{cfg: cfg, wake: make([]chan struct{}, cfg.Store.Partitions()), slots: make(chan struct{}, cfg.Concurrency)}
+	d := &Dispatcher{cfg: cfg, wake: make([]chan struct{}, cfg.Store.Partitions()), watches: make([]changeWatch, cfg.Store.Partitions()),
+		slots: make(chan struct{}, cfg.Concurrency)}
 	for p := range d.wake {
 		d.wake[p] = make(chan struct{}, 1)
 	}
@@ -166,6 +168,16 @@ func (d *Dispatcher) Wake(p int) {
 	case d.wake[p] <- struct{}{}:
 	default:
 	}
+}
+
+// Changed tells the dispatcher of partition p that jobs there changed ("c/j"), or every job of
+// a collection ("c/"): put again, deleted or disabled. An occurrence of theirs that a batch read
+// before the change and holds for its time is not sent (changeWatch).
+func (d *Dispatcher) Changed(p int, jobs []string) {
+	if p < 0 || p >= len(d.watches) {
+		return
+	}
+	d.watches[p].add(jobs)
 }
 
 // Run dispatches every partition this planner holds until ctx ends, then returns once the

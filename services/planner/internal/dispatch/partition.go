@@ -131,11 +131,13 @@ type pending struct {
 // outgoing is one occurrence to publish at its time.
 type outgoing struct {
 	at      time.Time
+	c, j    string // its job's collection and name
 	msg     *nats.Msg
 	ack     jetstream.PubAckFuture
 	err     error // of the last send
 	ok      bool  // acknowledged
 	refused error // the stream refuses it for good: not sent again
+	dropped bool  // its job changed while it was held for its time: not sent (changeWatch)
 }
 
 // send publishes the message without waiting for its acknowledgement.
@@ -204,6 +206,9 @@ type chunk struct {
 // one second went out over 250 ms in 20 rounds. full says the read was as large as allowed, so
 // more may be due.
 func (pd *partitionDispatcher) batch(ctx context.Context, dueAfter time.Time) (full bool, earliest time.Time, err error) {
+	watch := &pd.watches[pd.p]
+	watch.begin() // before the read: a change heard after it may have come after the read
+	defer watch.end()
 	now := pd.cfg.Clock()
 	limit := pd.cfg.Batch * roundBatches
 	cctx, cancel := context.WithTimeout(ctx, pd.cfg.CallTimeout)
@@ -236,7 +241,9 @@ func (pd *partitionDispatcher) batch(ctx context.Context, dueAfter time.Time) (f
 	if ferr != nil {
 		return false, earliest, errors.Join(lerr, ferr)
 	}
-	return len(members) == limit || cut, earliest, lerr
+	// A job whose occurrence was dropped is read again at once, as its change left it.
+	dropped := slices.ContainsFunc(chunks, func(c *chunk) bool { return slices.ContainsFunc(c.msgs, func(m *outgoing) bool { return m.dropped }) })
+	return len(members) == limit || cut || dropped, earliest, lerr
 }
 
 // prepareAll reads the claimed jobs a batch at a time, decides what each fires and publishes
@@ -408,7 +415,7 @@ func (pd *partitionDispatcher) prepare(rec *store.Job, held *compiled, now time.
 	for _, at := range f.fire {
 		move.Occurrence++
 		data := bus.AppendDue(nil, rec.Collection, rec.Name, rec.Incarnation, at, move.Occurrence, e.action)
-		pj.msgs = append(pj.msgs, &outgoing{at: at, msg: (&natsMsg{subject: pd.cfg.Subjects.Due(rec.Collection, rec.Name), data: data,
+		pj.msgs = append(pj.msgs, &outgoing{at: at, c: rec.Collection, j: rec.Name, msg: (&natsMsg{subject: pd.cfg.Subjects.Due(rec.Collection, rec.Name), data: data,
 			id: bus.MsgID(rec.Collection, rec.Name, rec.Incarnation, at)}).build()})
 		pj.move.Published = at
 	}
@@ -427,6 +434,10 @@ func (pd *partitionDispatcher) send(ctx context.Context, msgs []*outgoing, all b
 				return msgs[i:]
 			}
 			pd.pause(ctx, wait)
+		}
+		if pd.watches[pd.p].changed(m.c, m.j) {
+			m.dropped = true
+			continue
 		}
 		m.send(pd.cfg.JS)
 	}
@@ -449,7 +460,7 @@ func (pd *partitionDispatcher) confirm(ctx context.Context, msgs []*outgoing, re
 		}
 		wasStalled := tw.stalled
 		for _, m := range msgs {
-			if m.ok || m.refused != nil {
+			if m.ok || m.refused != nil || m.dropped {
 				continue
 			}
 			if err := m.wait(ctx, tw); err != nil {
@@ -486,7 +497,7 @@ func (pd *partitionDispatcher) confirm(ctx context.Context, msgs []*outgoing, re
 		}
 		pd.pause(ctx, time.Duration(1<<try)*125*time.Millisecond)
 		for _, m := range msgs {
-			if !m.ok && m.refused == nil {
+			if !m.ok && m.refused == nil && !m.dropped {
 				m.send(pd.cfg.JS)
 			}
 		}

@@ -67,6 +67,7 @@ func (s *Service) Apply(ctx context.Context, changes []Change) []Outcome {
 	}
 	results := s.store.Apply(ctx, writes)
 	s.recheck(ctx, writes, props, results, now)
+	s.tellChanged(writes, results)
 	for k, a := range results {
 		i, ch := at[k], changes[at[k]]
 		out[i].Created, out[i].Stale = a.Created, a.Stale
@@ -87,6 +88,36 @@ func (s *Service) Apply(ctx context.Context, changes []Change) []Outcome {
 		}
 	}
 	return out
+}
+
+// tellChanged tells the planners dispatching the jobs a batch replaced or deleted (changed),
+// one message a partition, before a delete's purge and before any answer.
+func (s *Service) tellChanged(writes []store.Write, results []store.Applied) {
+	if s.waker == nil {
+		return
+	}
+	var byPart map[int][]string
+	for k, a := range results {
+		var c, j string
+		switch w := writes[k]; {
+		case a.Err != nil || a.Stale:
+			continue
+		case w.Delete != nil && a.Created: // Created: the job existed
+			c, j = w.Delete.Collection, w.Delete.Name
+		case w.Put != nil && !a.Created:
+			c, j = w.Put.Collection, w.Put.Name
+		default:
+			continue
+		}
+		if byPart == nil {
+			byPart = map[int][]string{}
+		}
+		p := s.store.PartitionOf(c)
+		byPart[p] = append(byPart[p], store.Member(c, j))
+	}
+	for p, members := range byPart {
+		s.waker.Changed(p, members)
+	}
 }
 
 // write checks one change and makes its store write. A put's definition comes back once

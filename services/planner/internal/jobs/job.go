@@ -99,10 +99,14 @@ type refusedByCollection struct{ error }
 
 func (r refusedByCollection) Unwrap() error { return r.error }
 
-// putStored writes a job and wakes the planner that dispatches its partition when it is due
-// soon, so a new job fires on time without any planner polling for it.
+// putStored writes a job (a patch's) and wakes the planner that dispatches its partition when
+// it is due soon, so a new job fires on time without any planner polling for it; a job it
+// changed, that planner does not fire as it was read before (changed).
 func (s *Service) putStored(ctx context.Context, put store.PutJob) (bool, error) {
 	created, _, due, err := s.store.PutJob(ctx, put)
+	if err == nil && !created {
+		s.changed(put.Collection, put.Name)
+	}
 	if err == nil && due && put.Next.Sub(s.now()) < s.wakeWithin {
 		s.wake(put.Collection)
 	}
@@ -163,6 +167,7 @@ func (s *Service) DeleteJob(ctx context.Context, c, j string) error {
 	if !ok {
 		return notFound("job %s/%s not found", c, j)
 	}
+	s.changed(c, j)
 	s.purgeDeleted(ctx, purge)
 	s.emit(bus.Event{Kind: bus.EventDeleted, Collection: c, Job: j, Time: s.now().UTC()})
 	return nil

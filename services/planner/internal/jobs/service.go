@@ -21,9 +21,12 @@ type Publisher interface {
 	Publish(subject string, data []byte) error
 }
 
-// Waker tells the planner that dispatches a partition to look at its due set now.
+// Waker tells the planner that dispatches a partition of changes to its due set: a job due
+// soon, to look at now (Wake), or jobs changed ("c/j", or "c/" for a collection's), whose
+// occurrences read before the change it does not send (Changed).
 type Waker interface {
 	Wake(partition int)
+	Changed(partition int, jobs []string)
 }
 
 // Runner fires one occurrence of a job now, outside its schedule ("run now").
@@ -94,6 +97,24 @@ func (s *Service) wake(c string) {
 	if s.waker != nil {
 		s.waker.Wake(s.store.PartitionOf(c))
 	}
+}
+
+// changed tells the planner dispatching c's partition that job j of c changed (put again,
+// deleted), or every job of c when j is "" (disabled, deleted): an occurrence it read before
+// and holds for its time (the lookahead) is not sent, so that nothing fires after the change
+// is answered.
+func (s *Service) changed(c string, jobs ...string) {
+	if s.waker == nil {
+		return
+	}
+	members := make([]string, len(jobs))
+	for i, j := range jobs {
+		members[i] = store.Member(c, j)
+	}
+	if len(jobs) == 0 {
+		members = []string{store.Member(c, "")}
+	}
+	s.waker.Changed(s.store.PartitionOf(c), members)
 }
 
 // purgeDue removes what the due stream still holds for a collection just deleted: its jobs'

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+	"github.com/resched/resched/services/internal/bus"
+)
+
+// natsWaker tells the planners, over NATS, that a partition has a job due soon (no payload),
+// or that jobs of it changed (one "c/j" or "c/" a line; a planner of an earlier release takes
+// it for a wake-up). It publishes on the connection that answers the change afterwards, so the
+// server has passed the notice on by the time the client has its answer (one server; a
+// cluster's routes may take a little longer).
+type natsWaker struct {
+	nc       *nats.Conn
+	subjects bus.Subjects
+}
+
+func (w natsWaker) Wake(partition int) {
+	_ = w.nc.Publish(w.subjects.Wake(strconv.Itoa(partition)), nil)
+}
+
+// changedPayload bounds a message of Changed, well within any server's max_payload.
+const changedPayload = 32 << 10
+
+func (w natsWaker) Changed(partition int, jobs []string) {
+	subject := w.subjects.Wake(strconv.Itoa(partition))
+	var b []byte
+	for i, j := range jobs {
+		b = append(b, j...)
+		if i == len(jobs)-1 || len(b)+1+len(jobs[i+1]) > changedPayload {
+			_ = w.nc.Publish(subject, b)
+			b = b[:0:0]
+			continue
+		}
+		b = append(b, '\n')
+	}
+}
+
+// wakeTarget is what a planner's wake-ups reach: its dispatcher.
+type wakeTarget interface {
+	Wake(partition int)
+	Changed(partition int, jobs []string)
+}
+
+// onWake hands what a natsWaker published to the dispatcher of this planner.
+func onWake(d wakeTarget) nats.MsgHandler {
+	return func(m *nats.Msg) {
+		part, err := strconv.Atoi(m.Subject[strings.LastIndexByte(m.Subject, '.')+1:])
+		switch {
+		case err != nil:
+		case len(m.Data) == 0:
+			d.Wake(part)
+		default:
+			d.Changed(part, strings.Split(string(m.Data), "\n"))
+		}
+	}
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/internal/natstest"
+	"github.com/resched/resched/services/internal/testenv"
+)
+
+// wakeRecorder records what onWake hands a dispatcher.
+type wakeRecorder struct {
+	mu      sync.Mutex
+	woken   []int
+	changed map[int][]string
+}
+
+func (r *wakeRecorder) Wake(p int) { r.mu.Lock(); defer r.mu.Unlock(); r.woken = append(r.woken, p) }
+func (r *wakeRecorder) Changed(p int, jobs []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.changed[p] = append(r.changed[p], jobs...)
+}
+
+// What one planner's jobs service says over NATS reaches the dispatcher of the planner
+// holding the partition as it was said: a wake-up as a wake-up, changed jobs one by one, those
+// of a large batch (an intake's thousands of deletes) in messages of at most 32 KB each.
+func TestChangedJobsReachTheDispatcherOverNATS(t *testing.T) {
+	ns := natstest.Start(t)
+	subjects := bus.NewSubjects("")
+	rec := &wakeRecorder{changed: map[int][]string{}}
+	sub, err := ns.Connect(t).Subscribe(subjects.Wake("*"), onWake(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sized, err := ns.Connect(t).SubscribeSync(subjects.Wake("61"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc := ns.Connect(t)
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	many := make([]string, 5000)
+	for i := range many {
+		many[i] = fmt.Sprintf("collection-%04d/job-%04d", i%7, i)
+	}
+	w := natsWaker{nc, subjects}
+	w.Wake(3)
+	w.Changed(3, []string{"c/j", "c/"})
+	w.Changed(61, many)
+	w.Changed(62, nil)
+	testenv.Eventually(t, 5*time.Second, "everything said received", func() bool {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return len(rec.changed[61]) == len(many)
+	})
+	_ = sub.Unsubscribe()
+	var sizes []int
+	for m, err := sized.NextMsg(time.Second); err == nil; m, err = sized.NextMsg(time.Second) {
+		sizes = append(sizes, len(m.Data))
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if fmt.Sprint(rec.woken) != "[3]" || fmt.Sprint(rec.changed[3]) != "[c/j c/]" || !slices.Equal(rec.changed[61], many) || len(rec.changed) != 2 {
+		t.Fatalf("woken %v, changed %d partitions: 3: %v, 61 the same as said: %v", rec.woken, len(rec.changed), rec.changed[3], slices.Equal(rec.changed[61], many))
+	}
+	total := 0
+	for _, n := range sizes {
+		total += n
+	}
+	if total < 120_000 || slices.Max(sizes) > changedPayload {
+		t.Fatalf("%d bytes in %d messages of at most %d bytes; want 120 KB in messages of at most %d", total, len(sizes), slices.Max(sizes), changedPayload)
+	}
+}
