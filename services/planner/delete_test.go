@@ -39,17 +39,7 @@ func TestADeletedJobLeavesNothingOnTheDueStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waiting := func() map[string]uint64 {
-		st, err := js.Stream(context.Background(), "SCHEDULER_DUE")
-		if err != nil {
-			t.Fatal(err)
-		}
-		info, err := st.Info(context.Background(), jetstream.WithSubjectFilter("scheduler.due.>"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return info.State.Subjects
-	}
+	waiting := func() map[string]uint64 { return dueSubjects(t, js) }
 	testenv.Eventually(t, 20*time.Second, "every job's occurrence on the due stream", func() bool {
 		return len(waiting()) == len(jobs)
 	})
@@ -160,6 +150,20 @@ func TestAPurgeTakesTheDeletedIncarnationsMessagesAlone(t *testing.T) {
 
 // readyPlanner starts a planner on test servers, waits until it is ready and connects to its
 // NATS server.
+// dueSubjects counts the messages the due stream holds by subject.
+func dueSubjects(t *testing.T, js jetstream.JetStream) map[string]uint64 {
+	t.Helper()
+	st, err := js.Stream(context.Background(), "SCHEDULER_DUE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(context.Background(), jetstream.WithSubjectFilter("scheduler.due.>"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Subjects
+}
+
 func readyPlanner(t *testing.T) *nats.Conn {
 	t.Helper()
 	ns := natstest.Start(t)
