@@ -3,6 +3,8 @@ package dispatch
 import (
 	"sync"
 	"sync/atomic"
+
+	"github.com/resched/resched/services/planner/internal/store"
 )
 
 // changeWatch gathers, while a batch of one partition is read and sent, the jobs that changed
@@ -16,7 +18,7 @@ type changeWatch struct {
 	heard atomic.Bool // a change was heard this batch: until then a send costs one load
 	mu    sync.Mutex
 	open  bool            // a batch is under way
-	jobs  map[string]bool // "c/j", or "c/" for every job of collection c
+	jobs  map[string]bool // due-set members (store.Member), c's with no job name for all of c's
 }
 
 // begin starts watching for a batch, forgetting what the last one heard.
@@ -35,7 +37,7 @@ func (w *changeWatch) end() {
 	w.heard.Store(false)
 }
 
-// add records changed jobs ("c/j") or collections ("c/") while a batch is under way.
+// add records changed jobs, or collections, by member while a batch is under way.
 func (w *changeWatch) add(jobs []string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -58,5 +60,5 @@ func (w *changeWatch) changed(c, j string) bool {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.jobs[c+"/"+j] || w.jobs[c+"/"]
+	return w.jobs[store.Member(c, j)] || w.jobs[store.Member(c, "")]
 }

@@ -170,9 +170,10 @@ func (d *Dispatcher) Wake(p int) {
 	}
 }
 
-// Changed tells the dispatcher of partition p that jobs there changed ("c/j"), or every job of
-// a collection ("c/"): put again, deleted or disabled. An occurrence of theirs that a batch read
-// before the change and holds for its time is not sent (changeWatch).
+// Changed tells the dispatcher of partition p that jobs there changed, named by their due-set
+// members (store.Member), or every job of a collection (store.Member(c, "")): put again,
+// deleted or disabled. An occurrence of theirs that a batch read before the change and holds
+// for its time is not sent (changeWatch).
 func (d *Dispatcher) Changed(p int, jobs []string) {
 	if p < 0 || p >= len(d.watches) {
 		return
