@@ -39,9 +39,8 @@ func TestADeletedJobLeavesNothingOnTheDueStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waiting := func() map[string]uint64 { return dueSubjects(t, js) }
 	testenv.Eventually(t, 20*time.Second, "every job's occurrence on the due stream", func() bool {
-		return len(waiting()) == len(jobs)
+		return len(dueSubjects(t, js)) == len(jobs)
 	})
 	// A worker takes them all, delivers f1 to f5 and hands each other back to be retried
 	// later, as after a failed attempt: the retries wait unacknowledged in the consumer.
@@ -82,7 +81,7 @@ func TestADeletedJobLeavesNothingOnTheDueStream(t *testing.T) {
 	}
 	request(t, nc, "scheduler.api.collections.delete.c2", "")
 	testenv.Eventually(t, 20*time.Second, "only c/keep left on the due stream", func() bool {
-		w := waiting()
+		w := dueSubjects(t, js)
 		return len(w) == 1 && w["scheduler.due.c.keep"] == 1
 	})
 	// The job left keeps its retry: it comes back to the worker after its delay, alone.
@@ -148,8 +147,6 @@ func TestAPurgeTakesTheDeletedIncarnationsMessagesAlone(t *testing.T) {
 	}
 }
 
-// readyPlanner starts a planner on test servers, waits until it is ready and connects to its
-// NATS server.
 // dueSubjects counts the messages the due stream holds by subject.
 func dueSubjects(t *testing.T, js jetstream.JetStream) map[string]uint64 {
 	t.Helper()
@@ -164,6 +161,8 @@ func dueSubjects(t *testing.T, js jetstream.JetStream) map[string]uint64 {
 	return info.State.Subjects
 }
 
+// readyPlanner starts a planner on test servers, waits until it is ready and connects to its
+// NATS server.
 func readyPlanner(t *testing.T) *nats.Conn {
 	t.Helper()
 	ns := natstest.Start(t)
