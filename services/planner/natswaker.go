@@ -6,6 +6,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/planner/internal/jobs"
 )
 
 // natsWaker tells the planners, over NATS, that a partition has a job due soon (no payload),
@@ -39,14 +40,9 @@ func (w natsWaker) Changed(partition int, jobs []string) {
 	}
 }
 
-// wakeTarget is what a planner's wake-ups reach: its dispatcher.
-type wakeTarget interface {
-	Wake(partition int)
-	Changed(partition int, jobs []string)
-}
-
-// onWake hands what a natsWaker published to the dispatcher of this planner.
-func onWake(d wakeTarget) nats.MsgHandler {
+// onWake hands what a natsWaker published to the dispatcher of this planner, which takes it as
+// the jobs service's Waker would.
+func onWake(d jobs.Waker) nats.MsgHandler {
 	return func(m *nats.Msg) {
 		part, err := strconv.Atoi(m.Subject[strings.LastIndexByte(m.Subject, '.')+1:])
 		switch {

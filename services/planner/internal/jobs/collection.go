@@ -205,7 +205,7 @@ func (s *Service) deleteCollection(ctx context.Context, c string, gone bool) (bo
 	if err != nil || !(ok || gone) {
 		return ok, err
 	}
-	s.changed(c)
+	s.changed(c, "")
 	if s.purgeDue(ctx, s.subjects.DueOf(c)) {
 		if err := s.store.EndDelete(ctx, c); err != nil {
 			s.log.Info("a deleted collection's record stays until a planner ends it", "collection", c, "error", err)
@@ -272,7 +272,7 @@ func (s *Service) stepState(ctx context.Context, c string, ch store.StateChange)
 			if state == job.CollectionEnabled {
 				s.wake(c)
 			} else {
-				s.changed(c)
+				s.changed(c, "")
 			}
 			return nil
 		}

@@ -22,8 +22,9 @@ type Publisher interface {
 }
 
 // Waker tells the planner that dispatches a partition of changes to its due set: a job due
-// soon, to look at now (Wake), or jobs changed ("c/j", or "c/" for a collection's), whose
-// occurrences read before the change it does not send (Changed).
+// soon, to look at now (Wake), or jobs changed (store.Member of each, or of a collection with
+// no job name for all its jobs), whose occurrences read before the change it does not send
+// (Changed).
 type Waker interface {
 	Wake(partition int)
 	Changed(partition int, jobs []string)
@@ -100,21 +101,13 @@ func (s *Service) wake(c string) {
 }
 
 // changed tells the planner dispatching c's partition that job j of c changed (put again,
-// deleted), or every job of c when j is "" (disabled, deleted): an occurrence it read before
-// and holds for its time (the lookahead) is not sent, so that nothing fires after the change
-// is answered.
-func (s *Service) changed(c string, jobs ...string) {
-	if s.waker == nil {
-		return
+// patched, deleted), or every job of c when j is "" (disabled, deleted): an occurrence it read
+// before and holds for its time (the lookahead) is not sent, so that nothing fires after the
+// change is answered.
+func (s *Service) changed(c, j string) {
+	if s.waker != nil {
+		s.waker.Changed(s.store.PartitionOf(c), []string{store.Member(c, j)})
 	}
-	members := make([]string, len(jobs))
-	for i, j := range jobs {
-		members[i] = store.Member(c, j)
-	}
-	if len(jobs) == 0 {
-		members = []string{store.Member(c, "")}
-	}
-	s.waker.Changed(s.store.PartitionOf(c), members)
 }
 
 // purgeDue removes what the due stream still holds for a collection just deleted: its jobs'
