@@ -241,8 +241,10 @@ func (pd *partitionDispatcher) batch(ctx context.Context, dueAfter time.Time) (f
 	if ferr != nil {
 		return false, earliest, errors.Join(lerr, ferr)
 	}
-	// A job whose occurrence was dropped is read again at once, as its change left it.
-	dropped := slices.ContainsFunc(chunks, func(c *chunk) bool { return slices.ContainsFunc(c.msgs, func(m *outgoing) bool { return m.dropped }) })
+	// A job whose occurrence was dropped is read again at once, as its change left it. None was
+	// unless a change was heard: a batch then costs no pass over its messages.
+	dropped := watch.heard.Load() &&
+		slices.ContainsFunc(chunks, func(c *chunk) bool { return slices.ContainsFunc(c.msgs, func(m *outgoing) bool { return m.dropped }) })
 	return len(members) == limit || cut || dropped, earliest, lerr
 }
 
