@@ -25,51 +25,12 @@ import (
 // name was handed it. No worker runs here: the test takes the occurrences as one would.
 func TestADeletedJobLeavesNothingOnTheDueStream(t *testing.T) {
 	nc := readyPlanner(t)
-	once := `{"action":{"type":"Http","request":{"method":"POST","uri":"http://localhost:9/x"}}}` // at once
-	for _, c := range []string{"c", "c2"} {
-		request(t, nc, "scheduler.api.collections.put."+c, `{"properties":{}}`)
-	}
 	// c/keep's occurrence is the stream's first, as a retry waiting among newer occurrences
 	// is; those of the jobs f1 to f5 are delivered, then those of the jobs deleted wait.
-	jobs := []string{"c.keep", "c.f1", "c.f2", "c.f3", "c.f4", "c.f5", "c.a", "c.b", "c2.x", "c2.y"}
-	for _, j := range jobs {
-		request(t, nc, "scheduler.api.jobs.put."+j, once)
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	testenv.Eventually(t, 20*time.Second, "every job's occurrence on the due stream", func() bool {
-		return len(dueSubjects(t, js)) == len(jobs)
-	})
-	// A worker takes them all, delivers f1 to f5 and hands each other back to be retried
-	// later, as after a failed attempt: the retries wait unacknowledged in the consumer.
-	ctx := context.Background()
-	cons, err := js.CreateOrUpdateConsumer(ctx, "SCHEDULER_DUE", bus.WorkerConsumerConfig(5*time.Second, 100))
-	if err != nil {
-		t.Fatal(err)
-	}
-	batch, err := cons.Fetch(len(jobs), jetstream.FetchMaxWait(10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	taken := 0
-	for m := range batch.Messages() {
-		settle := func() error { return m.NakWithDelay(2 * time.Second) }
-		if strings.HasPrefix(m.Subject(), "scheduler.due.c.f") {
-			settle = func() error { return m.DoubleAck(ctx) }
-		}
-		if err := settle(); err != nil {
-			t.Fatal(err)
-		}
-		taken++
-	}
-	if taken != len(jobs) {
-		t.Fatalf("a worker took %d occurrences, want %d", taken, len(jobs))
-	}
+	js, cons := retriesWaiting(t, nc, "c.keep", "c.f1", "c.f2", "c.f3", "c.f4", "c.f5", "c.a", "c.b", "c2.x", "c2.y")
 
 	// As a worker would, one waits for more while the jobs are deleted.
-	next, err := cons.Fetch(len(jobs), jetstream.FetchMaxWait(5*time.Second))
+	next, err := cons.Fetch(10, jetstream.FetchMaxWait(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,13 +46,99 @@ func TestADeletedJobLeavesNothingOnTheDueStream(t *testing.T) {
 		return len(w) == 1 && w["scheduler.due.c.keep"] == 1
 	})
 	// The job left keeps its retry: it comes back to the worker after its delay, alone.
-	var again []string
-	for m := range next.Messages() {
-		again = append(again, m.Subject())
-	}
-	if len(again) != 1 || again[0] != "scheduler.due.c.keep" {
+	if again := subjectsOf(next); !slices.Equal(again, []string{"scheduler.due.c.keep"}) {
 		t.Errorf("retried after the deletes: %v, want c/keep's alone", again)
 	}
+}
+
+// A job disabled (put, patched or published disabled), or its collection disabled or
+// suspended, leaves nothing on the due stream either: its retries waiting there went on
+// calling a target that failed after the job was disabled, 4 more calls over 2 minutes with
+// the default retry policy. A job patched but left enabled keeps its retry.
+func TestADisabledJobLeavesNothingOnTheDueStream(t *testing.T) {
+	nc := readyPlanner(t)
+	js, cons := retriesWaiting(t, nc, "c.keep", "c.on", "c.put", "c.patch", "c.intake", "c2.x", "c2.y", "c3.z")
+	next, err := cons.Fetch(8, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	disabled := `{"properties":{"state":"Disabled"}}`
+	request(t, nc, "scheduler.api.jobs.patch.c.on", `{"properties":{"state":"Enabled"}}`)
+	request(t, nc, "scheduler.api.jobs.put.c.put",
+		`{"properties":{"state":"Disabled","action":{"type":"Http","request":{"method":"POST","uri":"http://localhost:9/x"}}}}`)
+	request(t, nc, "scheduler.api.jobs.patch.c.patch", disabled)
+	if err := nc.Publish("scheduler.jobs.c.intake",
+		[]byte(`{"properties":{"state":"Disabled","action":{"type":"Http","request":{"method":"POST","uri":"http://localhost:9/x"}}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	request(t, nc, "scheduler.api.collections.disable.c2", "")
+	request(t, nc, "scheduler.api.collections.put.c3", `{"properties":{"state":"Suspended"}}`)
+	testenv.Eventually(t, 20*time.Second, "c/keep and c/on left on the due stream alone", func() bool {
+		w := dueSubjects(t, js)
+		return len(w) == 2 && w["scheduler.due.c.keep"] == 1 && w["scheduler.due.c.on"] == 1
+	})
+	if again := subjectsOf(next); !slices.Equal(again, []string{"scheduler.due.c.keep", "scheduler.due.c.on"}) {
+		t.Errorf("retried after the changes: %v, want c/keep's and c/on's alone", again)
+	}
+}
+
+// retriesWaiting creates the jobs (<collection>.<job>, and their collections), each to run at
+// once, and takes their occurrences as a worker would: it delivers those of the jobs named f<n>
+// and hands each other back to be retried 2 s later, as after a failed attempt, so that the
+// retries wait unacknowledged in the consumer it answers.
+func retriesWaiting(t *testing.T, nc *nats.Conn, jobs ...string) (jetstream.JetStream, jetstream.Consumer) {
+	t.Helper()
+	once := `{"action":{"type":"Http","request":{"method":"POST","uri":"http://localhost:9/x"}}}` // at once
+	colls := map[string]bool{}
+	for _, j := range jobs {
+		if c, _, _ := strings.Cut(j, "."); !colls[c] {
+			colls[c] = true
+			request(t, nc, "scheduler.api.collections.put."+c, `{"properties":{}}`)
+		}
+		request(t, nc, "scheduler.api.jobs.put."+j, once)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 20*time.Second, "every job's occurrence on the due stream", func() bool {
+		return len(dueSubjects(t, js)) == len(jobs)
+	})
+	ctx := context.Background()
+	cons, err := js.CreateOrUpdateConsumer(ctx, "SCHEDULER_DUE", bus.WorkerConsumerConfig(5*time.Second, 100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(len(jobs), jetstream.FetchMaxWait(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := 0
+	for m := range batch.Messages() {
+		_, job, _ := strings.Cut(strings.TrimPrefix(m.Subject(), "scheduler.due."), ".")
+		settle := func() error { return m.NakWithDelay(2 * time.Second) }
+		if strings.HasPrefix(job, "f") {
+			settle = func() error { return m.DoubleAck(ctx) }
+		}
+		if err := settle(); err != nil {
+			t.Fatal(err)
+		}
+		taken++
+	}
+	if taken != len(jobs) {
+		t.Fatalf("a worker took %d occurrences, want %d", taken, len(jobs))
+	}
+	return js, cons
+}
+
+// subjectsOf waits for a fetch's messages and answers their subjects, sorted.
+func subjectsOf(b jetstream.MessageBatch) []string {
+	var out []string
+	for m := range b.Messages() {
+		out = append(out, m.Subject())
+	}
+	slices.Sort(out)
+	return out
 }
 
 // The purge of a deleted job takes its incarnation's messages alone, and those that carry

@@ -227,6 +227,9 @@ func (s *Service) applied(ctx context.Context, ch Change, w store.Write, a store
 			IntakeSequence: ch.Stamp.Seq, NotFound: !a.Created})
 		return
 	}
+	if a.Disabled {
+		s.purgeDisabled(ctx, s.subjects.Due(ch.Collection, ch.Name))
+	}
 	e := bus.Event{Kind: bus.EventAccepted, Collection: ch.Collection, Job: ch.Name, Time: s.now().UTC(), IntakeSequence: ch.Stamp.Seq}
 	if a.Due {
 		next := w.Put.Next.UTC()

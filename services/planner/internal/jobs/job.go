@@ -101,16 +101,20 @@ func (r refusedByCollection) Unwrap() error { return r.error }
 
 // putStored writes a job (a patch's) and wakes the planner that dispatches its partition when
 // it is due soon, so a new job fires on time without any planner polling for it; a job it
-// changed, that planner does not fire as it was read before (changed).
+// changed, that planner does not fire as it was read before (changed), and a job it disabled
+// leaves nothing waiting on the due stream (purgeDisabled).
 func (s *Service) putStored(ctx context.Context, put store.PutJob) (bool, error) {
-	created, _, due, err := s.store.PutJob(ctx, put)
-	if err == nil && !created {
+	a := s.store.Apply(ctx, []store.Write{{Put: &put}})[0]
+	if a.Err == nil && !a.Created {
 		s.changed(put.Collection, put.Name)
 	}
-	if err == nil && due && put.Next.Sub(s.now()) < s.wakeWithin {
+	if a.Err == nil && a.Disabled {
+		s.purgeDisabled(ctx, s.subjects.Due(put.Collection, put.Name))
+	}
+	if a.Err == nil && a.Due && put.Next.Sub(s.now()) < s.wakeWithin {
 		s.wake(put.Collection)
 	}
-	return created, err
+	return a.Created, a.Err
 }
 
 // GetJob returns a job, its secrets removed.

@@ -128,6 +128,22 @@ func (s *Service) purgeDue(ctx context.Context, subject string) bool {
 	return true
 }
 
+// purgeDisabled removes what the due stream holds for a job or collection just disabled
+// (subject is the job's or the collection's): its retries waiting for their interval, its
+// error action, an occurrence not yet taken. Without it a job disabled because its target
+// failed went on calling the target until its retries ran out (4 more calls over 2 minutes
+// with the default policy). An attempt under way at a worker ends as it is, with no retry: its
+// message is gone. There is no record to finish it: a failure is logged, the retries left run.
+func (s *Service) purgeDisabled(ctx context.Context, subject string) {
+	if s.purger == nil {
+		return
+	}
+	if err := s.purger.PurgeDue(ctx, subject); err != nil {
+		s.log.Warn("what the due stream holds for a disabled job could not be removed: its retries waiting there still run",
+			"subject", subject, "error", err)
+	}
+}
+
 // purgeJob is purgeDue for a job: it removes what the due stream still holds for the deleted
 // job's incarnation, then ends the delete's record of it. A purge that fails is answered, and
 // leaves the record for a planner to purge again (FinishStale).

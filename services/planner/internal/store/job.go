@@ -82,6 +82,9 @@ type Applied struct {
 	// Purge is a delete's record of the job's messages to remove from the due stream, when the
 	// job existed (Created): the caller ends it with EndPurge once they are gone.
 	Purge Purge
+	// Disabled says a put disabled a job that was not disabled: the caller removes what the due
+	// stream holds for it.
+	Disabled bool
 	// Counters are a put's job's status counters as kept (a put leaves them as they were).
 	Counters Counters
 	Err      error
@@ -202,7 +205,8 @@ func putApplied(p *PutJob, v any) Applied {
 	if res[7] != 0 {
 		cnt.LastExecution = time.UnixMilli(res[7]).UTC()
 	}
-	return Applied{Created: res[0] == 1, Version: res[1], Due: res[2] == 1, Stale: res[3] != 0, Again: res[3] == 2, Counters: cnt}
+	return Applied{Created: res[0] == 1, Version: res[1], Due: res[2] == 1, Stale: res[3] != 0, Again: res[3] == 2,
+		Disabled: len(res) > 8 && res[8] == 1, Counters: cnt}
 }
 
 func deleteApplied(d *DeleteJob, at time.Time, cmd *redis.Cmd) Applied {

@@ -84,6 +84,33 @@ func TestJobRoundTripAndVersions(t *testing.T) {
 	}
 }
 
+// A put says when it disabled a job that was not disabled (its caller then removes the job's
+// retries from the due stream), and only then: not for a new job, an enabled one, or one put
+// disabled again.
+func TestAPutSaysWhenItDisabledAJob(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	putCollection(t, s, "c", 0)
+	put := func(state job.State) store.Applied {
+		t.Helper()
+		a := s.Apply(ctx, []store.Write{{Put: &store.PutJob{Collection: "c", Name: "j", Definition: []byte(`{}`),
+			Next: t0, State: state, Reaccept: true}}})[0]
+		if a.Err != nil {
+			t.Fatal(a.Err)
+		}
+		return a
+	}
+	for i, step := range []struct {
+		state    job.State
+		disabled bool
+	}{{job.StateDisabled, false}, {job.StateEnabled, false}, {job.StateEnabled, false},
+		{job.StateDisabled, true}, {job.StateDisabled, false}, {job.StateEnabled, false}, {job.StateDisabled, true}} {
+		if a := put(step.state); a.Disabled != step.disabled {
+			t.Errorf("put %d (%s): Disabled %v, want %v", i, step.state, a.Disabled, step.disabled)
+		}
+	}
+}
+
 // token is the lease token of the tests' planner.
 const token = "planner-a"
 

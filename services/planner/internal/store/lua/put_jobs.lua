@@ -23,7 +23,7 @@
 --       for any; put_collection.lua)
 -- Returns, per put, {created (0|1), version, 1 when the job is due (in the due set) else 0, 1
 -- when stale (2: the same message applied before), then the job's status counters as kept: executions, failures, faults, last
--- execution (ms, 0 for none)}: with what it wrote, the caller has the job as stored without
+-- execution (ms, 0 for none), 1 when it disabled a job that was not disabled}: with what it wrote, the caller has the job as stored without
 -- reading it back. A put refused returns "!" and its error instead: NOCOLLECTION, DELETING (the
 -- collection's delete is under way: delete_jobs.lua), COLLCHANGED (not the generation checked
 -- against), QUOTA <n>, CONFLICT, EXISTS; each put fails alone.
@@ -74,7 +74,7 @@ local function put(collKey, jobsKey, defKey, stKey, a)
     end
     local stale = older(last, ep, sq)
     if stale then
-      return {0, 0, 0, stale, 0, 0, 0, 0}
+      return {0, 0, 0, stale, 0, 0, 0, 0, 0}
     end
   end
   if ifVersion ~= '' then
@@ -94,6 +94,11 @@ local function put(collKey, jobsKey, defKey, stKey, a)
     end
     redis.call('ZADD', jobsKey, 0, name)
     created = 1
+  end
+  -- A job disabled now (it was not) has its messages removed from the due stream by the caller.
+  local disabled = 0
+  if exists and state == 'Disabled' and redis.call('HGET', stKey, 'state') ~= 'Disabled' then
+    disabled = 1
   end
   local ver = redis.call('INCR', seq)
   redis.call('SET', defKey, blob)
@@ -129,7 +134,7 @@ local function put(collKey, jobsKey, defKey, stKey, a)
   else
     redis.call('ZREM', due, member)
   end
-  return {created, ver, isDue, 0, cnt[1], cnt[2], cnt[3], cnt[4]}
+  return {created, ver, isDue, 0, cnt[1], cnt[2], cnt[3], cnt[4], disabled}
 end
 
 local out = {}
