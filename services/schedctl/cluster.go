@@ -59,7 +59,7 @@ func writeStatus(w io.Writer, s bus.Status) {
 		field(w, key, changeLine(ch, s.Time))
 	}
 	if s.Purges != nil {
-		field(w, "Deleted jobs", purgeLine(*s.Purges, s.Time))
+		field(w, "Job purges", purgeLine(*s.Purges, s.Time))
 	}
 	if len(s.Outages) == 0 {
 		field(w, "Outages on record", "none")
@@ -104,12 +104,12 @@ func spans(ps []int) string {
 	return strings.Join(parts, ", ")
 }
 
-// purgeLine says how many deleted jobs have messages still to be removed from the due stream,
-// and how long ago the oldest was deleted: past bus.StaleChangeAfter its planner stopped (or
+// purgeLine says how many deleted or disabled jobs have messages still to be removed from the
+// due stream, and how long ago the oldest was deleted or disabled: past bus.StaleChangeAfter its planner stopped (or
 // NATS did not answer) and another planner removes them.
 func purgeLine(p bus.PurgeStatus, now time.Time) string {
 	ago := max(now.Sub(p.Oldest), 0).Round(time.Second)
-	line := fmt.Sprintf("%s with messages still to remove from the due stream, the oldest deleted %v ago", plural(int(p.Jobs), "job"), ago)
+	line := fmt.Sprintf("%s deleted or disabled with messages still to remove from the due stream, the oldest %v ago", plural(int(p.Jobs), "job"), ago)
 	if ago >= bus.StaleChangeAfter {
 		line += " (its planner stopped or NATS did not answer: another planner removes them)"
 	}

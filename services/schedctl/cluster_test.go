@@ -125,7 +125,7 @@ func TestStatusListsTheCollectionsChanges(t *testing.T) {
 		{Collection: "left", LastStep: at}},
 		Purges: &bus.PurgeStatus{Jobs: 3, Oldest: at.Add(-25 * time.Second)}})
 	for _, line := range []string{
-		"\nDeleted jobs:\t3 jobs with messages still to remove from the due stream, the oldest deleted 25s ago (its planner stopped or NATS did not answer: another planner removes them)\n",
+		"\nJob purges:\t3 jobs deleted or disabled with messages still to remove from the due stream, the oldest 25s ago (its planner stopped or NATS did not answer: another planner removes them)\n",
 		"\nCollection changes:\told being deleted, last step 25s ago (its planner stopped: another planner finishes it)\n",
 		"\n\tbig being set Enabled, last step 1s ago\n", "\n\tleft being changed, last step 0s ago\n"} {
 		if !strings.Contains(b.String(), line) {

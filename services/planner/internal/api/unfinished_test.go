@@ -199,7 +199,7 @@ func TestADeletedJobsMessagesLeftAreRemoved(t *testing.T) {
 	e.ok(t, "jobs.delete.c.j", "", nil)
 	// Taken, the purge failing again: said (the planner logs it), and the look stops there.
 	e.clock.Store(at.Add(bus.StaleChangeAfter + time.Second).UnixNano())
-	if n, err := e.svc.FinishStale(ctx); n != 0 || err == nil || !strings.Contains(err.Error(), "deleted job c/j") {
+	if n, err := e.svc.FinishStale(ctx); n != 0 || err == nil || !strings.Contains(err.Error(), "job c/j") {
 		t.Fatalf("a purge failing again: %d finished, %v; want an error naming c/j", n, err)
 	}
 	e.purger.failWith(nil)
@@ -223,6 +223,68 @@ func TestADeletedJobsMessagesLeftAreRemoved(t *testing.T) {
 		t.Fatalf("purged %q, want the third job's at its delete, then the fourth's (%s)", got, fourth)
 	}
 	finish(at.Add(2*time.Hour), 0)
+}
+
+// A job disabled whose messages were left on the due stream (its planner killed between the
+// disable in Redis and their purge) has them removed as a deleted job's are, once the disable
+// is bus.StaleChangeAfter old; not when the job was enabled again meanwhile (its messages are
+// then the enabled job's). A disable through the API or the intake purges at once.
+func TestADisabledJobsMessagesLeftAreRemoved(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.putCollection(t, "c", `{}`)
+	e.ok(t, "jobs.put.c.j", hourly, nil)
+	rec, err := e.store.GetJob(ctx, "c", "j")
+	if err != nil {
+		t.Fatal(err)
+	}
+	purgedAlone := "scheduler.due.c.j@" + strconv.FormatInt(rec.Incarnation, 10)
+	finish := func(at time.Time, want int) {
+		t.Helper()
+		e.clock.Store(at.UnixNano())
+		if got, err := e.svc.FinishStale(ctx); got != want || err != nil {
+			t.Fatalf("at %s: %d finished, %v; want %d", at.Format(time.TimeOnly), got, err, want)
+		}
+	}
+	// Disabled in Redis by a planner killed before the purge.
+	disable := func(at time.Time) {
+		t.Helper()
+		put := store.PutJob{Collection: "c", Name: "j", Definition: rec.Definition, Accepted: rec.Accepted,
+			State: job.StateDisabled, At: at}
+		if a := e.store.Apply(ctx, []store.Write{{Put: &put}})[0]; a.Err != nil || !a.Disabled {
+			t.Fatalf("disable: %+v", a)
+		}
+	}
+	at := t0.Add(time.Hour)
+	disable(at)
+	finish(at.Add(bus.StaleChangeAfter-time.Second), 0)
+	finish(at.Add(bus.StaleChangeAfter+time.Second), 1)
+	if got := e.purger.purged(); !slices.Equal(got, []string{purgedAlone}) {
+		t.Fatalf("purged %q, want the job's incarnation alone", got)
+	}
+	finish(at.Add(time.Hour), 0) // ended
+
+	// Enabled again through the API before a planner took it up: nothing to purge.
+	at = t0.Add(3 * time.Hour)
+	e.clock.Store(at.UnixNano())
+	e.ok(t, "jobs.patch.c.j", `{"properties": {"state": "Enabled"}}`, nil)
+	disable(at)
+	e.ok(t, "jobs.patch.c.j", `{"properties": {"state": "Enabled"}}`, nil)
+	finish(at.Add(bus.StaleChangeAfter+time.Second), 0)
+
+	// Disabled through the API (a patch or a put) and the intake's batch: purged at once, each.
+	e.ok(t, "jobs.patch.c.j", `{"properties": {"state": "Disabled"}}`, nil)
+	e.ok(t, "jobs.patch.c.j", `{"properties": {"state": "Enabled"}}`, nil)
+	e.ok(t, "jobs.put.c.j", `{"properties": {"state": "Disabled", "action": {"type": "Http", "request": {"method": "GET", "uri": "https://example.com/"}}}}`, nil)
+	e.ok(t, "jobs.patch.c.j", `{"properties": {"state": "Enabled"}}`, nil)
+	raw := []byte(`{"properties": {"state": "Disabled", "action": {"type": "Http", "request": {"method": "GET", "uri": "https://example.com/"}}}}`)
+	if out := e.svc.Apply(ctx, []jobs.Change{{Collection: "c", Name: "j", Raw: raw}}); out[0].Err != nil {
+		t.Fatal(out[0].Err)
+	}
+	if got := e.purger.purged(); !slices.Equal(got, slices.Repeat([]string{purgedAlone}, 4)) {
+		t.Fatalf("purged %q, want the job's incarnation three more times", got)
+	}
+	finish(at.Add(time.Hour), 0)
 }
 
 // Two planners looking for stale changes at once: one finishes each.

@@ -219,7 +219,7 @@ func (s *Service) applied(ctx context.Context, ch Change, w store.Write, a store
 		// A published delete of a job that did not exist is reported too (NotFound): its
 		// publisher waits for the word on its own message.
 		if a.Created {
-			s.purgeDeleted(ctx, a.Purge)
+			s.purgeStopped(ctx, a.Purge)
 		} else if ch.Stamp.Seq == 0 {
 			return
 		}
@@ -228,7 +228,7 @@ func (s *Service) applied(ctx context.Context, ch Change, w store.Write, a store
 		return
 	}
 	if a.Disabled {
-		s.purgeDisabled(ctx, s.subjects.Due(ch.Collection, ch.Name))
+		s.purgeStopped(ctx, a.Purge)
 	}
 	e := bus.Event{Kind: bus.EventAccepted, Collection: ch.Collection, Job: ch.Name, Time: s.now().UTC(), IntakeSequence: ch.Stamp.Seq}
 	if a.Due {

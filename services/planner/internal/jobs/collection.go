@@ -273,7 +273,7 @@ func (s *Service) stepState(ctx context.Context, c string, ch store.StateChange)
 				s.wake(c)
 			} else {
 				s.changed(c, "")
-				s.purgeDisabled(ctx, s.subjects.DueOf(c))
+				s.purgeDisabled(ctx, c)
 			}
 			return nil
 		}

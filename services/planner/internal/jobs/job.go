@@ -63,7 +63,7 @@ func (s *Service) prepare(coll *job.Collection, c, j string, p job.Properties, n
 	if err != nil {
 		return store.PutJob{}, err
 	}
-	put := store.PutJob{Collection: c, Name: j, Accepted: now, State: job.StateEnabled, Reaccept: true}
+	put := store.PutJob{Collection: c, Name: j, Accepted: now, At: now, State: job.StateEnabled, Reaccept: true}
 	if p.State == job.StateDisabled {
 		put.State = job.StateDisabled
 	} else if first := sched.First(); first.Done {
@@ -102,14 +102,14 @@ func (r refusedByCollection) Unwrap() error { return r.error }
 // putStored writes a job (a patch's) and wakes the planner that dispatches its partition when
 // it is due soon, so a new job fires on time without any planner polling for it; a job it
 // changed, that planner does not fire as it was read before (changed), and a job it disabled
-// leaves nothing waiting on the due stream (purgeDisabled).
+// leaves nothing waiting on the due stream (purgeStopped).
 func (s *Service) putStored(ctx context.Context, put store.PutJob) (bool, error) {
 	a := s.store.Apply(ctx, []store.Write{{Put: &put}})[0]
 	if a.Err == nil && !a.Created {
 		s.changed(put.Collection, put.Name)
 	}
 	if a.Err == nil && a.Disabled {
-		s.purgeDisabled(ctx, s.subjects.Due(put.Collection, put.Name))
+		s.purgeStopped(ctx, a.Purge)
 	}
 	if a.Err == nil && a.Due && put.Next.Sub(s.now()) < s.wakeWithin {
 		s.wake(put.Collection)
@@ -172,7 +172,7 @@ func (s *Service) DeleteJob(ctx context.Context, c, j string) error {
 		return notFound("job %s/%s not found", c, j)
 	}
 	s.changed(c, j)
-	s.purgeDeleted(ctx, purge)
+	s.purgeStopped(ctx, purge)
 	s.emit(bus.Event{Kind: bus.EventDeleted, Collection: c, Job: j, Time: s.now().UTC()})
 	return nil
 }

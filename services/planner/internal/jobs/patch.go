@@ -93,7 +93,7 @@ func (s *Service) keepSchedule(ctx context.Context, rec *store.Job, p job.Proper
 	if err := certificates(&p); err != nil {
 		return err
 	}
-	put := store.PutJob{Collection: rec.Collection, Name: rec.Name, Accepted: rec.Accepted, Next: rec.Next,
+	put := store.PutJob{Collection: rec.Collection, Name: rec.Name, Accepted: rec.Accepted, Next: rec.Next, At: s.now(),
 		State: job.StateEnabled, IfVersion: rec.Version, IfNext: &rec.Next, InPlace: inPlace}
 	switch {
 	case p.State == job.StateDisabled:

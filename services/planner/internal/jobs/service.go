@@ -128,42 +128,43 @@ func (s *Service) purgeDue(ctx context.Context, subject string) bool {
 	return true
 }
 
-// purgeDisabled removes what the due stream holds for a job or collection just disabled
-// (subject is the job's or the collection's): its retries waiting for their interval, its
-// error action, an occurrence not yet taken. Without it a job disabled because its target
-// failed went on calling the target until its retries ran out (4 more calls over 2 minutes
-// with the default policy). An attempt under way at a worker ends as it is, with no retry: its
-// message is gone. There is no record to finish it: a failure is logged, the retries left run.
-func (s *Service) purgeDisabled(ctx context.Context, subject string) {
+// purgeDisabled is purgeDue for a collection just disabled or suspended: its jobs' retries
+// waiting for their interval, their error actions, occurrences not yet taken. Without it a job
+// disabled because its target failed went on calling the target until its retries ran out (4
+// more calls over 2 minutes with the default policy). An attempt under way at a worker ends as
+// it is, with no retry: its message is gone. A failure is logged; unlike a job's (purgeJob),
+// it is not recorded for a planner to purge again.
+func (s *Service) purgeDisabled(ctx context.Context, c string) {
 	if s.purger == nil {
 		return
 	}
-	if err := s.purger.PurgeDue(ctx, subject); err != nil {
-		s.log.Warn("what the due stream holds for a disabled job could not be removed: its retries waiting there still run",
-			"subject", subject, "error", err)
+	if err := s.purger.PurgeDue(ctx, s.subjects.DueOf(c)); err != nil {
+		s.log.Warn("what the due stream holds for a disabled collection could not be removed: its jobs' retries waiting there still run",
+			"collection", c, "error", err)
 	}
 }
 
-// purgeJob is purgeDue for a job: it removes what the due stream still holds for the deleted
-// job's incarnation, then ends the delete's record of it. A purge that fails is answered, and
-// leaves the record for a planner to purge again (FinishStale).
+// purgeJob is purgeDue for a job deleted or disabled: it removes what the due stream still
+// holds for the job's incarnation, then ends the delete's or disable's record of it. A purge
+// that fails is answered, and leaves the record for a planner to purge again (FinishStale).
 func (s *Service) purgeJob(ctx context.Context, p store.Purge) error {
 	if s.purger == nil {
 		return nil
 	}
 	if err := s.purger.PurgeIncarnation(ctx, s.subjects.Due(p.Collection, p.Job), p.Incarnation); err != nil {
-		return fmt.Errorf("remove the messages of deleted job %s/%s from the due stream: %w", p.Collection, p.Job, err)
+		return fmt.Errorf("remove the messages of job %s/%s (deleted or disabled) from the due stream: %w", p.Collection, p.Job, err)
 	}
 	if err := s.store.EndPurge(ctx, p); err != nil {
-		s.log.Info("a deleted job's purge stays recorded until a planner ends it", "collection", p.Collection, "job", p.Job, "error", err)
+		s.log.Info("a deleted or disabled job's purge stays recorded until a planner ends it", "collection", p.Collection, "job", p.Job, "error", err)
 	}
 	return nil
 }
 
-// purgeDeleted is purgeJob for a job just deleted: a failure is logged, the delete itself done.
-func (s *Service) purgeDeleted(ctx context.Context, p store.Purge) {
+// purgeStopped is purgeJob for a job just deleted or disabled: a failure is logged, the change
+// itself done.
+func (s *Service) purgeStopped(ctx context.Context, p store.Purge) {
 	if err := s.purgeJob(ctx, p); err != nil {
-		s.log.Warn("what the due stream holds for a deleted job could not be removed yet: its retries may still run until a planner removes them",
+		s.log.Warn("what the due stream holds for a deleted or disabled job could not be removed yet: its retries may still run until a planner removes them",
 			"error", err)
 	}
 }

@@ -16,8 +16,8 @@ const staleChangesRead = 16
 // the end (killed, cut off from Redis, or past collectionWork), found by their last call
 // bus.StaleChangeAfter ago or more: left so, an enabled collection's jobs not yet gone through
 // would never fire, a disabled one's would fire once more, and a deleted one's retries and
-// error actions waiting on the due stream would still run. So are the deleted jobs whose
-// messages were left on the due stream (purgeJob). It answers how many it finished. Another
+// error actions waiting on the due stream would still run. So are the deleted or disabled jobs
+// whose messages were left on the due stream (purgeJob). It answers how many it finished. Another
 // planner taking a change up at the same time is left it (store.TakeChange); a change whose
 // planner was only slow is finished twice, which leaves it as once.
 func (s *Service) FinishStale(ctx context.Context) (int, error) {
@@ -47,8 +47,8 @@ func (s *Service) FinishStale(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// finishPurges removes from the due stream the messages of the jobs deleted
-// bus.StaleChangeAfter ago or more that their planner left there (killed between the delete
+// finishPurges removes from the due stream the messages of the jobs deleted or disabled
+// bus.StaleChangeAfter ago or more that their planner left there (killed between the change
 // and the purge, or NATS not answering). It stops at a purge that fails: NATS does not answer,
 // and the others wait for the next look rather than each fail alike.
 func (s *Service) finishPurges(ctx context.Context) (int, error) {
@@ -65,8 +65,8 @@ func (s *Service) finishPurges(ctx context.Context) (int, error) {
 		if !ok {
 			continue
 		}
-		s.log.Info("removing a deleted job's messages from the due stream, which its planner left there",
-			"collection", p.Collection, "job", p.Job, "deleted", seen.Since)
+		s.log.Info("removing a deleted or disabled job's messages from the due stream, which its planner left there",
+			"collection", p.Collection, "job", p.Job, "since", seen.Since)
 		if err := s.purgeJob(ctx, p); err != nil {
 			return n, err
 		}

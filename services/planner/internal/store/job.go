@@ -56,6 +56,9 @@ type PutJob struct {
 	// job can be disabled while Redis is at its maxmemory (UseScriptFlags). The caller vouches
 	// that the definition is the stored one but for its state.
 	InPlace bool
+	// At is when the put is made (zero: the store's clock): a disable's record of the job's
+	// messages to remove from the due stream is dated so (Applied.Purge).
+	At time.Time
 }
 
 // Stamp is a message's place in the intake stream: the stream's creation (a stream made again
@@ -80,10 +83,11 @@ type Applied struct {
 	Stale   bool // an intake message older than the job's last, or that one again: nothing changed
 	Again   bool // Stale, being the job's last intake message applied again (a redelivery)
 	// Purge is a delete's record of the job's messages to remove from the due stream, when the
-	// job existed (Created): the caller ends it with EndPurge once they are gone.
+	// job existed (Created), or a disable's (Disabled): the caller ends it with EndPurge once
+	// they are gone.
 	Purge Purge
-	// Disabled says a put disabled a job that was not disabled: the caller removes what the due
-	// stream holds for it.
+	// Disabled says a put disabled a job that was not disabled; Purge is then its record, as a
+	// delete's (the caller removes what the due stream holds for the job and ends it).
 	Disabled bool
 	// Counters are a put's job's status counters as kept (a put leaves them as they were).
 	Counters Counters
@@ -205,8 +209,13 @@ func putApplied(p *PutJob, v any) Applied {
 	if res[7] != 0 {
 		cnt.LastExecution = time.UnixMilli(res[7]).UTC()
 	}
-	return Applied{Created: res[0] == 1, Version: res[1], Due: res[2] == 1, Stale: res[3] != 0, Again: res[3] == 2,
-		Disabled: len(res) > 8 && res[8] == 1, Counters: cnt}
+	a := Applied{Created: res[0] == 1, Version: res[1], Due: res[2] == 1, Stale: res[3] != 0, Again: res[3] == 2, Counters: cnt}
+	if len(res) > 9 && res[8] == 1 {
+		at := putTime(p)
+		a.Disabled = true
+		a.Purge = Purge{Collection: p.Collection, Job: p.Name, Incarnation: res[9], Since: at, since: float64(at.UnixMilli())}
+	}
+	return a
 }
 
 func deleteApplied(d *DeleteJob, at time.Time, cmd *redis.Cmd) Applied {
@@ -228,9 +237,9 @@ func deleteApplied(d *DeleteJob, at time.Time, cmd *redis.Cmd) Applied {
 // putsArgs are put_jobs.lua's keys and arguments for the puts at idx, all of one partition.
 func (s *Store) putsArgs(writes []Write, idx []int) ([]string, []any) {
 	part := s.k.partitionOf(writes[idx[0]].Put.Collection)
-	keys := make([]string, 0, 4+4*len(idx))
-	args := make([]any, 0, 13*len(idx))
-	keys = append(keys, s.k.due(part), s.k.seq(part), s.k.gone(part), s.k.goneTimes(part))
+	keys := make([]string, 0, 5+4*len(idx))
+	args := make([]any, 0, 14*len(idx))
+	keys = append(keys, s.k.due(part), s.k.seq(part), s.k.gone(part), s.k.goneTimes(part), s.k.purges(part))
 	for _, i := range idx {
 		p := writes[i].Put
 		c, j := p.Collection, p.Name
@@ -245,9 +254,11 @@ func (s *Store) putsArgs(writes []Write, idx []int) ([]string, []any) {
 			reaccept = "1"
 		}
 		epoch, seq := p.Stamp.args()
+		p.At = putTime(p) // dated once: the record written and the one answered (putApplied) agree
 		keys = append(keys, s.k.coll(c), s.k.jobs(c), s.k.def(c, j), s.k.state(c, j))
 		args = append(args, member(c, j), j, p.Definition, ms(p.Accepted), ms(p.Next),
-			string(p.State), ifVersion, reaccept, boolArg(p.CreateOnly), ifNext, epoch, seq, p.CollectionGeneration)
+			string(p.State), ifVersion, reaccept, boolArg(p.CreateOnly), ifNext, epoch, seq, p.CollectionGeneration,
+			p.At.UnixMilli())
 	}
 	return keys, args
 }
@@ -259,6 +270,14 @@ func (s *Store) deleteArgs(d *DeleteJob) ([]string, []any) {
 	keys := []string{s.k.jobs(c), s.k.def(c, j), s.k.state(c, j), s.k.history(c, j), s.k.due(part), s.k.results(c, j),
 		s.k.gone(part), s.k.goneTimes(part), s.k.purges(part)}
 	return keys, []any{member(c, j), j, epoch, seq, deleteTime(d).UnixMilli(), goneMemory.Milliseconds()}
+}
+
+// putTime is p's time, to the millisecond Redis keeps.
+func putTime(p *PutJob) time.Time {
+	if p.At.IsZero() {
+		return time.Now().Truncate(time.Millisecond)
+	}
+	return p.At.Truncate(time.Millisecond)
 }
 
 // deleteTime is d's time, to the millisecond Redis keeps.

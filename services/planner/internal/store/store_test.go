@@ -84,30 +84,53 @@ func TestJobRoundTripAndVersions(t *testing.T) {
 	}
 }
 
-// A put says when it disabled a job that was not disabled (its caller then removes the job's
-// retries from the due stream), and only then: not for a new job, an enabled one, or one put
-// disabled again.
-func TestAPutSaysWhenItDisabledAJob(t *testing.T) {
+// A put says when it disabled a job that was not disabled, and records it as a delete does,
+// with the job's incarnation (its caller then removes the job's retries from the due stream,
+// and ends the record); only then: not for a new job, an enabled one, or one put disabled
+// again. Enabled again, the record ends: a planner taking it up would remove the messages of
+// the job as enabled.
+func TestAPutDisablingAJobRecordsItsPurge(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
 	putCollection(t, s, "c", 0)
 	put := func(state job.State) store.Applied {
 		t.Helper()
 		a := s.Apply(ctx, []store.Write{{Put: &store.PutJob{Collection: "c", Name: "j", Definition: []byte(`{}`),
-			Next: t0, State: state, Reaccept: true}}})[0]
+			Next: t0, State: state, Reaccept: true, At: t0}}})[0]
 		if a.Err != nil {
 			t.Fatal(a.Err)
 		}
 		return a
 	}
+	born := put(job.StateDisabled).Version
 	for i, step := range []struct {
 		state    job.State
 		disabled bool
-	}{{job.StateDisabled, false}, {job.StateEnabled, false}, {job.StateEnabled, false},
-		{job.StateDisabled, true}, {job.StateDisabled, false}, {job.StateEnabled, false}, {job.StateDisabled, true}} {
-		if a := put(step.state); a.Disabled != step.disabled {
+		records  int64
+	}{{job.StateEnabled, false, 0}, {job.StateEnabled, false, 0}, {job.StateDisabled, true, 1},
+		{job.StateDisabled, false, 1}, {job.StateEnabled, false, 0}, {job.StateDisabled, true, 1}} {
+		a := put(step.state)
+		if a.Disabled != step.disabled {
 			t.Errorf("put %d (%s): Disabled %v, want %v", i, step.state, a.Disabled, step.disabled)
 		}
+		want := store.Purge{Collection: "c", Job: "j", Incarnation: born, Since: t0}
+		if a.Disabled && (a.Purge.Collection != want.Collection || a.Purge.Job != want.Job ||
+			a.Purge.Incarnation != want.Incarnation || !a.Purge.Since.Equal(t0)) {
+			t.Errorf("put %d: purge %+v, want %+v", i, a.Purge, want)
+		}
+		if n, _, err := s.PurgeBacklog(ctx); n != step.records || err != nil {
+			t.Errorf("put %d (%s): %d purges recorded, %v; want %d", i, step.state, n, err, step.records)
+		}
+	}
+	recorded, err := s.Purges(ctx, t0.Add(time.Second), 10)
+	if err != nil || len(recorded) != 1 || recorded[0].Incarnation != born {
+		t.Fatalf("purges before t0+1s: %+v, %v; want the job's, incarnation %d", recorded, err, born)
+	}
+	if err := s.EndPurge(ctx, recorded[0]); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, _ := s.PurgeBacklog(ctx); n != 0 {
+		t.Errorf("%d purges recorded after the end, want 0", n)
 	}
 }
 
