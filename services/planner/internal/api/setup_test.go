@@ -191,9 +191,14 @@ type purgeRecorder struct {
 	mu       sync.Mutex
 	subjects []string
 	fail     error // answered instead while set, as a NATS server that does not answer
+	// While together is set, each purge waits, 5 s at most, until that many are under way at
+	// once (met closes then); apart counts those that waited in vain.
+	together, under, apart int
+	met                    chan struct{}
 }
 
 func (p *purgeRecorder) PurgeDue(_ context.Context, subject string) error {
+	p.meet()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.fail != nil {
@@ -201,6 +206,39 @@ func (p *purgeRecorder) PurgeDue(_ context.Context, subject string) error {
 	}
 	p.subjects = append(p.subjects, subject)
 	return nil
+}
+
+// meet waits for the purges made with this one (together).
+func (p *purgeRecorder) meet() {
+	p.mu.Lock()
+	if p.together == 0 {
+		p.mu.Unlock()
+		return
+	}
+	if p.under++; p.under == p.together {
+		close(p.met)
+	}
+	met := p.met
+	p.mu.Unlock()
+	select {
+	case <-met:
+	case <-time.After(5 * time.Second):
+		p.mu.Lock()
+		p.apart++
+		p.mu.Unlock()
+	}
+}
+
+// meetIn makes the next n purges wait for each other; it answers how many waited in vain.
+func (p *purgeRecorder) meetIn(n int) (apart func() int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.together, p.under, p.apart, p.met = n, 0, 0, make(chan struct{})
+	return func() int {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.apart
+	}
 }
 
 func (p *purgeRecorder) PurgeIncarnation(ctx context.Context, subject string, incarnation int64) error {

@@ -285,6 +285,29 @@ func TestADisabledJobsMessagesLeftAreRemoved(t *testing.T) {
 		t.Fatalf("purged %q, want the job's incarnation three more times", got)
 	}
 	finish(at.Add(time.Hour), 0)
+
+	// A batch's purges are made at once, not one after another (which held the intake to a
+	// few thousand deletes or disables a second): two disables and two deletes.
+	batch := []jobs.Change{{Collection: "c", Name: "j", Raw: []byte(`{"properties": {"state": "Enabled", "action": {"type": "Http", "request": {"method": "GET", "uri": "https://example.com/"}}}}`)}}
+	for _, n := range []string{"a", "b", "c"} {
+		batch = append(batch, jobs.Change{Collection: "c", Name: n, Raw: []byte(hourly)})
+	}
+	for _, ch := range e.svc.Apply(ctx, batch) {
+		if ch.Err != nil {
+			t.Fatal(ch.Err)
+		}
+	}
+	apart := e.purger.meetIn(4)
+	batch = []jobs.Change{{Collection: "c", Name: "j", Raw: raw}, {Collection: "c", Name: "a", Raw: raw},
+		{Collection: "c", Name: "b", Delete: true}, {Collection: "c", Name: "c", Delete: true}}
+	for _, ch := range e.svc.Apply(ctx, batch) {
+		if ch.Err != nil {
+			t.Fatal(ch.Err)
+		}
+	}
+	if n, got := apart(), e.purger.purged(); n != 0 || len(got) != 8 {
+		t.Errorf("%d purges of 4 made alone; purged %q, want 4 more", n, got)
+	}
 }
 
 // Two planners looking for stale changes at once: one finishes each.

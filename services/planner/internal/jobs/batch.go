@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/resched/resched/services/internal/bus"
@@ -68,6 +69,7 @@ func (s *Service) Apply(ctx context.Context, changes []Change) []Outcome {
 	results := s.store.Apply(ctx, writes)
 	s.recheck(ctx, writes, props, results, now)
 	s.tellChanged(writes, results)
+	s.purgeAll(ctx, writes, results)
 	for k, a := range results {
 		i, ch := at[k], changes[at[k]]
 		out[i].Created, out[i].Stale = a.Created, a.Stale
@@ -75,7 +77,7 @@ func (s *Service) Apply(ctx context.Context, changes []Change) []Outcome {
 			out[i].Err = storeError(a.Err, ch.Collection, ch.Name)
 			continue
 		}
-		s.applied(ctx, ch, writes[k], a)
+		s.applied(ch, writes[k], a)
 		if p := writes[k].Put; p != nil && !a.Stale {
 			out[i].Stored = &store.Job{Collection: p.Collection, Name: p.Name, Definition: p.Definition, Version: a.Version,
 				Next: p.Next, State: p.State, Counters: a.Counters}
@@ -118,6 +120,31 @@ func (s *Service) tellChanged(writes []store.Write, results []store.Applied) {
 	for p, members := range byPart {
 		s.waker.Changed(p, members)
 	}
+}
+
+// purgesAtOnce bounds the purges of a batch made at once: each is a JetStream request or two,
+// and one after another they held the intake to about 3,300 deletes or disables a second.
+const purgesAtOnce = 32
+
+// purgeAll removes from the due stream the messages of the jobs a batch deleted or disabled
+// (purgeStopped), up to purgesAtOnce at a time, before their events are told.
+func (s *Service) purgeAll(ctx context.Context, writes []store.Write, results []store.Applied) {
+	if s.purger == nil {
+		return
+	}
+	var wg sync.WaitGroup
+	at := make(chan struct{}, purgesAtOnce)
+	for k, a := range results {
+		if a.Err != nil || a.Stale || !(a.Disabled || writes[k].Delete != nil && a.Created) {
+			continue
+		}
+		at <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-at }()
+			s.purgeStopped(ctx, a.Purge)
+		})
+	}
+	wg.Wait()
 }
 
 // write checks one change and makes its store write. A put's definition comes back once
@@ -207,7 +234,7 @@ func (s *Service) recheck(ctx context.Context, writes []store.Write, props []*jo
 // applied tells the world about a change that was made, or that a published one was not, a
 // later one having been applied before it: its publisher waits for the word on its own
 // message. The last message applied, delivered again, was told of already.
-func (s *Service) applied(ctx context.Context, ch Change, w store.Write, a store.Applied) {
+func (s *Service) applied(ch Change, w store.Write, a store.Applied) {
 	if a.Stale {
 		if !a.Again && ch.Stamp.Seq != 0 {
 			s.emit(bus.Event{Kind: bus.EventSuperseded, Collection: ch.Collection, Job: ch.Name, Time: s.now().UTC(),
@@ -218,17 +245,12 @@ func (s *Service) applied(ctx context.Context, ch Change, w store.Write, a store
 	if ch.Delete {
 		// A published delete of a job that did not exist is reported too (NotFound): its
 		// publisher waits for the word on its own message.
-		if a.Created {
-			s.purgeStopped(ctx, a.Purge)
-		} else if ch.Stamp.Seq == 0 {
+		if !a.Created && ch.Stamp.Seq == 0 {
 			return
 		}
 		s.emit(bus.Event{Kind: bus.EventDeleted, Collection: ch.Collection, Job: ch.Name, Time: s.now().UTC(),
 			IntakeSequence: ch.Stamp.Seq, NotFound: !a.Created})
 		return
-	}
-	if a.Disabled {
-		s.purgeStopped(ctx, a.Purge)
 	}
 	e := bus.Event{Kind: bus.EventAccepted, Collection: ch.Collection, Job: ch.Name, Time: s.now().UTC(), IntakeSequence: ch.Stamp.Seq}
 	if a.Due {
