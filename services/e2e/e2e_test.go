@@ -96,6 +96,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 	t.Run("retries then the error action", func(t *testing.T) { checkFailing(t, s, begin) })
+	t.Run("a disable stops the retries", func(t *testing.T) { checkDisableStopsRetries(t, s) })
 	t.Run("storage queue", func(t *testing.T) { checkStorageQueue(t, queue, begin) })
 	t.Run("service bus queue", func(t *testing.T) {
 		checkServiceBus(t, receiveQueue(t, sb, sbQueue), sbWant{job: "sbqueue", body: `{"kind":"settlement"}`,
@@ -197,6 +198,21 @@ func checkFailing(t *testing.T, s *stack, begin time.Time) {
 	}
 	if len(got) > 4 {
 		t.Errorf("%d deliveries of the failing job, want 3 attempts and the error action: %+v", len(got), got[4:])
+	}
+}
+
+// checkDisableStopsRetries: a job disabled after its first attempt failed makes no retry (they
+// waited on the due stream, and called the target after the disable); the same job left
+// enabled makes both of its retries, the last 6 s after its first attempt.
+func checkDisableStopsRetries(t *testing.T, s *stack) {
+	put(t, s, "stopped", httpRetrying(s.target, "stopped"))
+	put(t, s, "kept", httpRetrying(s.target, "kept"))
+	s.out.waitDeliveries(t, deliveryTimeout, collection, "stopped", 1)
+	s.mustSchedctl(t, "", "job", "disable", collection+"/stopped")
+	s.out.waitDeliveries(t, deliveryTimeout, collection, "kept", 3)
+	lines, _, _ := s.out.snapshot()
+	if got := deliveriesOf(lines, collection, "stopped"); len(got) != 1 {
+		t.Errorf("the job disabled after its first attempt was delivered %d times, want once", len(got))
 	}
 }
 

@@ -39,6 +39,15 @@ func httpFailing(target string) map[string]any {
 	}}
 }
 
+// httpRetrying fails at the target and is retried twice, 3 s apart, with no error action.
+func httpRetrying(target, name string) map[string]any {
+	return map[string]any{"action": map[string]any{
+		"type":        "Http",
+		"request":     map[string]any{"uri": target + "/fail/" + name, "method": "POST"},
+		"retryPolicy": map[string]any{"retryType": "Fixed", "retryInterval": "PT3S", "retryCount": 2},
+	}}
+}
+
 var sasAdd = sas.QueuePermissions{Add: true}
 
 // storageMessage needs escaping in the envelope.
