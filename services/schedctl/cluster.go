@@ -105,12 +105,12 @@ func spans(ps []int) string {
 }
 
 // purgeLine says how many deleted or disabled jobs have messages still to be removed from the
-// due stream, and how long ago the oldest was deleted or disabled: past bus.StaleChangeAfter its planner stopped (or
-// NATS did not answer) and another planner removes them.
+// due stream, and how long ago the oldest was deleted or disabled: past bus.StalePurgeAfter its
+// planner stopped (or NATS did not answer) and another planner removes them.
 func purgeLine(p bus.PurgeStatus, now time.Time) string {
 	ago := max(now.Sub(p.Oldest), 0).Round(time.Second)
 	line := fmt.Sprintf("%s deleted or disabled with messages still to remove from the due stream, the oldest %v ago", plural(int(p.Jobs), "job"), ago)
-	if ago >= bus.StaleChangeAfter {
+	if ago >= bus.StalePurgeAfter {
 		line += " (its planner stopped or NATS did not answer: another planner removes them)"
 	}
 	return line

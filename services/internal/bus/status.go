@@ -39,10 +39,10 @@ type ChangeStatus struct {
 	LastStep   time.Time `json:"lastStep"`
 }
 
-// PurgeStatus counts the deleted jobs whose messages are still to be removed from the due
-// stream (their retries and error actions): a job's delete removes them at once, so one
-// StaleChangeAfter old was left by a planner that stopped, or NATS did not answer, and a planner
-// removes them.
+// PurgeStatus counts the deleted or disabled jobs whose messages are still to be removed from
+// the due stream (their retries and error actions): a job's delete or disable removes them at
+// once, so one StalePurgeAfter old was left by a planner that stopped, or NATS did not answer,
+// and a planner removes them.
 type PurgeStatus struct {
 	Jobs   int64     `json:"jobs"`
 	Oldest time.Time `json:"oldestDelete"`
@@ -51,6 +51,12 @@ type PurgeStatus struct {
 // StaleChangeAfter is how long a collection's change may go without a step before a planner
 // takes it up: its steps come milliseconds apart.
 const StaleChangeAfter = 20 * time.Second
+
+// StalePurgeAfter is how long a job's delete or disable may wait for the purge of its messages
+// before a planner takes it up. The purge follows within milliseconds, and one made twice (its
+// planner only slow) removes the same messages: a short wait leaves a waiting retry of a job
+// whose planner died less time to run (retries are 15 s apart at least, by default).
+const StalePurgeAfter = 5 * time.Second
 
 // PlannerStatus is one live planner: its heartbeat holds until Until.
 type PlannerStatus struct {

@@ -151,7 +151,7 @@ func TestAChangeLeftUnfinishedIsFinished(t *testing.T) {
 
 // A job deleted whose messages were left on the due stream (its planner killed between the
 // delete in Redis and their purge, or NATS not answering) has them removed by a planner once
-// the delete is bus.StaleChangeAfter old, not before: left so, its retries and error actions
+// the delete is bus.StalePurgeAfter old, not before: left so, its retries and error actions
 // waiting there went on calling its target. Only the deleted job's incarnation goes: a job put
 // again under the name meanwhile is another, and is accepted at once.
 func TestADeletedJobsMessagesLeftAreRemoved(t *testing.T) {
@@ -182,11 +182,11 @@ func TestADeletedJobsMessagesLeftAreRemoved(t *testing.T) {
 	}
 	e.ok(t, "jobs.put.c.j", hourly, nil) // another job of the name, at once
 	second := incarnation()
-	finish(at.Add(bus.StaleChangeAfter-time.Second), 0)
+	finish(at.Add(bus.StalePurgeAfter-time.Second), 0)
 	if got := e.purger.purged(); len(got) != 0 {
 		t.Fatalf("purged %q before the delete was stale", got)
 	}
-	finish(at.Add(bus.StaleChangeAfter+time.Second), 1)
+	finish(at.Add(bus.StalePurgeAfter+time.Second), 1)
 	if got := e.purger.purged(); !slices.Equal(got, []string{"scheduler.due.c.j@" + first}) {
 		t.Fatalf("purged %q, want the deleted job's incarnation (%s) alone", got, first)
 	}
@@ -198,13 +198,13 @@ func TestADeletedJobsMessagesLeftAreRemoved(t *testing.T) {
 	e.purger.failWith(errors.New("nats: timeout"))
 	e.ok(t, "jobs.delete.c.j", "", nil)
 	// Taken, the purge failing again: said (the planner logs it), and the look stops there.
-	e.clock.Store(at.Add(bus.StaleChangeAfter + time.Second).UnixNano())
+	e.clock.Store(at.Add(bus.StalePurgeAfter + time.Second).UnixNano())
 	if n, err := e.svc.FinishStale(ctx); n != 0 || err == nil || !strings.Contains(err.Error(), "job c/j") {
 		t.Fatalf("a purge failing again: %d finished, %v; want an error naming c/j", n, err)
 	}
 	e.purger.failWith(nil)
-	finish(at.Add(2*bus.StaleChangeAfter+time.Second), 0) // taken a stale time ago, not yet
-	finish(at.Add(2*bus.StaleChangeAfter+2*time.Second), 1)
+	finish(at.Add(2*bus.StalePurgeAfter+time.Second), 0) // taken a stale time ago, not yet
+	finish(at.Add(2*bus.StalePurgeAfter+2*time.Second), 1)
 	if got := e.purger.purged(); len(got) != 2 || got[1] != "scheduler.due.c.j@"+second {
 		t.Fatalf("purged %q, want the second job's incarnation (%s) last", got, second)
 	}
@@ -227,7 +227,7 @@ func TestADeletedJobsMessagesLeftAreRemoved(t *testing.T) {
 
 // A job disabled whose messages were left on the due stream (its planner killed between the
 // disable in Redis and their purge) has them removed as a deleted job's are, once the disable
-// is bus.StaleChangeAfter old; not when the job was enabled again meanwhile (its messages are
+// is bus.StalePurgeAfter old; not when the job was enabled again meanwhile (its messages are
 // then the enabled job's). A disable through the API or the intake purges at once.
 func TestADisabledJobsMessagesLeftAreRemoved(t *testing.T) {
 	e := newEnv(t)
@@ -257,8 +257,8 @@ func TestADisabledJobsMessagesLeftAreRemoved(t *testing.T) {
 	}
 	at := t0.Add(time.Hour)
 	disable(at)
-	finish(at.Add(bus.StaleChangeAfter-time.Second), 0)
-	finish(at.Add(bus.StaleChangeAfter+time.Second), 1)
+	finish(at.Add(bus.StalePurgeAfter-time.Second), 0)
+	finish(at.Add(bus.StalePurgeAfter+time.Second), 1)
 	if got := e.purger.purged(); !slices.Equal(got, []string{purgedAlone}) {
 		t.Fatalf("purged %q, want the job's incarnation alone", got)
 	}
@@ -270,7 +270,7 @@ func TestADisabledJobsMessagesLeftAreRemoved(t *testing.T) {
 	e.ok(t, "jobs.patch.c.j", `{"properties": {"state": "Enabled"}}`, nil)
 	disable(at)
 	e.ok(t, "jobs.patch.c.j", `{"properties": {"state": "Enabled"}}`, nil)
-	finish(at.Add(bus.StaleChangeAfter+time.Second), 0)
+	finish(at.Add(bus.StalePurgeAfter+time.Second), 0)
 
 	// Disabled through the API (a patch or a put) and the intake's batch: purged at once, each.
 	e.ok(t, "jobs.patch.c.j", `{"properties": {"state": "Disabled"}}`, nil)

@@ -17,7 +17,8 @@ const staleChangesRead = 16
 // bus.StaleChangeAfter ago or more: left so, an enabled collection's jobs not yet gone through
 // would never fire, a disabled one's would fire once more, and a deleted one's retries and
 // error actions waiting on the due stream would still run. So are the deleted or disabled jobs
-// whose messages were left on the due stream (purgeJob). It answers how many it finished. Another
+// whose messages were left on the due stream bus.StalePurgeAfter ago or more (purgeJob). It
+// answers how many it finished. Another
 // planner taking a change up at the same time is left it (store.TakeChange); a change whose
 // planner was only slow is finished twice, which leaves it as once.
 func (s *Service) FinishStale(ctx context.Context) (int, error) {
@@ -48,11 +49,11 @@ func (s *Service) FinishStale(ctx context.Context) (int, error) {
 }
 
 // finishPurges removes from the due stream the messages of the jobs deleted or disabled
-// bus.StaleChangeAfter ago or more that their planner left there (killed between the change
+// bus.StalePurgeAfter ago or more that their planner left there (killed between the change
 // and the purge, or NATS not answering). It stops at a purge that fails: NATS does not answer,
 // and the others wait for the next look rather than each fail alike.
 func (s *Service) finishPurges(ctx context.Context) (int, error) {
-	stale, err := s.store.Purges(ctx, s.now().Add(-bus.StaleChangeAfter), staleChangesRead)
+	stale, err := s.store.Purges(ctx, s.now().Add(-bus.StalePurgeAfter), staleChangesRead)
 	if err != nil {
 		return 0, err
 	}
