@@ -310,6 +310,65 @@ func TestADisabledJobsMessagesLeftAreRemoved(t *testing.T) {
 	}
 }
 
+// A collection's pause (disabled or suspended) stays recorded after its last call until its
+// jobs' messages are gone from the due stream: a planner killed in between, or a NATS server
+// not answering the purge, leaves it for a planner to purge and end bus.StaleChangeAfter later.
+// Left so, the jobs' retries waiting there went on calling their targets.
+func TestAPauseIsRecordedUntilItsPurge(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.putCollection(t, "c", `{}`)
+	e.ok(t, "jobs.put.c.j", hourly, nil)
+	finish := func(at time.Time, want int) {
+		t.Helper()
+		e.clock.Store(at.UnixNano())
+		if got, err := e.svc.FinishStale(ctx); got != want || err != nil {
+			t.Fatalf("at %s: %d finished, %v; want %d", at.Format(time.TimeOnly), got, err, want)
+		}
+	}
+	purged := func(want int) {
+		t.Helper()
+		if got := e.purger.purged(); len(got) != want || got[want-1] != "scheduler.due.c.>" {
+			t.Fatalf("purged %q, want the collection's subjects %d times", got, want)
+		}
+	}
+	// Every call made, its planner killed before the purge.
+	at := t0
+	ch := store.StateChange{State: job.CollectionDisabled, At: at}
+	for {
+		step, err := e.store.SetCollectionState(ctx, "c", ch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if step.Done {
+			break
+		}
+		ch.Then, ch.After = true, step.Last
+	}
+	finish(at.Add(bus.StaleChangeAfter-time.Second), 0)
+	finish(at.Add(bus.StaleChangeAfter+time.Second), 1)
+	purged(1)
+	finish(at.Add(time.Hour), 0) // ended
+
+	// Suspended through the API, the purge failing: answered, and purged once NATS answers.
+	at = t0.Add(2 * time.Hour)
+	e.clock.Store(at.UnixNano())
+	e.ok(t, "collections.enable.c", "", nil)
+	e.purger.failWith(errors.New("nats: timeout"))
+	e.ok(t, "collections.put.c", `{"properties": {"state": "Suspended"}}`, nil)
+	finish(at.Add(bus.StaleChangeAfter+time.Second), 1) // taken, the purge failing again
+	e.purger.failWith(nil)
+	finish(at.Add(2*bus.StaleChangeAfter+2*time.Second), 1)
+	purged(2)
+	finish(at.Add(time.Hour), 0)
+
+	// Disabled through the API: purged and ended at once.
+	e.ok(t, "collections.enable.c", "", nil)
+	e.ok(t, "collections.disable.c", "", nil)
+	purged(3)
+	finish(at.Add(2*time.Hour), 0)
+}
+
 // Two planners looking for stale changes at once: one finishes each.
 func TestAStaleChangeIsFinishedOnce(t *testing.T) {
 	e := newEnv(t)

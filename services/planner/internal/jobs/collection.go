@@ -271,9 +271,14 @@ func (s *Service) stepState(ctx context.Context, c string, ch store.StateChange)
 		if step.Done && len(ch.Schedule) == 0 {
 			if state == job.CollectionEnabled {
 				s.wake(c)
-			} else {
-				s.changed(c, "")
-				s.purgeDisabled(ctx, c)
+				return nil
+			}
+			s.changed(c, "")
+			if !s.purgeDisabled(ctx, c) {
+				return nil
+			}
+			if err := s.store.EndChange(ctx, c, state); err != nil {
+				s.log.Info("a disabled collection's record stays until a planner ends it", "collection", c, "error", err)
 			}
 			return nil
 		}

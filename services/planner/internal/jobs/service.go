@@ -132,16 +132,18 @@ func (s *Service) purgeDue(ctx context.Context, subject string) bool {
 // waiting for their interval, their error actions, occurrences not yet taken. Without it a job
 // disabled because its target failed went on calling the target until its retries ran out (4
 // more calls over 2 minutes with the default policy). An attempt under way at a worker ends as
-// it is, with no retry: its message is gone. A failure is logged; unlike a job's (purgeJob),
-// it is not recorded for a planner to purge again.
-func (s *Service) purgeDisabled(ctx context.Context, c string) {
+// it is, with no retry: its message is gone. A failure is logged and answered false: the
+// pause's record stays, for a planner to finish it again (FinishStale).
+func (s *Service) purgeDisabled(ctx context.Context, c string) bool {
 	if s.purger == nil {
-		return
+		return true
 	}
 	if err := s.purger.PurgeDue(ctx, s.subjects.DueOf(c)); err != nil {
-		s.log.Warn("what the due stream holds for a disabled collection could not be removed: its jobs' retries waiting there still run",
+		s.log.Warn("what the due stream holds for a disabled collection could not be removed yet: its jobs' retries may still run until a planner removes them",
 			"collection", c, "error", err)
+		return false
 	}
+	return true
 }
 
 // purgeJob is purgeDue for a job deleted or disabled: it removes what the due stream still

@@ -144,6 +144,16 @@ func (s *Store) EndDelete(ctx context.Context, name string) error {
 	return nil
 }
 
+// EndChange ends the record of a collection's pause to state (Disabled, Suspended) once its
+// jobs' messages are gone from the due stream; a change that overtook it keeps its own.
+func (s *Store) EndChange(ctx context.Context, name string, state job.CollectionState) error {
+	keys := []string{s.k.coll(name), s.k.unfinished(s.k.partitionOf(name))}
+	if err := s.runReplicated(ctx, "end_change", keys, name, string(state)).Err(); err != nil {
+		return fmt.Errorf("end the change of collection %s to %s: %w", name, state, err)
+	}
+	return nil
+}
+
 // deleteJobsOf deletes a collection's jobs deleteChunk at a time while it has more than that,
 // recording the delete as unfinished (at: now) until the collection itself goes.
 func (s *Store) deleteJobsOf(ctx context.Context, name string, at time.Time) error {

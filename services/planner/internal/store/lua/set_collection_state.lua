@@ -11,7 +11,8 @@
 -- it sets (change) and where a call would take it up again (changeFrom: the after of this
 -- call, whose chunk the caller may not have scheduled yet), and the partition's unfinished set
 -- holds its name by the time of its last call, so that a planner takes a change up whose
--- caller stopped (jobs.Service.FinishStale).
+-- caller stopped (jobs.Service.FinishStale). A pause stays recorded after its last call, until
+-- its caller has removed its jobs' messages from the due stream (end_change.lua).
 -- KEYS: 1 coll, 2 jobs, 3 due, 4 the partition's unfinished changes, then for each job to
 --       schedule: its st
 -- ARGV: 1 state, 2 collection name, 3 "1" for the first call, 4 the last job gone through
@@ -75,7 +76,7 @@ for _, j in ipairs(names) do
     out[#out + 1] = j
   end
 end
-if out[1] == 'done' and #out == 2 then
+if out[1] == 'done' and #out == 2 and not pausing then
   -- Nothing left for the caller either: the change is over.
   redis.call('HDEL', KEYS[1], 'change', 'changeFrom')
   redis.call('ZREM', KEYS[4], ARGV[2])
