@@ -206,7 +206,7 @@ func (s *Service) deleteCollection(ctx context.Context, c string, gone bool) (bo
 		return ok, err
 	}
 	s.changed(c, "")
-	if s.purgeDue(ctx, s.subjects.DueOf(c)) {
+	if s.purgeCollection(ctx, c) {
 		if err := s.store.EndDelete(ctx, c); err != nil {
 			s.log.Info("a deleted collection's record stays until a planner ends it", "collection", c, "error", err)
 		}
@@ -274,7 +274,7 @@ func (s *Service) stepState(ctx context.Context, c string, ch store.StateChange)
 				return nil
 			}
 			s.changed(c, "")
-			if !s.purgeDisabled(ctx, c) {
+			if !s.purgeCollection(ctx, c) {
 				return nil
 			}
 			if err := s.store.EndChange(ctx, c, state); err != nil {

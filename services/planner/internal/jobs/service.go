@@ -110,43 +110,27 @@ func (s *Service) changed(c, j string) {
 	}
 }
 
-// purgeDue removes what the due stream still holds for a collection just deleted: its jobs'
-// retries waiting for their interval, their error actions, occurrences not yet delivered.
-// Without it a deleted job went on calling its target until its retries ran out, and a job put
-// again under its name was handed the old one's retries, their results landing in its history.
-// A failure is logged (the delete itself is done) and answered false: the delete's record
-// stays, for a planner to purge again (FinishStale).
-func (s *Service) purgeDue(ctx context.Context, subject string) bool {
-	if s.purger == nil {
-		return true
-	}
-	if err := s.purger.PurgeDue(ctx, subject); err != nil {
-		s.log.Warn("what the due stream holds for a deleted collection could not be removed yet: its retries may still run until a planner removes them",
-			"subject", subject, "error", err)
-		return false
-	}
-	return true
-}
-
-// purgeDisabled is purgeDue for a collection just disabled or suspended: its jobs' retries
-// waiting for their interval, their error actions, occurrences not yet taken. Without it a job
-// disabled because its target failed went on calling the target until its retries ran out (4
-// more calls over 2 minutes with the default policy). An attempt under way at a worker ends as
-// it is, with no retry: its message is gone. A failure is logged and answered false: the
-// pause's record stays, for a planner to finish it again (FinishStale).
-func (s *Service) purgeDisabled(ctx context.Context, c string) bool {
+// purgeCollection removes what the due stream still holds for a collection just deleted,
+// disabled or suspended: its jobs' retries waiting for their interval, their error actions,
+// occurrences not yet delivered. Without it a deleted job went on calling its target until its
+// retries ran out, and a job put again under its name was handed the old one's retries, their
+// results landing in its history; a job disabled because its target failed made 4 more calls
+// over 2 minutes with the default policy. An attempt under way at a worker ends as it is, with
+// no retry: its message is gone. A failure is logged (the change itself is done) and answered
+// false: the change's record stays, for a planner to purge again (FinishStale).
+func (s *Service) purgeCollection(ctx context.Context, c string) bool {
 	if s.purger == nil {
 		return true
 	}
 	if err := s.purger.PurgeDue(ctx, s.subjects.DueOf(c)); err != nil {
-		s.log.Warn("what the due stream holds for a disabled collection could not be removed yet: its jobs' retries may still run until a planner removes them",
+		s.log.Warn("what the due stream holds for a deleted or disabled collection could not be removed yet: its jobs' retries may still run until a planner removes them",
 			"collection", c, "error", err)
 		return false
 	}
 	return true
 }
 
-// purgeJob is purgeDue for a job deleted or disabled: it removes what the due stream still
+// purgeJob is purgeCollection for a job deleted or disabled: it removes what the due stream still
 // holds for the job's incarnation, then ends the delete's or disable's record of it. A purge
 // that fails is answered, and leaves the record for a planner to purge again (FinishStale).
 func (s *Service) purgeJob(ctx context.Context, p store.Purge) error {

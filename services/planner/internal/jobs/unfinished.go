@@ -18,9 +18,9 @@ const staleChangesRead = 16
 // would never fire, a disabled one's would fire once more, and a deleted one's retries and
 // error actions waiting on the due stream would still run. So are the deleted or disabled jobs
 // whose messages were left on the due stream bus.StalePurgeAfter ago or more (purgeJob). It
-// answers how many it finished. Another
-// planner taking a change up at the same time is left it (store.TakeChange); a change whose
-// planner was only slow is finished twice, which leaves it as once.
+// answers how many it finished. Another planner taking a change up at the same time is left it
+// (store.TakeChange); a change whose planner was only slow is finished twice, which leaves it
+// as once.
 func (s *Service) FinishStale(ctx context.Context) (int, error) {
 	n, err := s.finishPurges(ctx)
 	if err != nil {
