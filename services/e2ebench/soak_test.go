@@ -82,7 +82,7 @@ func TestSoak(t *testing.T) {
 	samples = append(samples, s.sample(t, rdb))
 	// Every churned job's delete removed its messages from the due stream and ended its record.
 	if st := s.status(t); st.Purges != nil {
-		t.Errorf("deleted jobs' purges left: %+v", *st.Purges)
+		t.Errorf("jobs' purges left: %+v", *st.Purges)
 	}
 	p50, p99, max, early, _ := sk.stats()
 	t.Logf("soak of %v: %d steady occurrences delivered (want %d); lag p50 %v p99 %v max %v; early %d",

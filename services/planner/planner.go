@@ -387,9 +387,9 @@ func finishStale(ctx context.Context, svc *jobs.Service, logger *slog.Logger) {
 		switch {
 		case err == nil || ctx.Err() != nil:
 		case store.Unavailable(err):
-			logger.Info("could not look for collections' changes and deleted jobs' purges left unfinished: Redis does not answer", "error", err)
+			logger.Info("could not look for collections' changes and jobs' purges left unfinished: Redis does not answer", "error", err)
 		default:
-			logger.Warn("could not finish a collection's change or a deleted job's purge left unfinished", "error", err)
+			logger.Warn("could not finish a collection's change or a job's purge left unfinished", "error", err)
 		}
 	}
 }
