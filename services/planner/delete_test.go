@@ -24,7 +24,7 @@ import (
 // an error action) went on calling the target after the delete, and a job put again under the
 // name was handed it. No worker runs here: the test takes the occurrences as one would.
 func TestADeletedJobLeavesNothingOnTheDueStream(t *testing.T) {
-	nc := readyPlanner(t)
+	nc, base := readyPlanner(t)
 	// c/keep's occurrence is the stream's first, as a retry waiting among newer occurrences
 	// is; those of the jobs f1 to f5 are delivered, then those of the jobs deleted wait.
 	js, cons := retriesWaiting(t, nc, "c.keep", "c.f1", "c.f2", "c.f3", "c.f4", "c.f5", "c.a", "c.b", "c2.x", "c2.y")
@@ -49,6 +49,7 @@ func TestADeletedJobLeavesNothingOnTheDueStream(t *testing.T) {
 	if again := subjectsOf(next); !slices.Equal(again, []string{"scheduler.due.c.keep"}) {
 		t.Errorf("retried after the deletes: %v, want c/keep's alone", again)
 	}
+	purgedCounted(t, base, 4)
 }
 
 // A job disabled (put, patched or published disabled), or its collection disabled or
@@ -56,7 +57,7 @@ func TestADeletedJobLeavesNothingOnTheDueStream(t *testing.T) {
 // calling a target that failed after the job was disabled, 4 more calls over 2 minutes with
 // the default retry policy. A job patched but left enabled keeps its retry.
 func TestADisabledJobLeavesNothingOnTheDueStream(t *testing.T) {
-	nc := readyPlanner(t)
+	nc, base := readyPlanner(t)
 	js, cons := retriesWaiting(t, nc, "c.keep", "c.on", "c.put", "c.patch", "c.intake", "c2.x", "c2.y", "c3.z")
 	next, err := cons.Fetch(8, jetstream.FetchMaxWait(5*time.Second))
 	if err != nil {
@@ -80,6 +81,7 @@ func TestADisabledJobLeavesNothingOnTheDueStream(t *testing.T) {
 	if again := subjectsOf(next); !slices.Equal(again, []string{"scheduler.due.c.keep", "scheduler.due.c.on"}) {
 		t.Errorf("retried after the changes: %v, want c/keep's and c/on's alone", again)
 	}
+	purgedCounted(t, base, 6)
 }
 
 // retriesWaiting creates the jobs (<collection>.<job>, and their collections), each to run at
@@ -146,7 +148,7 @@ func subjectsOf(b jetstream.MessageBatch) []string {
 // subject, whichever comes first. A planner taking up the purge of a job deleted 20 s before
 // meets that case.
 func TestAPurgeTakesTheDeletedIncarnationsMessagesAlone(t *testing.T) {
-	nc := readyPlanner(t)
+	nc, _ := readyPlanner(t)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
@@ -209,13 +211,22 @@ func dueSubjects(t *testing.T, js jetstream.JetStream) map[string]uint64 {
 }
 
 // readyPlanner starts a planner on test servers, waits until it is ready and connects to its
-// NATS server.
-func readyPlanner(t *testing.T) *nats.Conn {
+// NATS server; it answers the connection and the planner's HTTP address.
+func readyPlanner(t *testing.T) (*nats.Conn, string) {
 	t.Helper()
 	ns := natstest.Start(t)
 	base, _, _ := started(t, testConfig(ns.ClientURL(), redistest.Start(t).URL()))
 	waitReady(t, base)
-	return ns.Connect(t)
+	return ns.Connect(t), base
+}
+
+// purgedCounted checks the planner's count of the messages it removed from the due stream.
+func purgedCounted(t *testing.T, base string, want int) {
+	t.Helper()
+	_, body := httpGet(t, base+"/metrics")
+	if line := fmt.Sprintf("resched_planner_purged_total %d\n", want); !strings.Contains(body, line) {
+		t.Errorf("/metrics lacks %q", line)
+	}
 }
 
 // A job deleted while a worker runs its attempt, then created again under its name, is another
@@ -223,7 +234,7 @@ func readyPlanner(t *testing.T) *nats.Conn {
 // one (seen with make run: a job never run showed an execution and its history an entry), and
 // is not now; a result of the new job is.
 func TestAResultOfADeletedJobIsNotRecordedForItsSuccessor(t *testing.T) {
-	nc := readyPlanner(t)
+	nc, _ := readyPlanner(t)
 	request(t, nc, "scheduler.api.collections.put.c", `{"properties":{}}`)
 	request(t, nc, "scheduler.api.jobs.put.c.j", `{"action":{"type":"Http","request":{"method":"POST","uri":"http://localhost:9/x"}}}`)
 	old := fetchDue(t, nc, 1)[0] // taken by a worker, which runs it

@@ -333,7 +333,7 @@ func (p *planner) start(ctx context.Context, parts *sync.WaitGroup, fail context
 	if err != nil {
 		return nil, fmt.Errorf("subscribe to wake-ups: %w", err)
 	}
-	svc := jobs.New(jobs.Config{Store: p.store, Validator: validator, Events: p.nc, Runner: disp, Purger: &duePurger{js: p.js, stream: p.subjects.DueStream()},
+	svc := jobs.New(jobs.Config{Store: p.store, Validator: validator, Events: p.nc, Runner: disp, Purger: &duePurger{js: p.js, stream: p.subjects.DueStream(), counted: p.metrics},
 		Waker: natsWaker{p.nc, p.subjects}, WakeWithin: p.cfg.MaxIdle + p.cfg.Lookahead, Subjects: p.subjects, Keys: p.cfg.keys, Logger: p.log})
 	state := &status.Source{Store: p.store, JS: p.js, Subjects: p.subjects, ID: p.id, Clock: time.Now, Settings: p.cfg.warnings()}
 	apiSrv, err := api.New(p.nc, svc, p.subjects, p.log, api.Options{Concurrency: p.cfg.APIConcurrency, Status: state.Status, Metrics: p.metrics})
@@ -400,8 +400,9 @@ func finishStale(ctx context.Context, svc *jobs.Service, logger *slog.Logger) {
 // (seen twice of two with make run; a message deleted alone is dropped from the consumer
 // alone).
 type duePurger struct {
-	js     jetstream.JetStream
-	stream string
+	js      jetstream.JetStream
+	stream  string
+	counted purgeCounter // nil: not counted
 
 	mu sync.Mutex
 	st jetstream.Stream // looked up once (a request): its calls name the stream, one made again included
@@ -419,6 +420,18 @@ func (p *duePurger) dueStream(ctx context.Context) (jetstream.Stream, error) {
 		p.st = st
 	}
 	return p.st, nil
+}
+
+// purgeCounter counts the messages a purge removed (metrics.Planner).
+type purgeCounter interface {
+	Purged(n int)
+}
+
+// removed counts one message removed.
+func (p *duePurger) removed() {
+	if p.counted != nil {
+		p.counted.Purged(1)
+	}
 }
 
 // maxPurged bounds the messages removed for one subject: a job has a few (an occurrence, its
@@ -443,7 +456,9 @@ func (p *duePurger) PurgeDue(ctx context.Context, subject string) error {
 			if err != nil {
 				return fmt.Errorf("due stream %s, %s: %w", p.stream, subj, err)
 			}
-			if err := st.DeleteMsg(ctx, m.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			if err := st.DeleteMsg(ctx, m.Sequence); err == nil {
+				p.removed()
+			} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
 				return fmt.Errorf("due stream %s, %s: %w", p.stream, subj, err)
 			}
 		}
@@ -474,7 +489,9 @@ func (p *duePurger) PurgeIncarnation(ctx context.Context, subject string, incarn
 		if d, err := bus.DecodeDue(m.Data); err == nil && d.Incarnation != incarnation && d.Incarnation != 0 {
 			continue
 		}
-		if err := st.DeleteMsg(ctx, m.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		if err := st.DeleteMsg(ctx, m.Sequence); err == nil {
+			p.removed()
+		} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
 			return fmt.Errorf("due stream %s, %s: %w", p.stream, subject, err)
 		}
 	}

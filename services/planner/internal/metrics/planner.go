@@ -35,6 +35,7 @@ type Planner struct {
 	backlog   prometheus.Gauge
 	claimed   prometheus.Counter
 	published prometheus.Counter
+	purged    prometheus.Counter
 	skipped   prometheus.Counter
 	errors    *prometheus.CounterVec
 	results   *prometheus.CounterVec
@@ -63,6 +64,9 @@ func New(reg prometheus.Registerer) (*Planner, error) {
 		}),
 		published: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Name: "published_total", Help: "Due occurrences published to JetStream and acknowledged.",
+		}),
+		purged: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "purged_total", Help: "Messages this planner removed from the due stream because their job was deleted or disabled: retries waiting for their interval, error actions, occurrences not yet taken.",
 		}),
 		skipped: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Name: "skipped_total", Help: "Claims that skipped missed occurrences (too late, or missed while no planner ran under the Latest policy); each is one Skipped history entry.",
@@ -100,7 +104,7 @@ func New(reg prometheus.Registerer) (*Planner, error) {
 			Help: "How far Redis's clock, the one every planner shares, was ahead of this planner's at its last heartbeat (negative: behind; 0 within the round trip).",
 		}),
 	}
-	for _, c := range []prometheus.Collector{p.fireLag, p.backlog, p.claimed, p.published, p.skipped, p.errors, p.results, p.held, p.parts, p.planners, p.clock, p.replicas, p.requests, p.took} {
+	for _, c := range []prometheus.Collector{p.fireLag, p.backlog, p.claimed, p.published, p.purged, p.skipped, p.errors, p.results, p.held, p.parts, p.planners, p.clock, p.replicas, p.requests, p.took} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register planner metrics: %w", err)
 		}
@@ -125,6 +129,9 @@ func (p *Planner) Claimed(n int) { p.claimed.Add(float64(n)) }
 
 // Published counts published occurrences.
 func (p *Planner) Published(n int) { p.published.Add(float64(n)) }
+
+// Purged counts n messages removed from the due stream after their job's delete or disable.
+func (p *Planner) Purged(n int) { p.purged.Add(float64(n)) }
 
 // Skipped counts claims that skipped missed occurrences.
 func (p *Planner) Skipped(n int) { p.skipped.Add(float64(n)) }
