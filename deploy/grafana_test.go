@@ -58,6 +58,7 @@ resched_planner_planners_live{namespace="resched",pod="planner-a"} 1x60
 resched_planner_clock_offset_seconds{namespace="resched",pod="planner-a"} 0x60
 resched_planner_published_total{namespace="resched",pod="planner-a"} 0+100x60
 resched_planner_skipped_total{namespace="resched",pod="planner-a"} 0+1x60
+resched_planner_purged_total{namespace="resched",pod="planner-a"} 0+1x60
 resched_planner_results_total{namespace="resched",pod="planner-a",status="Completed"} 0+99x60
 resched_planner_redis_replicas_in_sync{namespace="resched",pod="planner-a",master="redis"} 1x60
 resched_planner_api_requests_total{namespace="resched",pod="planner-a",endpoint="jobs-put",code="200"} 0+10x60
