@@ -223,9 +223,8 @@ func readyPlanner(t *testing.T) (*nats.Conn, string) {
 // purgedCounted checks the planner's count of the messages it removed from the due stream.
 func purgedCounted(t *testing.T, base string, want int) {
 	t.Helper()
-	_, body := httpGet(t, base+"/metrics")
-	if line := fmt.Sprintf("resched_planner_purged_total %d\n", want); !strings.Contains(body, line) {
-		t.Errorf("/metrics lacks %q", line)
+	if got := counter(t, base, "purged_total"); got != want {
+		t.Errorf("resched_planner_purged_total %d, want %d", got, want)
 	}
 }
 

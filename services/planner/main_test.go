@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -66,6 +67,20 @@ func httpGet(t *testing.T, url string) (int, string) {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body)
+}
+
+// counter reads a counter of the planner's, resched_planner_<name>, on its /metrics (0 when
+// it is not there).
+func counter(t *testing.T, base, name string) int {
+	t.Helper()
+	_, body := httpGet(t, base+"/metrics")
+	for line := range strings.Lines(body) {
+		if v, ok := strings.CutPrefix(line, "resched_planner_"+name+" "); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return 0
 }
 
 // started runs serve in the background and returns its HTTP base URL and a stop function that

@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -85,9 +83,8 @@ func TestChangedJobsReachTheDispatcherOverNATS(t *testing.T) {
 // A job deleted through the API while the planner holds its occurrence for its time does not
 // fire; another job due at the same time fires. The lookahead is long here (5 s, within a lease
 // of 10 s) so that the occurrence is held for seconds after the planner claimed it (its metric
-// says when); at the
-// default 250 ms a job firing every second fired after its delete was answered a quarter of
-// the time under make run.
+// says when); at the default 250 ms a job firing every second fired after its delete was
+// answered a quarter of the time under make run.
 func TestAJobDeletedWhileItsOccurrenceIsHeldDoesNotFire(t *testing.T) {
 	ns := natstest.Start(t)
 	cfg := testConfig(ns.ClientURL(), redistest.Start(t).URL())
@@ -101,22 +98,12 @@ func TestAJobDeletedWhileItsOccurrenceIsHeldDoesNotFire(t *testing.T) {
 		request(t, nc, "scheduler.api.jobs.put.c."+j, `{"startTime":"`+due.Format(time.RFC3339)+
 			`","action":{"type":"Http","request":{"method":"POST","uri":"http://localhost:9/x"}}}`)
 	}
-	counter := func(name string) int {
-		_, body := httpGet(t, base+"/metrics")
-		for line := range strings.Lines(body) {
-			if v, ok := strings.CutPrefix(line, "resched_planner_"+name+" "); ok {
-				n, _ := strconv.Atoi(strings.TrimSpace(v))
-				return n
-			}
-		}
-		return 0
-	}
-	testenv.Eventually(t, 10*time.Second, "both jobs claimed", func() bool { return counter("claimed_total") >= 2 })
+	testenv.Eventually(t, 10*time.Second, "both jobs claimed", func() bool { return counter(t, base, "claimed_total") >= 2 })
 	if time.Now().After(due.Add(-100 * time.Millisecond)) {
 		t.Skip("the machine was too slow to delete the job before its time")
 	}
 	request(t, nc, "scheduler.api.jobs.delete.c.deleted", "")
-	testenv.Eventually(t, 10*time.Second, "the kept job's occurrence published", func() bool { return counter("published_total") >= 1 })
+	testenv.Eventually(t, 10*time.Second, "the kept job's occurrence published", func() bool { return counter(t, base, "published_total") >= 1 })
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
