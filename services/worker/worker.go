@@ -64,6 +64,7 @@ func newWorker(cfg Config, logger *slog.Logger) (*worker, error) {
 		JS: w.js, Subjects: bus.NewSubjects(cfg.SubjectPrefix), Logger: logger, Metrics: m,
 		Executor: executor.New(executor.Config{
 			Deliverer: registry, Secrets: cfg.keys, MinRetryInterval: cfg.MinRetryInterval, Timeout: cfg.AttemptTimeout, Region: cfg.Region,
+			Logger: logger,
 		}),
 		Concurrency: cfg.Concurrency, CollectionConcurrency: cfg.CollectionLimit, AckWait: cfg.AckWait, MaxAckPending: cfg.MaxAckPending,
 		Streams:     bus.StreamOptions{Replicas: cfg.StreamReplicas, PlacementTags: bus.SplitTags(cfg.PlacementTags)},

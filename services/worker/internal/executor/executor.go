@@ -15,9 +15,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/internal/recovery"
 	"github.com/resched/resched/services/internal/secrets"
 	"github.com/resched/resched/services/worker/internal/action"
 	"github.com/resched/resched/shared/job"
@@ -124,6 +126,8 @@ type Config struct {
 	Clock func() time.Time
 	// NewRequestID makes the x-ms-client-request-id of an attempt; default NewRequestID.
 	NewRequestID func() string
+	// Logger has the stack of an attempt that panicked; default: discarded.
+	Logger *slog.Logger
 }
 
 // Executor runs attempts. It is safe for concurrent use.
@@ -142,6 +146,9 @@ func New(cfg Config) *Executor {
 	}
 	if cfg.Secrets == nil {
 		cfg.Secrets = (*secrets.Keyring)(nil) // no keys: clear secrets pass, sealed ones fail
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Executor{cfg: cfg}
 }
@@ -165,11 +172,21 @@ func (e *Executor) Execute(ctx context.Context, a Attempt) (Decision, error) {
 	}
 
 	start := e.cfg.Clock()
-	msg, err := e.open(act, d)
-	if err == nil {
-		msg, err = e.deliver(ctx, spec, meta)
-	}
+	// A panic in the attempt (a deliverer's bug that this job's action trips) fails this
+	// attempt alone, as a target's failure would: the policy's retries and the error action
+	// follow, and the worker goes on with the others rather than stopping, and then every
+	// worker that takes the occurrence again after it.
+	msg, err := recovery.Call(func() (string, error) {
+		msg, err := e.open(act, d)
+		if err == nil {
+			msg, err = e.deliver(ctx, spec, meta)
+		}
+		return msg, err
+	})
 	end := e.cfg.Clock()
+	if p, ok := errors.AsType[*recovery.Panic](err); ok {
+		p.Log(e.cfg.Logger, "attempt", "collection", d.Collection, "job", d.Job, "action", spec.Type)
+	}
 	if err != nil && msg == "" {
 		msg = err.Error()
 	}

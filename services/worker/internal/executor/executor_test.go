@@ -1,10 +1,13 @@
 package executor_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -237,5 +240,45 @@ func TestNewRequestID(t *testing.T) {
 			t.Fatalf("%q twice", id)
 		}
 		seen[id] = true
+	}
+}
+
+// panickingDeliverer stands for a deliverer with a bug that one job's action trips.
+type panickingDeliverer struct{ calls int }
+
+func (p *panickingDeliverer) Deliver(context.Context, *job.ActionSpec, action.Meta) (string, error) {
+	p.calls++
+	var a *job.HTTPRequest
+	return a.URI, nil // a nil dereference
+}
+
+// TestAPanicFailsTheAttemptAlone: a deliverer that panics fails that attempt as a target's
+// failure would, retried by the policy and then handed to the error action, and the panic
+// stops nothing (it would have stopped the worker, and then each worker taking the
+// occurrence again).
+func TestAPanicFailsTheAttemptAlone(t *testing.T) {
+	var logged bytes.Buffer
+	p := &panickingDeliverer{}
+	ex := executor.New(executor.Config{Deliverer: p, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	d := due(t, policy(job.RetryFixed, 1, time.Minute), true, nil)
+	dec, err := ex.Execute(context.Background(), executor.Attempt{Due: d, Delivery: 1})
+	if err != nil {
+		t.Fatalf("Execute: %v", err)
+	}
+	if dec.Verdict != executor.Retry || dec.Delay != time.Minute || dec.Result.Status != job.ExecutionFailed || dec.Result.Final {
+		t.Errorf("first attempt: %+v, want a retry in 1m of a failed attempt", dec)
+	}
+	if !strings.Contains(dec.Result.Message, "internal error") {
+		t.Errorf("message %q: want it to say an internal error stopped the attempt", dec.Result.Message)
+	}
+	if !strings.Contains(logged.String(), "panic recovered: attempt") || !strings.Contains(logged.String(), "job=j") {
+		t.Errorf("the panic is not logged with its job:\n%s", logged.String())
+	}
+	dec, err = ex.Execute(context.Background(), executor.Attempt{Due: d, Delivery: 2})
+	if err != nil || dec.Verdict != executor.Escalate {
+		t.Errorf("last attempt: %v, %v; want the error action", dec.Verdict, err)
+	}
+	if p.calls != 2 {
+		t.Errorf("deliverer called %d times, want 2", p.calls)
 	}
 }
