@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/internal/recovery"
 	"github.com/resched/resched/services/planner/internal/store"
 	"github.com/resched/resched/shared/job"
 )
@@ -397,18 +398,36 @@ func (pd *partitionDispatcher) prepare(rec *store.Job, held *compiled, now time.
 		}
 		return pending{move: move}
 	}
+	// A panic here (a bug that this job's definition trips) would stop the planner, and then
+	// each planner that takes the partition over and reads the job again: the job is parked
+	// instead, as one whose definition no longer compiles.
+	pj, err := recovery.Call(func() (pending, error) { return pd.occurrences(rec, held, move, now, r) })
+	if err != nil {
+		pd.cfg.Metrics.Error("prepare")
+		why := "the stored definition no longer compiles, so the job is Faulted: " + err.Error()
+		if p, ok := errors.AsType[*recovery.Panic](err); ok {
+			p.Log(pd.cfg.Logger, "dispatch of a job; the job is parked Faulted", "collection", rec.Collection, "job", rec.Name)
+			why = "the planner failed on this job (" + err.Error() + "), so the job is Faulted"
+		} else {
+			pd.cfg.Logger.Error("stored definition does not compile; the job is parked Faulted", "collection", rec.Collection, "job", rec.Name, "error", err)
+		}
+		move.Park = job.StateFaulted
+		move.History = []job.HistoryEntry{{StartTime: now.UTC(), EndTime: now.UTC(), ExpectedExecutionTime: rec.Next,
+			ActionName: job.ActionNameMain, Status: job.ExecutionFailed, Message: why + "; put it again to resume"}}
+		return pending{move: move}
+	}
+	return pj
+}
+
+// occurrences plans a schedulable job from its compiled definition (held, or the cache's) and
+// builds the messages of the occurrences it fires now.
+func (pd *partitionDispatcher) occurrences(rec *store.Job, held *compiled, move store.Advance, now time.Time, r rules) (pending, error) {
 	e, err := held, error(nil)
 	if e == nil {
 		e, err = pd.cache.get(rec)
 	}
 	if err != nil {
-		pd.cfg.Metrics.Error("prepare")
-		pd.cfg.Logger.Error("stored definition does not compile; the job is parked Faulted", "collection", rec.Collection, "job", rec.Name, "error", err)
-		move.Park = job.StateFaulted
-		move.History = []job.HistoryEntry{{StartTime: now.UTC(), EndTime: now.UTC(), ExpectedExecutionTime: rec.Next,
-			ActionName: job.ActionNameMain, Status: job.ExecutionFailed,
-			Message: "the stored definition no longer compiles, so the job is Faulted: " + err.Error() + "; put it again to resume"}}
-		return pending{move: move}
+		return pending{}, err
 	}
 	f := plan(e, rec, now, r)
 	pj := pending{held: move}
@@ -422,7 +441,7 @@ func (pd *partitionDispatcher) prepare(rec *store.Job, held *compiled, now time.
 		pj.move.Published = at
 	}
 	pj.move.Occurrence = move.Occurrence
-	return pj
+	return pj, nil
 }
 
 // send publishes msgs in time order, without waiting for their acknowledgements, and returns
