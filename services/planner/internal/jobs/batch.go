@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/internal/recovery"
 	"github.com/resched/resched/services/planner/internal/store"
 	"github.com/resched/resched/shared/job"
 )
@@ -52,7 +53,7 @@ func (s *Service) Apply(ctx context.Context, changes []Change) []Outcome {
 	now := s.now()
 	props := make([]*job.Properties, 0, len(changes)) // the definition of each write
 	for i, ch := range changes {
-		w, def, err := s.write(ctx, ch, colls, now)
+		w, def, err := s.checked(ctx, ch, colls, now)
 		out[i].Secrets = def != nil && def.Properties.Action.HasSecrets()
 		if err != nil {
 			out[i].Err = err
@@ -145,6 +146,26 @@ func (s *Service) purgeAll(ctx context.Context, writes []store.Write, results []
 		})
 	}
 	wg.Wait()
+}
+
+// checked is write, with a panic (a bug that this change's definition trips) made the
+// change's own refusal: the batch's other changes apply, and the intake does not take the
+// change up again and again, each time stopping the planner that reads it.
+func (s *Service) checked(ctx context.Context, ch Change, colls map[string]cachedCollection, now time.Time) (store.Write, *job.Definition, error) {
+	type checkedWrite struct {
+		w   store.Write
+		def *job.Definition
+	}
+	r, err := recovery.Call(func() (checkedWrite, error) {
+		w, def, err := s.write(ctx, ch, colls, now)
+		return checkedWrite{w, def}, err
+	})
+	if p, ok := errors.AsType[*recovery.Panic](err); ok {
+		p.Log(s.log, "check of a job definition", "collection", ch.Collection, "job", ch.Name)
+		return store.Write{}, nil, &Error{Status: 500, Code: CodeInternal, Message: "the planner failed to check this definition (" +
+			err.Error() + "); it was not stored"}
+	}
+	return r.w, r.def, err
 }
 
 // write checks one change and makes its store write. A put's definition comes back once

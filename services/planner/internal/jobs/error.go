@@ -37,6 +37,8 @@ const (
 	CodeInsufficientStorage = "InsufficientStorage"
 	// CodeServerBusy: the request could not be done now; sent again, it may be.
 	CodeServerBusy = "ServerBusy"
+	// CodeInternal: an error the client cannot act on (Redis down, a bug).
+	CodeInternal = "InternalError"
 )
 
 // StoreRefused is the answer to a request that Redis refused in a way the client or the
