@@ -14,7 +14,7 @@ import (
 )
 
 // CodeInternal is the code of an error the client cannot act on (Redis down, a bug).
-const CodeInternal = "InternalError"
+const CodeInternal = jobs.CodeInternal
 
 // CodeServerBusy is the code of a request this planner cannot take now (503): sent again, it
 // reaches a planner that can.

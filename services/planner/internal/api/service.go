@@ -19,6 +19,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -28,6 +29,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/internal/recovery"
 	"github.com/resched/resched/services/internal/version"
 	"github.com/resched/resched/services/planner/internal/jobs"
 )
@@ -294,9 +296,25 @@ func (a *handlers) serve(e route, req micro.Request) answer {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
-	v, h, err := e.op(ctx, request{names: names, body: req.Data(), headers: req.Headers()})
+	// A panic (a bug that this request trips) answers this request alone: it would stop the
+	// planner, every request in hand with it, and then each planner the client asks again.
+	ans, err := recovery.Call(func() (answer, error) {
+		v, h, err := e.op(ctx, request{names: names, body: req.Data(), headers: req.Headers()})
+		if err != nil {
+			return answer{}, err
+		}
+		return a.reply(req, v, h), nil
+	})
+	if p, ok := errors.AsType[*recovery.Panic](err); ok {
+		p.Log(a.log, "api request", "subject", req.Subject())
+		err = errPanicked
+	}
 	if err != nil {
 		return a.fail(req, err)
 	}
-	return a.reply(req, v, h)
+	return ans
 }
+
+// errPanicked answers a request whose handling panicked.
+var errPanicked = &jobs.Error{Status: 500, Code: jobs.CodeInternal, Message: "the planner failed to answer (an internal error; " +
+	"its log has the cause, as 'panic recovered: api request')"}
