@@ -3,8 +3,9 @@
 # `make run` and `make test` work on a fresh machine with nothing done by hand:
 #   redis    redis-server on PATH (through the system's package manager)
 #   emulators  the Node packages of scripts/emulators (Azurite, rhea), from its lockfile
-#   shells   zsh and fish, whose completion scripts schedctl's tests run, and curl, for the
-#            gateway call make run prints, which the first-hour test pastes into bash
+#   shells   zsh and fish, whose completion scripts schedctl's tests run, curl, for the
+#            gateway call make run prints, which the first-hour test pastes into bash, and
+#            openssl, whose PKCS #12 exports the client-certificate tests open
 #   browser  Debian's chromium and playwright-core (scripts/browser, from its lockfile), for the
 #            dashboard's browser test; no browser is ever downloaded
 #   python   Debian's python3-azure, whose azure-mgmt-scheduler is the Python client the
@@ -88,11 +89,11 @@ browser() {
 
 shells() {
 	local missing=()
-	for sh in zsh fish curl; do
+	for sh in zsh fish curl openssl; do
 		command -v "$sh" >/dev/null || missing+=("$sh")
 	done
 	[ ${#missing[@]} -eq 0 ] && return
-	say "installing ${missing[*]} (schedctl's completion tests and the first-hour test run them)"
+	say "installing ${missing[*]} (schedctl's completion tests, the first-hour test and the PFX tests run them)"
 	pkg_install "${missing[@]}" || echo "could not install ${missing[*]}: the tests that run them will fail" >&2
 }
 

@@ -28,6 +28,9 @@ func Decode(b64, password string) (tls.Certificate, error) {
 	if err != nil {
 		return tls.Certificate{}, ErrNotBase64
 	}
+	if err := checkWork(der, password); err != nil {
+		return tls.Certificate{}, fmt.Errorf("is not a PKCS #12 (PFX) file that this scheduler opens: %w", err)
+	}
 	key, leaf, chain, err := pkcs12.DecodeChain(der, password)
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("is not a PKCS #12 (PFX) file that this password opens: %w", err)

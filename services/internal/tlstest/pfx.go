@@ -28,6 +28,20 @@ func PFX(t testing.TB, password string) string {
 // password). A TLS server that trusts the certificate accepts it as a client's.
 func ClientCert(t testing.TB, cn, password string, notBefore, notAfter time.Time) (*x509.Certificate, string) {
 	t.Helper()
+	return clientCert(t, pkcs12.Modern, cn, password, notBefore, notAfter)
+}
+
+// PFXWithIterations is PFX with the key derivations of its MAC and encryption run iterations
+// times each (2,048 by default).
+func PFXWithIterations(t testing.TB, password string, iterations int) string {
+	t.Helper()
+	_, pfx := clientCert(t, pkcs12.Modern.WithIterations(iterations), "resched test", password,
+		time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	return pfx
+}
+
+func clientCert(t testing.TB, enc *pkcs12.Encoder, cn, password string, notBefore, notAfter time.Time) (*x509.Certificate, string) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +57,7 @@ func ClientCert(t testing.TB, cn, password string, notBefore, notAfter time.Time
 	if err != nil {
 		t.Fatal(err)
 	}
-	pfx, err := pkcs12.Modern.Encode(key, cert, nil, password)
+	pfx, err := enc.Encode(key, cert, nil, password)
 	if err != nil {
 		t.Fatal(err)
 	}

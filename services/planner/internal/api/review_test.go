@@ -76,8 +76,9 @@ func TestHugeMaxRecurrenceDoesNotOverflow(t *testing.T) {
 }
 
 // Accepted before and failing at every fire, now refused at put naming the field: a control
-// character in a header value, text that is not UTF-8, a PFX that is not base64 or that the
-// password does not open.
+// character in a header value, text that is not UTF-8, a PFX that is not base64, that the
+// password does not open, or that asks for more key derivation than is accepted (which held the
+// planner, for minutes with a count of 2^31).
 func TestRefusedAtPutRatherThanAtEveryFire(t *testing.T) {
 	e := newEnv(t)
 	e.putCollection(t, "c", `{}`)
@@ -90,6 +91,7 @@ func TestRefusedAtPutRatherThanAtEveryFire(t *testing.T) {
 		{"invalid UTF-8", request("\"body\":\"caf\xe9\""), "action.request.body"},
 		{"pfx not base64", request(`"authentication":{"type":"ClientCertificate","pfx":"not base64!","password":"right"}`), "action.request.authentication.pfx"},
 		{"pfx with another password", request(`"authentication":{"type":"ClientCertificate","pfx":"` + pfx + `","password":"wrong"}`), "action.request.authentication.pfx"},
+		{"pfx asking too much work", request(`"authentication":{"type":"ClientCertificate","pfx":"` + tlstest.PFXWithIterations(t, "right", 400_000) + `","password":"right"}`), "action.request.authentication.pfx"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a := e.fail(t, "jobs.put.c.j", c.body, "400", "BadRequest")

@@ -1,0 +1,151 @@
+package pfx_test
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
+	"encoding/base64"
+	"math/big"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/resched/resched/services/internal/pfx"
+	"software.sslmate.com/src/go-pkcs12"
+)
+
+// keyAndCert is a self-signed certificate "resched test" and its key.
+func keyAndCert(t testing.TB) (*ecdsa.PrivateKey, *x509.Certificate) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "resched test"},
+		NotBefore: time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), NotAfter: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key, cert
+}
+
+func encode(t testing.TB, enc *pkcs12.Encoder, password string) []byte {
+	t.Helper()
+	key, cert := keyAndCert(t)
+	der, err := enc.Encode(key, cert, nil, password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return der
+}
+
+func b64(der []byte) string { return base64.StdEncoding.EncodeToString(der) }
+
+// The files the usual tools export decode: go-pkcs12's every encoder, and OpenSSL's default
+// (PBES2 with AES) and legacy (3DES and RC2) exports.
+func TestDecodeOpensTheFilesToolsExport(t *testing.T) {
+	files := map[string][]byte{}
+	for name, enc := range map[string]*pkcs12.Encoder{"Modern": pkcs12.Modern, "Modern2023": pkcs12.Modern2023,
+		"Legacy": pkcs12.Legacy, "LegacyRC2": pkcs12.LegacyRC2, "LegacyDES": pkcs12.LegacyDES} {
+		files["go-pkcs12 "+name] = encode(t, enc, "s3cret")
+	}
+	if openssl, err := exec.LookPath("openssl"); err == nil {
+		dir := t.TempDir()
+		key, cert := filepath.Join(dir, "key.pem"), filepath.Join(dir, "cert.pem")
+		run := func(args ...string) {
+			if out, err := exec.Command(openssl, args...).CombinedOutput(); err != nil {
+				t.Fatalf("openssl %s: %v\n%s", strings.Join(args, " "), err, out)
+			}
+		}
+		run("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", cert, "-days", "30", "-subj", "/CN=resched test")
+		for name, extra := range map[string][]string{"OpenSSL": nil, "OpenSSL -legacy": {"-legacy"}} {
+			out := filepath.Join(dir, strings.ReplaceAll(name, " ", "")+".pfx")
+			run(append([]string{"pkcs12", "-export", "-inkey", key, "-in", cert, "-out", out, "-passout", "pass:s3cret"}, extra...)...)
+			der, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files[name] = der
+		}
+	} else {
+		t.Log("openssl is not installed: its files are not tried")
+	}
+	for name, der := range files {
+		cert, err := pfx.Decode(b64(der), "s3cret")
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if d := pfx.Describe(cert.Leaf); d.SubjectName != "CN=resched test" {
+			t.Errorf("%s: subject %q", name, d.SubjectName)
+		}
+	}
+}
+
+// A file that asks for more key-derivation work than MaxIterations is refused before any of it
+// is done, saying why: the decoder honoured any count, and a 1 KB file kept a core busy for
+// minutes (a planner's at each put, a worker's at each attempt).
+func TestAFileAskingTooMuchWorkIsRefused(t *testing.T) {
+	// The MAC's count raised in place (5,000,000: a few seconds without the bound, then a
+	// MAC that does not match).
+	var p struct {
+		Version  int
+		AuthSafe asn1.RawValue
+		MacData  struct {
+			Mac        asn1.RawValue
+			MacSalt    []byte
+			Iterations int `asn1:"optional,default:1"`
+		}
+	}
+	if _, err := asn1.Unmarshal(encode(t, pkcs12.Legacy, "s3cret"), &p); err != nil {
+		t.Fatal(err)
+	}
+	p.MacData.Iterations = 5_000_000
+	mac, err := asn1.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		der      []byte
+		password string
+		refused  bool
+	}{
+		"the MAC's count raised":                  {mac, "s3cret", true},
+		"PBES2 at 400,000 (1,200,000 in all)":     {encode(t, pkcs12.Modern.WithIterations(400_000), "pw"), "pw", true},
+		"PBES2 at 300,000 (900,000 in all)":       {encode(t, pkcs12.Modern.WithIterations(300_000), "pw"), "pw", false},
+		"the PKCS #12 PBE at 250,000 (1,250,000)": {encode(t, pkcs12.Legacy.WithIterations(250_000), "pw"), "pw", true},
+		"the PKCS #12 PBE at 150,000 (750,000)":   {encode(t, pkcs12.Legacy.WithIterations(150_000), "pw"), "pw", false},
+	} {
+		_, err := pfx.Decode(b64(tc.der), tc.password)
+		switch {
+		case tc.refused && (err == nil || !strings.Contains(err.Error(), "key-derivation iterations in all, more than the 1000000 accepted")):
+			t.Errorf("%s: %v; want it refused for its iterations", name, err)
+		case !tc.refused && err != nil:
+			t.Errorf("%s: %v; want it opened", name, err)
+		}
+	}
+}
+
+// FuzzDecode: no PFX and password make Decode panic; what it opens has a leaf certificate.
+func FuzzDecode(f *testing.F) {
+	f.Add(encode(f, pkcs12.Modern, "pw"), "pw")
+	f.Add(encode(f, pkcs12.Legacy, ""), "")
+	f.Add([]byte{0x30, 0x03, 0x02, 0x01, 0x03}, "")
+	f.Fuzz(func(t *testing.T, der []byte, password string) {
+		cert, err := pfx.Decode(b64(der), password)
+		if err == nil && cert.Leaf == nil {
+			t.Error("opened without a leaf certificate")
+		}
+	})
+}
