@@ -407,7 +407,7 @@ func (pd *partitionDispatcher) prepare(rec *store.Job, held *compiled, now time.
 		why := "the stored definition no longer compiles, so the job is Faulted: " + err.Error()
 		if p, ok := errors.AsType[*recovery.Panic](err); ok {
 			p.Log(pd.cfg.Logger, "dispatch of a job; the job is parked Faulted", "collection", rec.Collection, "job", rec.Name)
-			why = "the planner failed on this job (" + err.Error() + "), so the job is Faulted"
+			why = "the planner failed on this job, so the job is Faulted: " + err.Error()
 		} else {
 			pd.cfg.Logger.Error("stored definition does not compile; the job is parked Faulted", "collection", rec.Collection, "job", rec.Name, "error", err)
 		}

@@ -38,7 +38,7 @@ func TestAJobThatPanicsThePlannerIsParked(t *testing.T) {
 	rec.State = job.StateEnabled
 	pj := pd.prepare(rec, broken, c0, r)
 	if pj.move.Park != job.StateFaulted || len(pj.msgs) != 0 || len(pj.move.History) != 1 ||
-		!strings.Contains(pj.move.History[0].Message, "the planner failed on this job (an internal error") {
+		!strings.Contains(pj.move.History[0].Message, "the planner failed on this job, so the job is Faulted: an internal error") {
 		t.Errorf("the job that panics: park %q, %d messages, history %+v; want it parked Faulted, saying why", pj.move.Park, len(pj.msgs), pj.move.History)
 	}
 	if m.n != 1 {

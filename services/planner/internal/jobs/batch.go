@@ -162,8 +162,8 @@ func (s *Service) checked(ctx context.Context, ch Change, colls map[string]cache
 	})
 	if p, ok := errors.AsType[*recovery.Panic](err); ok {
 		p.Log(s.log, "check of a job definition", "collection", ch.Collection, "job", ch.Name)
-		return store.Write{}, nil, &Error{Status: 500, Code: CodeInternal, Message: "the planner failed to check this definition (" +
-			err.Error() + "); it was not stored"}
+		return store.Write{}, nil, &Error{Status: 500, Code: CodeInternal, Message: "the planner failed to check this definition, which was not stored: " +
+			err.Error()}
 	}
 	return r.w, r.def, err
 }
