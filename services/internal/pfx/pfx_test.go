@@ -60,6 +60,7 @@ func TestDecodeOpensTheFilesToolsExport(t *testing.T) {
 		"Legacy": pkcs12.Legacy, "LegacyRC2": pkcs12.LegacyRC2, "LegacyDES": pkcs12.LegacyDES} {
 		files["go-pkcs12 "+name] = encode(t, enc, "s3cret")
 	}
+	passwordless := encode(t, pkcs12.Passwordless, "")
 	if openssl, err := exec.LookPath("openssl"); err == nil {
 		dir := t.TempDir()
 		key, cert := filepath.Join(dir, "key.pem"), filepath.Join(dir, "cert.pem")
@@ -80,6 +81,9 @@ func TestDecodeOpensTheFilesToolsExport(t *testing.T) {
 		}
 	} else {
 		t.Log("openssl is not installed: its files are not tried")
+	}
+	if _, err := pfx.Decode(b64(passwordless), ""); err != nil {
+		t.Errorf("go-pkcs12 Passwordless (no MAC, nothing encrypted): %v", err)
 	}
 	for name, der := range files {
 		cert, err := pfx.Decode(b64(der), "s3cret")
