@@ -8,6 +8,8 @@ import (
 	"crypto/x509/pkix"
 	"encoding/asn1"
 	"encoding/base64"
+	"fmt"
+	"math"
 	"math/big"
 	"os"
 	"os/exec"
@@ -115,11 +117,23 @@ func TestAFileAskingTooMuchWorkIsRefused(t *testing.T) {
 	if _, err := asn1.Unmarshal(encode(t, pkcs12.Legacy, "s3cret"), &p); err != nil {
 		t.Fatal(err)
 	}
-	p.MacData.Iterations = 5_000_000
-	mac, err := asn1.Marshal(p)
-	if err != nil {
-		t.Fatal(err)
+	raised := func(n int) []byte {
+		p.MacData.Iterations = n
+		der, err := asn1.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return der
 	}
+	// What the file asks for in all is said: the MAC's, and the key's and the certificates'
+	// 2,048 each, twice (key and IV).
+	if _, err := pfx.Decode(b64(raised(5_000_000)), "s3cret"); err == nil || !strings.Contains(err.Error(), "asks for 5008192 key-derivation") {
+		t.Errorf("the MAC's count raised to 5,000,000: %v; want the 5,008,192 asked for said", err)
+	}
+	if _, err := pfx.Decode(b64(raised(math.MaxInt)), "s3cret"); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("asks for %d key-derivation", math.MaxInt)) {
+		t.Errorf("the MAC's count raised to 2^63-1: %v; want it refused, the sum kept from overflowing", err)
+	}
+	mac := raised(5_000_000)
 	for name, tc := range map[string]struct {
 		der      []byte
 		password string

@@ -4,6 +4,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/asn1"
 	"fmt"
+	"math"
 )
 
 // MaxIterations bounds the key-derivation iterations a PFX may ask for in all. A PFX carries
@@ -171,11 +172,12 @@ func pbkdf2Iterations(params []byte) int {
 	return kdf.Iterations
 }
 
-// add sums counts without overflowing: a negative count derives nothing, a huge one is over.
+// add sums counts without overflowing: a negative count derives nothing, and a sum past the
+// largest int stays there (still over, and the error says what the file asks for).
 func add(a, b int) int {
 	a, b = max(a, 0), max(b, 0)
-	if a > MaxIterations || b > MaxIterations {
-		return MaxIterations + 1
+	if a > math.MaxInt-b {
+		return math.MaxInt
 	}
 	return a + b
 }
