@@ -19,10 +19,12 @@ import (
 	"github.com/resched/resched/shared/job"
 )
 
-// flakyStore fails its first calls, as Redis does while it is down (or with err).
+// flakyStore fails its first calls, as Redis does while it is down (or with err); with panics,
+// its first calls panic instead, as a bug would.
 type flakyStore struct {
 	mu       sync.Mutex
 	failures int
+	panics   int
 	err      error
 	applied  []store.Outcome
 	done     chan struct{}
@@ -31,6 +33,11 @@ type flakyStore struct {
 func (f *flakyStore) ApplyResults(_ context.Context, rs []store.Result, _ time.Time) []store.ResultApplied {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.panics > 0 {
+		f.panics--
+		var m map[string]int
+		m["x"]++ // a nil map
+	}
 	out := make([]store.ResultApplied, len(rs))
 	for i, r := range rs {
 		if f.failures > 0 {
@@ -76,9 +83,25 @@ func TestSlotMovingRedeliversTheResultCountedApart(t *testing.T) {
 	}
 }
 
+// A batch of results whose apply panics (a bug) is handed back and comes again after the retry
+// delay, the planner going on; the panic is logged with its stack. Unrecovered, it stopped the
+// planner, and the results, delivered again, each planner after it.
+func TestAPanicInAnApplyRedeliversTheResults(t *testing.T) {
+	_, logs := redeliverFrom(t, &flakyStore{panics: 2, done: make(chan struct{})})
+	out := logs.String()
+	if strings.Count(out, "panic recovered: results batch") != 2 || !strings.Contains(out, "assignment to entry in nil map") {
+		t.Errorf("the consumer logged:\n%s\nwant each panic, with what it was", out)
+	}
+}
+
 // redeliver publishes a result to a consumer whose store fails twice with storeErr (a connection
 // refused when nil), waits until it is applied, and returns the consumer's metrics and log.
 func redeliver(t *testing.T, storeErr error) (*recorder, *testenv.LogBuffer) {
+	return redeliverFrom(t, &flakyStore{failures: 2, err: storeErr, done: make(chan struct{})})
+}
+
+// redeliverFrom is redeliver with the store given.
+func redeliverFrom(t *testing.T, fs *flakyStore) (*recorder, *testenv.LogBuffer) {
 	ctx := context.Background()
 	nc := natstest.Start(t).Connect(t)
 	js, err := jetstream.New(nc)
@@ -89,7 +112,6 @@ func redeliver(t *testing.T, storeErr error) (*recorder, *testenv.LogBuffer) {
 	if _, err := bus.EnsureStreams(ctx, js, subj, bus.StreamOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	fs := &flakyStore{failures: 2, err: storeErr, done: make(chan struct{})}
 	m := &recorder{}
 	e := &env{t: t}
 	logs := &testenv.LogBuffer{}
