@@ -242,10 +242,11 @@ func TestMalformedMessagesAreDropped(t *testing.T) {
 // service.
 type failing struct {
 	intake.Jobs
-	mu    sync.Mutex
-	fails int
-	err   error
-	calls int
+	mu     sync.Mutex
+	fails  int
+	err    error
+	panics bool // fail by panicking, as a bug would
+	calls  int
 }
 
 func (f *failing) Apply(ctx context.Context, changes []jobs.Change) []jobs.Outcome {
@@ -253,6 +254,10 @@ func (f *failing) Apply(ctx context.Context, changes []jobs.Change) []jobs.Outco
 	f.calls++
 	fail := f.calls <= f.fails
 	f.mu.Unlock()
+	if fail && f.panics {
+		var m map[string]int
+		m["x"]++ // a nil map
+	}
 	if fail {
 		out := make([]jobs.Outcome, len(changes))
 		for i := range out {
@@ -278,6 +283,25 @@ func TestInternalFailureIsRetried(t *testing.T) {
 	testenv.Eventually(t, 5*time.Second, "the job to be stored after the failures", func() bool { return e.exists("c", "j") })
 	if got := svc.count(); got != 3 {
 		t.Fatalf("%d attempts, want 3", got)
+	}
+	testenv.Eventually(t, 5*time.Second, "the message to be acknowledged", func() bool { return e.pending(t) == 0 })
+}
+
+// A panic inside the planner (a bug that a batch trips) hands the batch back, logged with its
+// stack, and it is retried until it passes: the planner goes on. Unrecovered, it stopped the
+// planner, and the change, taken again, each planner after it.
+func TestAPanicHandsTheBatchBack(t *testing.T) {
+	e := newEnv(t)
+	svc := &failing{Jobs: e.svc, fails: 2, panics: true}
+	logs := &testenv.LogBuffer{}
+	e.run(t, svc, func(c *intake.Config) { c.Logger = slog.New(slog.NewJSONHandler(logs, nil)) })
+	e.publish(t, "scheduler.jobs.c.j", definition, nil)
+	testenv.Eventually(t, 5*time.Second, "the job to be stored after the panics", func() bool { return e.exists("c", "j") })
+	if got := svc.count(); got != 3 {
+		t.Fatalf("%d attempts, want 3", got)
+	}
+	if out := logs.String(); strings.Count(out, "panic recovered: intake batch") != 2 {
+		t.Errorf("the intake logged:\n%s\nwant each panic", out)
 	}
 	testenv.Eventually(t, 5*time.Second, "the message to be acknowledged", func() bool { return e.pending(t) == 0 })
 }
