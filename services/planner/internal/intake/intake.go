@@ -33,7 +33,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/resched/resched/services/internal/bus"
-	"github.com/resched/resched/services/internal/recovery"
 	"github.com/resched/resched/services/planner/internal/jobs"
 	"github.com/resched/resched/services/planner/internal/pull"
 	"github.com/resched/resched/services/planner/internal/store"
@@ -125,23 +124,10 @@ func (in *Intake) Run(ctx context.Context) error {
 	}, in.handle)
 }
 
-// handle applies a batch. A panic (a bug that the batch trips; a change's own check is
-// recovered on its own, package jobs) hands the batch back, to come again after RetryDelay: a
-// change applied already is recognised by its stamp. Unrecovered, it stopped the planner, and
-// the batch, taken again, each planner after it.
+// handle applies a batch and settles every message of it. The work is not cut short when ctx
+// ends: the batch in hand is finished, within Timeout. A panic hands the batch back (package
+// pull): a change applied already is then recognised by its stamp.
 func (in *Intake) handle(ctx context.Context, msgs []jetstream.Msg) {
-	_, err := recovery.Call(func() (struct{}, error) { in.apply(ctx, msgs); return struct{}{}, nil })
-	if p, ok := errors.AsType[*recovery.Panic](err); ok {
-		p.Log(in.log, "intake batch", "messages", len(msgs))
-		for _, msg := range msgs {
-			in.settle(msg, msg.NakWithDelay(in.cfg.RetryDelay))
-		}
-	}
-}
-
-// apply applies a batch and settles every message of it. The work is not cut short when ctx
-// ends: the batch in hand is finished, within Timeout.
-func (in *Intake) apply(ctx context.Context, msgs []jetstream.Msg) {
 	work, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.cfg.Timeout)
 	defer cancel()
 	changes := make([]jobs.Change, 0, len(msgs))

@@ -1,7 +1,7 @@
 // Package pull runs a planner's JetStream pull consumers (the intake and the results): batches
 // of the messages at hand to a few handlers at once, the consumer set up again when it is
-// lost, and the messages received but not handled handed back at a stop so another planner
-// gets them at once.
+// lost, the messages received but not handled handed back at a stop so another planner gets
+// them at once, and a batch whose handling panicked handed back to come again.
 package pull
 
 import (
@@ -15,17 +15,20 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/resched/resched/services/internal/recovery"
 	"github.com/resched/resched/services/internal/setup"
 )
 
 // Config says which consumer to run and how.
 type Config struct {
-	Name       string // for logs and errors: "intake", "results"
-	JS         jetstream.JetStream
-	Stream     string
-	Consumer   jetstream.ConsumerConfig
-	Prefetch   int           // messages the server may push ahead of those in hand
-	RetryDelay time.Duration // between attempts to set a lost consumer up again
+	Name     string // for logs and errors: "intake", "results"
+	JS       jetstream.JetStream
+	Stream   string
+	Consumer jetstream.ConsumerConfig
+	Prefetch int // messages the server may push ahead of those in hand
+	// RetryDelay is the wait between attempts to set a lost consumer up again, and before a
+	// batch whose handling panicked comes again.
+	RetryDelay time.Duration
 	Logger     *slog.Logger
 	// Batch is the most messages handed over at once (default 1): those already received, never
 	// waiting for more.
@@ -138,7 +141,7 @@ func consume(ctx context.Context, cfg Config, cons jetstream.Consumer, handle fu
 	for range cfg.Handlers {
 		wg.Go(func() {
 			for b := range batches {
-				handle(ctx, b)
+				handleSafely(ctx, cfg, handle, b)
 			}
 		})
 	}
@@ -162,6 +165,22 @@ func consume(ctx context.Context, cfg Config, cons jetstream.Consumer, handle fu
 		case <-ctx.Done():
 			handBack(cfg, batch)
 			return ctx.Err()
+		}
+	}
+}
+
+// handleSafely runs handle. A panic (a bug that the batch trips) is logged with its stack and
+// hands the batch back, to come again after RetryDelay: the planner goes on. Unrecovered, it
+// stopped the planner, and the batch, taken again, each planner after it. The handlers
+// recognise what they applied before (a result's id, an intake change's stamp).
+func handleSafely(ctx context.Context, cfg Config, handle func(context.Context, []jetstream.Msg), b []jetstream.Msg) {
+	_, err := recovery.Call(func() (struct{}, error) { handle(ctx, b); return struct{}{}, nil })
+	if p, ok := errors.AsType[*recovery.Panic](err); ok {
+		p.Log(cfg.Logger, cfg.Name+" batch", "messages", len(b))
+		for _, m := range b {
+			if err := m.NakWithDelay(cfg.RetryDelay); err != nil {
+				cfg.Logger.Warn(cfg.Name+": hand back message", "subject", m.Subject(), "error", err)
+			}
 		}
 	}
 }

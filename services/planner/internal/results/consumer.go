@@ -28,7 +28,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/resched/resched/services/internal/bus"
-	"github.com/resched/resched/services/internal/recovery"
 	"github.com/resched/resched/services/planner/internal/pull"
 	"github.com/resched/resched/services/planner/internal/store"
 	"github.com/resched/resched/shared/job"
@@ -132,25 +131,12 @@ func (rc *Consumer) Run(ctx context.Context) error {
 	}, rc.handle)
 }
 
-// handle applies a batch of messages. A panic (a bug that these results trip) hands the batch
-// back: the results come again after RetryDelay, and those applied already are recognised by
-// their ids. Unrecovered, it stopped the planner, and the results, taken again, each planner
-// after it.
-func (rc *Consumer) handle(ctx context.Context, msgs []jetstream.Msg) {
-	_, err := recovery.Call(func() (struct{}, error) { rc.apply(ctx, msgs); return struct{}{}, nil })
-	if p, ok := errors.AsType[*recovery.Panic](err); ok {
-		p.Log(rc.log, "results batch", "messages", len(msgs))
-		for _, msg := range msgs {
-			rc.settle(msg, msg.NakWithDelay(rc.cfg.RetryDelay))
-		}
-	}
-}
-
-// apply applies the results of a batch of messages and settles each message: acknowledged
+// handle applies the results of a batch of messages and settles each message: acknowledged
 // once every result it holds is applied, negatively acknowledged when one failed (it comes
 // back whole; the results applied already are recognised by their ids). The work is not cut
-// short when ctx ends: the batch in hand is finished, within Timeout.
-func (rc *Consumer) apply(ctx context.Context, msgs []jetstream.Msg) {
+// short when ctx ends: the batch in hand is finished, within Timeout. A panic hands the batch
+// back (package pull).
+func (rc *Consumer) handle(ctx context.Context, msgs []jetstream.Msg) {
 	var rs []bus.Result
 	var from []int                     // from[i] is the message rs[i] came in
 	settled := make([]bool, len(msgs)) // terminated as malformed
