@@ -1,51 +1,25 @@
 package pfx_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/asn1"
 	"encoding/base64"
 	"fmt"
 	"math"
-	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/resched/resched/services/internal/pfx"
+	"github.com/resched/resched/services/internal/tlstest"
 	"software.sslmate.com/src/go-pkcs12"
 )
 
-// keyAndCert is a self-signed certificate "resched test" and its key.
-func keyAndCert(t testing.TB) (*ecdsa.PrivateKey, *x509.Certificate) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "resched test"},
-		NotBefore: time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), NotAfter: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return key, cert
-}
-
+// encode is a PFX of "resched test" and its key, written by enc.
 func encode(t testing.TB, enc *pkcs12.Encoder, password string) []byte {
 	t.Helper()
-	key, cert := keyAndCert(t)
-	der, err := enc.Encode(key, cert, nil, password)
+	der, err := base64.StdEncoding.DecodeString(tlstest.PFXFrom(t, enc, password))
 	if err != nil {
 		t.Fatal(err)
 	}

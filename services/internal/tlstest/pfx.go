@@ -35,7 +35,13 @@ func ClientCert(t testing.TB, cn, password string, notBefore, notAfter time.Time
 // times each (2,048 by default).
 func PFXWithIterations(t testing.TB, password string, iterations int) string {
 	t.Helper()
-	_, pfx := clientCert(t, pkcs12.Modern.WithIterations(iterations), "resched test", password,
+	return PFXFrom(t, pkcs12.Modern.WithIterations(iterations), password)
+}
+
+// PFXFrom is PFX written by enc (go-pkcs12's encoders: its algorithms and counts).
+func PFXFrom(t testing.TB, enc *pkcs12.Encoder, password string) string {
+	t.Helper()
+	_, pfx := clientCert(t, enc, "resched test", password,
 		time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	return pfx
 }
