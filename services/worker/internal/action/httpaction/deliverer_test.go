@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/resched/resched/services/internal/tlstest"
 	"github.com/resched/resched/services/worker/internal/action"
 	"github.com/resched/resched/services/worker/internal/action/actiontest"
 	"github.com/resched/resched/services/worker/internal/action/httpaction"
@@ -183,6 +184,8 @@ func TestDeliverPermanentFailures(t *testing.T) {
 		{"auth type", withAuth(httpAction("http://127.0.0.1:1/", "GET"), &job.HTTPAuthentication{Type: "Kerberos"})},
 		{"pfx not base64", withAuth(httpAction("https://127.0.0.1:1/", "GET"), &job.HTTPAuthentication{Type: job.AuthClientCertificate, Pfx: "!!", Password: "pw"})},
 		{"pfx not PKCS 12", withAuth(httpAction("https://127.0.0.1:1/", "GET"), &job.HTTPAuthentication{Type: job.AuthClientCertificate, Pfx: "aGVsbG8=", Password: "pw"})},
+		// Stored by an earlier release, which did not bound the file's key derivation.
+		{"pfx asking too much work", withAuth(httpAction("https://127.0.0.1:1/", "GET"), &job.HTTPAuthentication{Type: job.AuthClientCertificate, Pfx: tlstest.PFXWithIterations(t, "pw", 400_000), Password: "pw"})},
 		{"oauth without secret", withAuth(httpAction("https://127.0.0.1:1/", "GET"), &job.HTTPAuthentication{Type: job.AuthActiveDirectoryOAuth, Tenant: "t", ClientID: "c", Audience: "a"})},
 	}
 	d := httpaction.New(httpaction.Options{})
