@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -132,6 +133,7 @@ const goneMemory = 24 * time.Hour
 // after it go in a call after it.
 func (s *Store) Apply(ctx context.Context, writes []Write) []Applied {
 	out := make([]Applied, len(writes))
+	dated(writes)
 	calls := s.writeCalls(writes)
 	cmds := s.evalMixed(ctx, len(calls), func(c int) (string, []string, []any) {
 		w := writes[calls[c][0]]
@@ -147,7 +149,7 @@ func (s *Store) Apply(ctx context.Context, writes []Write) []Applied {
 	})
 	for c, cmd := range cmds {
 		if d := writes[calls[c][0]].Delete; d != nil {
-			out[calls[c][0]] = deleteApplied(d, deleteTime(d), cmd)
+			out[calls[c][0]] = deleteApplied(d, cmd)
 			continue
 		}
 		res, err := cmd.Slice()
@@ -211,14 +213,13 @@ func putApplied(p *PutJob, v any) Applied {
 	}
 	a := Applied{Created: res[0] == 1, Version: res[1], Due: res[2] == 1, Stale: res[3] != 0, Again: res[3] == 2, Counters: cnt}
 	if len(res) > 9 && res[8] == 1 {
-		at := putTime(p)
 		a.Disabled = true
-		a.Purge = Purge{Collection: p.Collection, Job: p.Name, Incarnation: res[9], Since: at, since: float64(at.UnixMilli())}
+		a.Purge = Purge{Collection: p.Collection, Job: p.Name, Incarnation: res[9], Since: p.At, since: float64(p.At.UnixMilli())}
 	}
 	return a
 }
 
-func deleteApplied(d *DeleteJob, at time.Time, cmd *redis.Cmd) Applied {
+func deleteApplied(d *DeleteJob, cmd *redis.Cmd) Applied {
 	res, err := cmd.Int64Slice()
 	if err == nil && (len(res) == 0 || res[0] == 1 && len(res) != 2) {
 		err = fmt.Errorf("%d values answered", len(res))
@@ -229,7 +230,7 @@ func deleteApplied(d *DeleteJob, at time.Time, cmd *redis.Cmd) Applied {
 	n := res[0]
 	a := Applied{Created: n == 1, Stale: n < 0, Again: n == -2} // Created: the job existed
 	if a.Created {
-		a.Purge = Purge{Collection: d.Collection, Job: d.Name, Incarnation: res[1], Since: at, since: float64(at.UnixMilli())}
+		a.Purge = Purge{Collection: d.Collection, Job: d.Name, Incarnation: res[1], Since: d.At, since: float64(d.At.UnixMilli())}
 	}
 	return a
 }
@@ -254,7 +255,6 @@ func (s *Store) putsArgs(writes []Write, idx []int) ([]string, []any) {
 			reaccept = "1"
 		}
 		epoch, seq := p.Stamp.args()
-		p.At = putTime(p) // dated once: the record written and the one answered (putApplied) agree
 		keys = append(keys, s.k.coll(c), s.k.jobs(c), s.k.def(c, j), s.k.state(c, j))
 		args = append(args, member(c, j), j, p.Definition, ms(p.Accepted), ms(p.Next),
 			string(p.State), ifVersion, reaccept, boolArg(p.CreateOnly), ifNext, epoch, seq, p.CollectionGeneration,
@@ -269,23 +269,22 @@ func (s *Store) deleteArgs(d *DeleteJob) ([]string, []any) {
 	epoch, seq := d.Stamp.args()
 	keys := []string{s.k.jobs(c), s.k.def(c, j), s.k.state(c, j), s.k.history(c, j), s.k.due(part), s.k.results(c, j),
 		s.k.gone(part), s.k.goneTimes(part), s.k.purges(part)}
-	return keys, []any{member(c, j), j, epoch, seq, deleteTime(d).UnixMilli(), goneMemory.Milliseconds()}
+	return keys, []any{member(c, j), j, epoch, seq, d.At.UnixMilli(), goneMemory.Milliseconds()}
 }
 
-// putTime is p's time, to the millisecond Redis keeps.
-func putTime(p *PutJob) time.Time {
-	if p.At.IsZero() {
-		return time.Now().Truncate(time.Millisecond)
+// dated gives each write its time, to the millisecond Redis keeps: its At, or now for those
+// without. A write is dated once, so that what a script records (a delete's purge, a disable's)
+// and what Apply answers of it (Applied.Purge) agree.
+func dated(writes []Write) {
+	now := time.Now()
+	for _, w := range writes {
+		switch {
+		case w.Put != nil:
+			w.Put.At = cmp.Or(w.Put.At, now).Truncate(time.Millisecond)
+		case w.Delete != nil:
+			w.Delete.At = cmp.Or(w.Delete.At, now).Truncate(time.Millisecond)
+		}
 	}
-	return p.At.Truncate(time.Millisecond)
-}
-
-// deleteTime is d's time, to the millisecond Redis keeps.
-func deleteTime(d *DeleteJob) time.Time {
-	if d.At.IsZero() {
-		return time.Now().Truncate(time.Millisecond)
-	}
-	return d.At.Truncate(time.Millisecond)
 }
 
 // GetJob reads a job, or ErrNotFound.

@@ -29,9 +29,10 @@
 -- when stale (2: the same message applied before), then the job's status counters as kept:
 -- executions, failures, faults, last execution (ms, 0 for none); then 1 when it disabled a job
 -- that was not disabled (recorded in purges) else 0, and that job's incarnation}: with what it
--- wrote, the caller has the job as stored without reading it back. A put refused returns "!" and its error instead: NOCOLLECTION, DELETING (the
--- collection's delete is under way: delete_jobs.lua), COLLCHANGED (not the generation checked
--- against), QUOTA <n>, CONFLICT, EXISTS; each put fails alone.
+-- wrote, the caller has the job as stored without reading it back. A put refused returns "!"
+-- and its error instead: NOCOLLECTION, DELETING (the collection's delete is under way:
+-- delete_jobs.lua), COLLCHANGED (not the generation checked against), QUOTA <n>, CONFLICT,
+-- EXISTS; each put fails alone.
 local due, seq, goneH, goneT, purges = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 
 local function older(stamp, ep, sq)
