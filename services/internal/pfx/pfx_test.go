@@ -32,7 +32,7 @@ func b64(der []byte) string { return base64.StdEncoding.EncodeToString(der) }
 // (PBES2 with AES) and legacy (3DES and RC2) exports.
 func TestDecodeOpensTheFilesToolsExport(t *testing.T) {
 	files := map[string][]byte{}
-	for name, enc := range map[string]*pkcs12.Encoder{"Modern": pkcs12.Modern, "Modern2023": pkcs12.Modern2023,
+	for name, enc := range map[string]*pkcs12.Encoder{"Modern": pkcs12.Modern, "Modern2023": pkcs12.Modern2023, "Modern2026": pkcs12.Modern2026,
 		"Legacy": pkcs12.Legacy, "LegacyRC2": pkcs12.LegacyRC2, "LegacyDES": pkcs12.LegacyDES} {
 		files["go-pkcs12 "+name] = encode(t, enc, "s3cret")
 	}
@@ -113,12 +113,13 @@ func TestAFileAskingTooMuchWorkIsRefused(t *testing.T) {
 		password string
 		refused  bool
 	}{
-		"the MAC's count raised":                   {mac, "s3cret", true},
-		"PBES2 at 110,000 (330,000 in all)":        {encode(t, pkcs12.Modern.WithIterations(110_000), "pw"), "pw", true},
-		"PBES2 at 90,000 (270,000 in all)":         {encode(t, pkcs12.Modern.WithIterations(90_000), "pw"), "pw", false},
-		"the PKCS #12 PBE at 70,000 (350,000)":     {encode(t, pkcs12.Legacy.WithIterations(70_000), "pw"), "pw", true},
-		"the PKCS #12 PBE at 50,000 (250,000)":     {encode(t, pkcs12.Legacy.WithIterations(50_000), "pw"), "pw", false},
-		"10,000 a part (the JDK's default counts)": {encode(t, pkcs12.Modern.WithIterations(10_000), "pw"), "pw", false},
+		"the MAC's count raised":                              {mac, "s3cret", true},
+		"PBES2 at 110,000 (330,000 in all)":                   {encode(t, pkcs12.Modern.WithIterations(110_000), "pw"), "pw", true},
+		"PBES2 with a PBMAC1 MAC at 110,000 (330,000 in all)": {encode(t, pkcs12.Modern2026.WithIterations(110_000), "pw"), "pw", true},
+		"PBES2 at 90,000 (270,000 in all)":                    {encode(t, pkcs12.Modern.WithIterations(90_000), "pw"), "pw", false},
+		"the PKCS #12 PBE at 70,000 (350,000)":                {encode(t, pkcs12.Legacy.WithIterations(70_000), "pw"), "pw", true},
+		"the PKCS #12 PBE at 50,000 (250,000)":                {encode(t, pkcs12.Legacy.WithIterations(50_000), "pw"), "pw", false},
+		"10,000 a part (the JDK's default counts)":            {encode(t, pkcs12.Modern.WithIterations(10_000), "pw"), "pw", false},
 	} {
 		_, err := pfx.Decode(b64(tc.der), tc.password)
 		switch {
