@@ -113,13 +113,15 @@ func TestAFileAskingTooMuchWorkIsRefused(t *testing.T) {
 		password string
 		refused  bool
 	}{
-		"the MAC's count raised":                              {mac, "s3cret", true},
-		"PBES2 at 110,000 (330,000 in all)":                   {encode(t, pkcs12.Modern.WithIterations(110_000), "pw"), "pw", true},
-		"PBES2 with a PBMAC1 MAC at 110,000 (330,000 in all)": {encode(t, pkcs12.Modern2026.WithIterations(110_000), "pw"), "pw", true},
-		"PBES2 at 90,000 (270,000 in all)":                    {encode(t, pkcs12.Modern.WithIterations(90_000), "pw"), "pw", false},
-		"the PKCS #12 PBE at 70,000 (350,000)":                {encode(t, pkcs12.Legacy.WithIterations(70_000), "pw"), "pw", true},
-		"the PKCS #12 PBE at 50,000 (250,000)":                {encode(t, pkcs12.Legacy.WithIterations(50_000), "pw"), "pw", false},
-		"10,000 a part (the JDK's default counts)":            {encode(t, pkcs12.Modern.WithIterations(10_000), "pw"), "pw", false},
+		"the MAC's count raised":                                {mac, "s3cret", true},
+		"PBES2 at 110,000 (330,000 in all)":                     {encode(t, pkcs12.Modern.WithIterations(110_000), "pw"), "pw", true},
+		"PBES2 with a PBMAC1 MAC at 110,000 (330,000 in all)":   {encode(t, pkcs12.Modern2026.WithIterations(110_000), "pw"), "pw", true},
+		"the PKCS #12 PBE at 55,000 (275,000)":                  {encode(t, pkcs12.Legacy.WithIterations(55_000), "pw"), "pw", false},
+		"the same with an empty password (its MAC tried twice)": {encode(t, pkcs12.Legacy.WithIterations(55_000), ""), "", true},
+		"PBES2 at 90,000 (270,000 in all)":                      {encode(t, pkcs12.Modern.WithIterations(90_000), "pw"), "pw", false},
+		"the PKCS #12 PBE at 70,000 (350,000)":                  {encode(t, pkcs12.Legacy.WithIterations(70_000), "pw"), "pw", true},
+		"the PKCS #12 PBE at 50,000 (250,000)":                  {encode(t, pkcs12.Legacy.WithIterations(50_000), "pw"), "pw", false},
+		"10,000 a part (the JDK's default counts)":              {encode(t, pkcs12.Modern.WithIterations(10_000), "pw"), "pw", false},
 	} {
 		_, err := pfx.Decode(b64(tc.der), tc.password)
 		switch {
