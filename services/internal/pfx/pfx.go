@@ -28,7 +28,9 @@ func Decode(b64, password string) (tls.Certificate, error) {
 	if err != nil {
 		return tls.Certificate{}, ErrNotBase64
 	}
-	if err := checkWork(der, password); err != nil {
+	if err := checkWork(der, password); errors.Is(err, errWrongPassword) {
+		return tls.Certificate{}, fmt.Errorf("is not a PKCS #12 (PFX) file that this password opens: %w", err)
+	} else if err != nil {
 		return tls.Certificate{}, fmt.Errorf("is not a PKCS #12 (PFX) file that this scheduler opens: %w", err)
 	}
 	key, leaf, chain, err := pkcs12.DecodeChain(der, password)

@@ -3,18 +3,21 @@ package pfx
 import (
 	"crypto/x509/pkix"
 	"encoding/asn1"
+	"errors"
 	"fmt"
 	"math"
 )
 
-// MaxIterations bounds the key-derivation iterations a PFX may ask for in all. A PFX carries
-// its own counts, and the decoder (go-pkcs12, which has no bound of its own) honours them: a
-// 1 KB file whose MAC asks for 2^31 iterations held a planner's core for about 3 minutes per
-// put, and a worker's per attempt (the count goes up to 2^63). Tools export with 2,000 to
-// 10,000 a part (OpenSSL 2,048; a file has two or three parts): ten times the most of those
-// keeps a decode near 0.04 s (measured: 3,000,000 in 0.37 s), so that a bulk put of 1,000
-// jobs, each with its file, holds its planner well under a minute. .NET refuses over 600,000.
-const MaxIterations = 300_000
+// MaxIterations bounds the key-derivation iterations a PFX may state in all: its MAC's, each
+// encrypted part's and each key's. A PFX carries its own counts, and the decoder (go-pkcs12,
+// which has no bound of its own) honours them: a 1 KB file whose MAC asks for 2^31 iterations
+// held a planner's core for about 3 minutes per put, and a worker's per attempt (the count goes
+// up to 2^63). Tools export with 2,000 to 10,000 a part (OpenSSL 2,048), the JDK before 11.0.12
+// with 50,000 a part and 100,000 for the MAC (200,000 in all); .NET refuses a file over
+// 600,000 (Microsoft KB5025823), as this does. Opening a file at the bound takes a core about
+// 0.15 s (BenchmarkDecodeAtTheBound), so that a bulk put of 1,000 jobs, each with its own
+// file, holds its planner a few minutes at the most.
+const MaxIterations = 600_000
 
 // The algorithms whose iterations are counted; the decoder derives nothing for the others
 // (it refuses them as not supported).
@@ -82,72 +85,124 @@ type (
 	}
 )
 
-// checkWork refuses a PFX that asks for more than MaxIterations in all, before any of them
-// is run: the MAC's, each encrypted safe's and each key bag's that is not itself inside an
-// encrypted safe (what is inside one can be read only by deriving its key; the files that
-// tools export keep their key bag outside). An empty password counts the MAC twice: the
-// decoder tries it a second way.
+// checkWork refuses a PFX that states more than MaxIterations in all, before the decoder runs
+// any of them. What an encrypted safe holds is counted too, so the safes are decrypted here
+// first (their own counts checked before): a key bag inside one would otherwise be derived
+// with whatever count it states.
 func checkWork(der []byte, password string) error {
-	var pfx pfxPDU
-	if err := unmarshal(der, &pfx); err != nil {
+	for _, r := range password {
+		if r > 0xffff {
+			return nil // the decoder refuses a password it cannot write as a BMPString at once
+		}
+	}
+	total, encrypted, err := outerWork(der)
+	if err != nil {
 		return err
 	}
-	total := 0
-	if pfx.MacData.Mac.Algorithm.Algorithm != nil {
-		n := pfx.MacData.Iterations
-		if pfx.MacData.Mac.Algorithm.Algorithm.Equal(oidPBMAC1) {
-			n = pbkdf2Iterations(pfx.MacData.Mac.Algorithm.Parameters.FullBytes)
-		}
-		if password == "" {
-			n *= 2
+	if total > MaxIterations {
+		return tooMuchWork(total)
+	}
+	for _, ed := range encrypted {
+		n, err := innerWork(ed, password)
+		if err != nil {
+			return err
 		}
 		total = add(total, n)
 	}
-	var safes []contentInfo
+	if total > MaxIterations {
+		return tooMuchWork(total)
+	}
+	return nil
+}
+
+// outerWork sums the counts that can be read without a key: the MAC's, each encrypted safe's
+// and each key bag's in a plain safe. It returns the encrypted safes.
+func outerWork(der []byte) (int, []encryptedData, error) {
+	var pfx pfxPDU
 	var content []byte
+	var safes []contentInfo
+	if err := unmarshal(der, &pfx); err != nil {
+		return 0, nil, err
+	}
 	if err := unmarshal(pfx.AuthSafe.Content.Bytes, &content); err != nil {
-		return err
+		return 0, nil, err
 	}
 	if err := unmarshal(content, &safes); err != nil {
-		return err
+		return 0, nil, err
 	}
+	total := 0
+	if mac := pfx.MacData.Mac.Algorithm; mac.Algorithm.Equal(oidPBMAC1) {
+		total = pbkdf2Iterations(mac.Parameters.FullBytes)
+	} else if mac.Algorithm != nil {
+		total = max(pfx.MacData.Iterations, 0)
+	}
+	var encrypted []encryptedData
 	for _, ci := range safes {
 		switch {
 		case ci.ContentType.Equal(oidEncryptedData):
 			var ed encryptedData
 			if err := unmarshal(ci.Content.Bytes, &ed); err != nil {
-				return err
+				return 0, nil, err
 			}
 			total = add(total, iterations(ed.Info.Algorithm))
+			encrypted = append(encrypted, ed)
 		case ci.ContentType.Equal(oidData):
 			var data []byte
-			var bags []safeBag
 			if err := unmarshal(ci.Content.Bytes, &data); err != nil {
-				return err
+				return 0, nil, err
 			}
-			if err := unmarshal(data, &bags); err != nil {
-				return err
+			n, err := keyBagIterations(data)
+			if err != nil {
+				return 0, nil, err
 			}
-			for _, b := range bags {
-				var key encryptedKey
-				if !b.ID.Equal(oidShroudedKeyBag) {
-					continue
-				}
-				if err := unmarshal(b.Value.Bytes, &key); err != nil {
-					return err
-				}
-				total = add(total, iterations(key.Algorithm))
-			}
+			total = add(total, n)
 		}
 	}
-	if total > MaxIterations {
-		return fmt.Errorf("asks for %d key-derivation iterations in all, more than the %d accepted here (tools export with 2,000 to 10,000 a part, two or three parts): export it again with fewer", total, MaxIterations)
-	}
-	return nil
+	return total, encrypted, nil
 }
 
-// iterations is what decrypting with algorithm derives: the PKCS #12 PBE derives a key and an
-// IV, each with the count; PBES2 derives its key once with PBKDF2.
+// innerWork sums the counts of the key bags inside an encrypted safe.
+func innerWork(ed encryptedData, password string) (int, error) {
+	data, err := openSafe(ed.Info.Algorithm, ed.Info.Content, password)
+	if errors.Is(err, errUnreadable) {
+		return 0, nil // the decoder refuses it before deriving anything
+	}
+	if err != nil {
+		return 0, err
+	}
+	n, err := keyBagIterations(data)
+	if err != nil {
+		return 0, errWrongPassword // a wrong key can leave a padding that looks right
+	}
+	return n, nil
+}
+
+func tooMuchWork(total int) error {
+	return fmt.Errorf("states %d key-derivation iterations in all, more than the %d accepted here (tools export with 2,000 to 100,000 a part, two or three parts): export it again with fewer", total, MaxIterations)
+}
+
+// keyBagIterations sums the counts of the shrouded key bags in a safe's content.
+func keyBagIterations(safe []byte) (int, error) {
+	var bags []safeBag
+	if err := unmarshal(safe, &bags); err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, b := range bags {
+		var key encryptedKey
+		if !b.ID.Equal(oidShroudedKeyBag) {
+			continue
+		}
+		if err := unmarshal(b.Value.Bytes, &key); err != nil {
+			return 0, err
+		}
+		total = add(total, iterations(key.Algorithm))
+	}
+	return total, nil
+}
+
+// iterations is the count an encryption algorithm states: the PKCS #12 PBE's, or PBES2's
+// PBKDF2's.
 func iterations(algorithm pkix.AlgorithmIdentifier) int {
 	switch a := algorithm.Algorithm; {
 	case a.Equal(oidPBEWithSHA3DES), a.Equal(oidPBEWithSHARC2128), a.Equal(oidPBEWithSHARC240):
@@ -155,7 +210,7 @@ func iterations(algorithm pkix.AlgorithmIdentifier) int {
 		if unmarshal(algorithm.Parameters.FullBytes, &p) != nil {
 			return 0 // refused by the decoder before it derives
 		}
-		return add(p.Iterations, p.Iterations)
+		return p.Iterations
 	case a.Equal(oidPBES2):
 		return pbkdf2Iterations(algorithm.Parameters.FullBytes)
 	}
