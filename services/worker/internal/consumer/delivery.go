@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/services/internal/recovery"
 	"github.com/resched/resched/services/internal/setup"
 	"github.com/resched/resched/services/worker/internal/executor"
 	"github.com/resched/resched/shared/job"
@@ -22,7 +23,10 @@ import (
 func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
 	c.cfg.Metrics.InFlight(1)
 	defer c.cfg.Metrics.InFlight(-1)
-	a, err := c.decode(msg)
+	// A panic in reading the message or deciding on its attempt (the attempt itself is
+	// recovered by the executor) ends this message as a malformed one would end, rather than
+	// stopping the worker, and then every worker that takes the message again after it.
+	a, err := recovery.Call(func() (executor.Attempt, error) { return c.decode(msg) })
 	if err != nil {
 		c.malformed(msg, err)
 		return
@@ -32,7 +36,7 @@ func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
 	beat := c.heartbeat(msg)
 	c.lastStart.Store(time.Now().UnixNano())
 	c.running.Add(1)
-	dec, err := c.cfg.Executor.Execute(ctx, a)
+	dec, err := recovery.Call(func() (executor.Decision, error) { return c.cfg.Executor.Execute(ctx, a) })
 	c.running.Add(-1)
 	if err != nil {
 		beat.stop()
@@ -242,6 +246,9 @@ func (c *Consumer) decode(msg jetstream.Msg) (executor.Attempt, error) {
 func (c *Consumer) malformed(msg jetstream.Msg, err error) {
 	c.cfg.Metrics.Error("malformed")
 	log := &deliveryLog{base: c.log, subject: msg.Subject()}
+	if p, ok := errors.AsType[*recovery.Panic](err); ok {
+		p.Log(log.get(), "due message")
+	}
 	log.get().Warn("malformed due message terminated", "error", err)
 	c.settle(log, "term", msg.TermWithReason("malformed"))
 }
