@@ -125,8 +125,9 @@ func (in *Intake) Run(ctx context.Context) error {
 }
 
 // handle applies a batch and settles every message of it. The work is not cut short when ctx
-// ends: the batch in hand is finished, within Timeout. A panic hands the batch back (package
-// pull): a change applied already is then recognised by its stamp.
+// ends: the batch in hand is finished, within Timeout. After a panic, package pull hands the
+// batch's messages over again one at a time: a change applied already is recognised by its
+// stamp.
 func (in *Intake) handle(ctx context.Context, msgs []jetstream.Msg) {
 	work, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.cfg.Timeout)
 	defer cancel()

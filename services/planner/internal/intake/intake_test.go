@@ -287,7 +287,7 @@ func TestInternalFailureIsRetried(t *testing.T) {
 	testenv.Eventually(t, 5*time.Second, "the message to be acknowledged", func() bool { return e.pending(t) == 0 })
 }
 
-// A panic inside the planner (a bug that a batch trips) hands the batch back, logged with its
+// A panic inside the planner (a bug that a change trips) hands the change back, logged with its
 // stack, and it is retried until it passes: the planner goes on. Unrecovered, it stopped the
 // planner, and the change, taken again, each planner after it.
 func TestAPanicHandsTheBatchBack(t *testing.T) {
@@ -300,7 +300,7 @@ func TestAPanicHandsTheBatchBack(t *testing.T) {
 	if got := svc.count(); got != 3 {
 		t.Fatalf("%d attempts, want 3", got)
 	}
-	if out := logs.String(); strings.Count(out, "panic recovered: intake batch") != 2 {
+	if out := logs.String(); strings.Count(out, "panic recovered: intake message") != 2 {
 		t.Errorf("the intake logged:\n%s\nwant each panic", out)
 	}
 	testenv.Eventually(t, 5*time.Second, "the message to be acknowledged", func() bool { return e.pending(t) == 0 })

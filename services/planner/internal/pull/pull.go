@@ -1,7 +1,7 @@
 // Package pull runs a planner's JetStream pull consumers (the intake and the results): batches
 // of the messages at hand to a few handlers at once, the consumer set up again when it is
 // lost, the messages received but not handled handed back at a stop so another planner gets
-// them at once, and a batch whose handling panicked handed back to come again.
+// them at once, and a message whose handling panicked handed back alone to come again later.
 package pull
 
 import (
@@ -170,18 +170,48 @@ func consume(ctx context.Context, cfg Config, cons jetstream.Consumer, handle fu
 }
 
 // handleSafely runs handle. A panic (a bug that the batch trips) is logged with its stack and
-// hands the batch back, to come again after RetryDelay: the planner goes on. Unrecovered, it
-// stopped the planner, and the batch, taken again, each planner after it. The handlers
-// recognise what they applied before (a result's id, an intake change's stamp).
+// the planner goes on; unrecovered, it stopped the planner, and the batch, taken again, each
+// planner after it. The batch's messages are then handled one by one, so that the others apply
+// now, and the one that trips the bug is handed back alone (giveBack). The handlers recognise
+// what they applied before (a result's id, an intake change's stamp).
 func handleSafely(ctx context.Context, cfg Config, handle func(context.Context, []jetstream.Msg), b []jetstream.Msg) {
-	_, err := recovery.Call(func() (struct{}, error) { handle(ctx, b); return struct{}{}, nil })
-	if p, ok := errors.AsType[*recovery.Panic](err); ok {
-		p.Log(cfg.Logger, cfg.Name+" batch", "messages", len(b))
+	p := handleRecovered(ctx, handle, b)
+	switch {
+	case p == nil:
+	case len(b) == 1:
+		p.Log(cfg.Logger, cfg.Name+" message", "subject", b[0].Subject())
+		giveBack(cfg, b[0])
+	default:
+		cfg.Logger.Warn(cfg.Name+": a batch panicked; its messages are handled one by one", "messages", len(b))
 		for _, m := range b {
-			if err := m.NakWithDelay(cfg.RetryDelay); err != nil {
-				cfg.Logger.Warn(cfg.Name+": hand back message", "subject", m.Subject(), "error", err)
-			}
+			handleSafely(ctx, cfg, handle, []jetstream.Msg{m})
 		}
+	}
+}
+
+func handleRecovered(ctx context.Context, handle func(context.Context, []jetstream.Msg), b []jetstream.Msg) *recovery.Panic {
+	_, err := recovery.Call(func() (struct{}, error) { handle(ctx, b); return struct{}{}, nil })
+	p, _ := errors.AsType[*recovery.Panic](err)
+	return p
+}
+
+// maxPanicDelay bounds the wait before a message that panicked comes again.
+const maxPanicDelay = time.Minute
+
+// giveBack hands back a message whose handling panicked, to come again after RetryDelay,
+// doubled at each delivery up to maxPanicDelay: a bug it trips every time then costs a try and a
+// stack in the log a minute, and a release that fixes it applies it.
+func giveBack(cfg Config, m jetstream.Msg) {
+	delay := cfg.RetryDelay
+	if md, err := m.Metadata(); err == nil {
+		for n := uint64(1); n < md.NumDelivered && delay > 0 && delay < maxPanicDelay; n++ {
+			delay *= 2
+		}
+	}
+	delay = min(delay, maxPanicDelay)
+	cfg.Logger.Warn(cfg.Name+": message handed back after a panic", "subject", m.Subject(), "retry_in", delay.String())
+	if err := m.NakWithDelay(delay); err != nil {
+		cfg.Logger.Warn(cfg.Name+": hand back message", "subject", m.Subject(), "error", err)
 	}
 }
 

@@ -167,3 +167,65 @@ func TestConsumerInterruptedAfterAWhileResumesAtOnce(t *testing.T) {
 		t.Errorf("Run at its stop: %v", err)
 	}
 }
+
+// A batch whose handling panics is handled again message by message: the others apply at once,
+// and the message that trips the bug is handed back alone, later at each delivery (a stack in
+// the log each time, not every second for ever).
+func TestAMessageThatPanicsIsHandedBackAloneAndLaterEachTime(t *testing.T) {
+	nc, js, _ := natstest.Start(t).JetStream(t)
+	defer nc.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, data := range []string{"a", "b", "poison", "c", "d"} {
+		if _, err := js.Publish(ctx, "s."+data, []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var logs testenv.LogBuffer
+	var handled, poisoned atomic.Int32
+	done := make(chan error, 1)
+	go func() {
+		done <- pull.RunBatches(ctx, pull.Config{
+			Name: "test", JS: js, Stream: "S", RetryDelay: 10 * time.Millisecond, Batch: 8,
+			Consumer: jetstream.ConsumerConfig{Durable: "c", AckPolicy: jetstream.AckExplicitPolicy},
+			Logger:   slog.New(slog.NewJSONHandler(&logs, nil)),
+		}, func(_ context.Context, msgs []jetstream.Msg) {
+			for _, m := range msgs {
+				if string(m.Data()) == "poison" {
+					poisoned.Add(1)
+					panic("a bug")
+				}
+			}
+			for _, m := range msgs {
+				_ = m.Ack()
+				handled.Add(1)
+			}
+		})
+	}()
+	testenv.Eventually(t, 15*time.Second, "the other four handled and the poison tried four times", func() bool {
+		return handled.Load() == 4 && poisoned.Load() >= 4
+	}, logs.String)
+	var waits []string
+	stacks := 0
+	for _, r := range logs.Records(t) {
+		switch r["msg"] {
+		case "test: message handed back after a panic":
+			waits = append(waits, r["retry_in"].(string))
+		case "panic recovered: test message":
+			stacks++
+		}
+	}
+	if len(waits) < 3 || waits[0] != "10ms" || waits[1] != "20ms" || waits[2] != "40ms" {
+		t.Errorf("the message that panicked came back after %v; want 10ms, 20ms, 40ms…", waits)
+	}
+	if stacks != len(waits) && stacks != len(waits)+1 { // the last may be logged, not yet handed back
+		t.Errorf("%d stacks logged for %d hand-backs; want one for each panic of the message alone:\n%s", stacks, len(waits), logs.String())
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run at its stop: %v", err)
+	}
+}

@@ -134,8 +134,8 @@ func (rc *Consumer) Run(ctx context.Context) error {
 // handle applies the results of a batch of messages and settles each message: acknowledged
 // once every result it holds is applied, negatively acknowledged when one failed (it comes
 // back whole; the results applied already are recognised by their ids). The work is not cut
-// short when ctx ends: the batch in hand is finished, within Timeout. A panic hands the batch
-// back (package pull).
+// short when ctx ends: the batch in hand is finished, within Timeout. After a panic, package
+// pull hands the batch's messages over again one at a time.
 func (rc *Consumer) handle(ctx context.Context, msgs []jetstream.Msg) {
 	var rs []bus.Result
 	var from []int                     // from[i] is the message rs[i] came in

@@ -89,7 +89,7 @@ func TestSlotMovingRedeliversTheResultCountedApart(t *testing.T) {
 func TestAPanicInAnApplyRedeliversTheResults(t *testing.T) {
 	_, logs := redeliverFrom(t, &flakyStore{panics: 2, done: make(chan struct{})})
 	out := logs.String()
-	if strings.Count(out, "panic recovered: results batch") != 2 || !strings.Contains(out, "assignment to entry in nil map") {
+	if strings.Count(out, "panic recovered: results message") != 2 || !strings.Contains(out, "assignment to entry in nil map") {
 		t.Errorf("the consumer logged:\n%s\nwant each panic, with what it was", out)
 	}
 }
