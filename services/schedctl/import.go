@@ -174,15 +174,25 @@ func (im *importer) send(items []importItem) {
 	if err == nil && len(answer.Value) != len(items) {
 		err = fmt.Errorf("the planner answered %d results for %d jobs", len(answer.Value), len(items))
 	}
+	if again := im.tally(items, answer, err); len(again) > 0 {
+		im.send(again)
+	}
+}
+
+// tally counts a batch's answer and returns the jobs to send again: those the planner left
+// unchecked, its request's time taken by the jobs before them (503 ServerBusy). It always
+// checks a batch's first, so each batch sent again is smaller.
+func (im *importer) tally(items []importItem, answer bulkAnswer, err error) []importItem {
 	im.mu.Lock()
 	defer im.mu.Unlock()
 	if err != nil {
 		if im.failure == nil {
 			im.failure = err
 		}
-		return
+		return nil
 	}
 	var stored []string
+	var again []importItem
 	for i, r := range answer.Value {
 		it := items[i]
 		switch {
@@ -190,6 +200,9 @@ func (im *importer) send(items []importItem) {
 			im.created++
 		case r.Status == 200:
 			im.updated++
+		case r.Status == 503 && i > 0:
+			again = append(again, it)
+			continue
 		default:
 			im.refused = append(im.refused, refusal(it, r.Error))
 			continue
@@ -199,6 +212,7 @@ func (im *importer) send(items []importItem) {
 	if jerr := im.journal.record(stored); jerr != nil && im.failure == nil {
 		im.failure = jerr
 	}
+	return again
 }
 
 func isPermission(err error) bool {

@@ -6,7 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/resched/resched/services/internal/natstest"
 )
 
 const importDef = `{"startTime": "2030-01-01T00:00:00Z",
@@ -134,5 +138,54 @@ func TestImportYAML(t *testing.T) {
 	}
 	for _, j := range []string{"ops/written", "ops/listed-1", "ops/listed-2"} {
 		p.mustRun(t, "", "job", "get", j)
+	}
+}
+
+// The jobs a planner left unchecked in a bulk request, its time taken by the jobs before them
+// (503 ServerBusy), are sent again, in a smaller request each time, until all are stored.
+func TestImportSendsAgainWhatThePlannerLeftUnchecked(t *testing.T) {
+	ns := natstest.Start(t)
+	nc := ns.Connect(t)
+	var mu sync.Mutex
+	var sizes []int
+	sub, err := nc.Subscribe("scheduler.api.jobs.bulk.ops", func(m *nats.Msg) {
+		var req struct{ Jobs []json.RawMessage }
+		_ = json.Unmarshal(m.Data, &req)
+		mu.Lock()
+		sizes = append(sizes, len(req.Jobs))
+		mu.Unlock()
+		value := make([]map[string]any, len(req.Jobs)) // the first two stored, the rest left
+		for i := range value {
+			value[i] = map[string]any{"name": fmt.Sprint(i), "status": 201}
+			if i >= 2 {
+				value[i] = map[string]any{"name": fmt.Sprint(i), "status": 503, "error": map[string]any{"code": "ServerBusy", "message": "not checked nor stored"}}
+			}
+		}
+		b, _ := json.Marshal(map[string]any{"value": value})
+		_ = m.Respond(b)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	dir := t.TempDir()
+	t.Chdir(dir)
+	folder := filepath.Join(dir, "defs", "ops")
+	if err := os.MkdirAll(folder, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 7 {
+		if err := os.WriteFile(filepath.Join(folder, fmt.Sprintf("job-%d.json", i)), []byte(importDef), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut := schedctl(t, "", "job", "import", filepath.Join(dir, "defs"), "--server", ns.ClientURL())
+	if code != 0 || !strings.Contains(out+errOut, "7 created") {
+		t.Errorf("exit %d, want 0 and the 7 jobs created\n%s%s", code, out, errOut)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(sizes) != "[7 5 3 1]" {
+		t.Errorf("requests of %v jobs, want [7 5 3 1]", sizes)
 	}
 }

@@ -80,12 +80,19 @@ func (a *handlers) bulkPut(ctx context.Context, r request) (any, micro.Headers, 
 			res.Status = 200
 		case errors.As(o.Err, &e):
 			res.Status, res.Error = e.Status, e
+		case errors.Is(o.Err, jobs.ErrNotChecked):
+			res.Status, res.Error = 503, errNotChecked
 		default:
 			return nil, nil, o.Err // Redis: the whole request fails, to be sent again
 		}
 	}
 	return out, nil, nil
 }
+
+// errNotChecked answers a job of a bulk request that was not checked nor stored in the time
+// the request allows (package jobs: ErrNotChecked).
+var errNotChecked = &jobs.Error{Status: 503, Code: CodeServerBusy, Message: "not checked nor stored: the jobs before it " +
+	"in this request took the time allowed (client certificates take the longest to check); send it again, or fewer jobs at a time"}
 
 // bulkName reads the name of the i-th job of a bulk request.
 func bulkName(raw json.RawMessage, c string, i int) (string, *jobs.Error) {

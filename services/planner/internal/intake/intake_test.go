@@ -321,6 +321,21 @@ func TestSlotMovingIsRetriedAndNotLoggedAsAnError(t *testing.T) {
 	}
 }
 
+// A change left unchecked because its batch took half the time allowed (jobs.ErrNotChecked)
+// comes again at once and is applied, with no error logged.
+func TestAChangeLeftUncheckedComesAgain(t *testing.T) {
+	e := newEnv(t)
+	svc := &failing{Jobs: e.svc, fails: 1, err: jobs.ErrNotChecked}
+	logs := &testenv.LogBuffer{}
+	e.run(t, svc, func(c *intake.Config) { c.Logger = slog.New(slog.NewJSONHandler(logs, nil)) })
+	e.publish(t, "scheduler.jobs.c.j", definition, nil)
+	testenv.Eventually(t, 5*time.Second, "the job to be stored after it was left unchecked", func() bool { return e.exists("c", "j") })
+	if out := logs.String(); strings.Contains(out, `"level":"ERROR"`) {
+		t.Errorf("the intake logged an error:\n%s", out)
+	}
+	testenv.Eventually(t, 5*time.Second, "the message to be acknowledged", func() bool { return e.pending(t) == 0 })
+}
+
 // A definition published while Redis is at its maxmemory waits on the stream and is stored
 // once memory is freed. Its publisher hears why at once, in one deferred event, and the log
 // has one warning for it, not an error at each of its many retries.

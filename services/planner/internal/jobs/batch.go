@@ -51,8 +51,13 @@ func (s *Service) Apply(ctx context.Context, changes []Change) []Outcome {
 	at := make([]int, 0, len(changes)) // the change of each write
 	colls := map[string]cachedCollection{}
 	now := s.now()
+	until := checkUntil(ctx, s.wall())
 	props := make([]*job.Properties, 0, len(changes)) // the definition of each write
 	for i, ch := range changes {
+		if i > 0 && !until.IsZero() && s.wall().After(until) {
+			out[i].Err = ErrNotChecked
+			continue
+		}
 		w, def, err := s.checked(ctx, ch, colls, now)
 		out[i].Secrets = def != nil && def.Properties.Action.HasSecrets()
 		if err != nil {
@@ -91,6 +96,22 @@ func (s *Service) Apply(ctx context.Context, changes []Change) []Outcome {
 		}
 	}
 	return out
+}
+
+// ErrNotChecked: a change of a batch was left unchecked and unstored, the batch's checks having
+// taken half the time its request allows; it is to be sent again.
+var ErrNotChecked = errors.New("not checked: the changes before it in the same batch took the time allowed; send it again")
+
+// checkUntil is when Apply stops checking a batch's changes: half-way to ctx's deadline, so that
+// what was checked is still stored in time, and a request whose definitions take long to check
+// (each client certificate's key derivation) holds its planner no longer than its deadline. A
+// batch's first change is always checked, so a batch sent again goes forward. Zero: no deadline.
+func checkUntil(ctx context.Context, now time.Time) time.Time {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return time.Time{}
+	}
+	return now.Add(d.Sub(now) / 2)
 }
 
 // tellChanged tells the planners dispatching the jobs a batch replaced or deleted (changed),

@@ -8,6 +8,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/resched/resched/services/internal/redistest"
+	"github.com/resched/resched/services/planner/internal/store"
+	"github.com/resched/resched/shared/job"
+	"github.com/resched/resched/shared/jobschema"
 )
 
 // A change whose check panics (here: a service without its validator, standing for a bug that
@@ -35,5 +40,42 @@ func TestAChangeWhoseCheckPanicsIsRefusedAlone(t *testing.T) {
 	}
 	if w, _, err := s.checked(ctx, Change{Collection: "c", Name: "k", Delete: true}, colls, now); err != nil || w.Delete == nil {
 		t.Errorf("a delete beside it: %+v, %v; want its write", w, err)
+	}
+}
+
+// A batch whose checks take half the time its request allows stops checking: what was checked
+// is stored in time, and the changes left are neither checked nor stored (ErrNotChecked, to be
+// sent again), so that definitions slow to check (a client certificate's key derivation) hold
+// the planner no longer than the request's deadline. The first change is always checked.
+func TestABatchStopsCheckingHalfWayToItsDeadline(t *testing.T) {
+	st := store.New(redistest.Start(t).Client(t), "test")
+	v, err := jobschema.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(Config{Store: st, Validator: v})
+	start := time.Now()
+	var calls int
+	s.wall = func() time.Time { // each look at the time after the first finds 6 s gone
+		calls++
+		return start.Add(time.Duration(calls-1) * 6 * time.Second)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), start.Add(10*time.Second))
+	defer cancel()
+	if _, err := st.PutCollection(ctx, "c", []byte(`{}`), job.CollectionEnabled, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	def := []byte(`{"properties": {"action": {"type": "Http", "request": {"uri": "https://example.com/", "method": "GET"}}, "recurrence": {"frequency": "Hour", "interval": 1}}}`)
+	out := s.Apply(ctx, []Change{{Collection: "c", Name: "a", Raw: def}, {Collection: "c", Name: "b", Raw: def}, {Collection: "c", Name: "x", Raw: []byte(`not json`)}})
+	if out[0].Err != nil || !out[0].Created {
+		t.Errorf("the first change: %+v; want it stored", out[0])
+	}
+	for i, name := range []string{"b", "x"} {
+		if o := out[i+1]; !errors.Is(o.Err, ErrNotChecked) {
+			t.Errorf("change %s: %v; want ErrNotChecked (not even read)", name, o.Err)
+		}
+	}
+	if _, err := st.GetJob(ctx, "c", "b"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("b: %v; want it not stored", err)
 	}
 }

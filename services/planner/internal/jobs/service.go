@@ -55,6 +55,7 @@ type Service struct {
 	subjects   bus.Subjects
 	keys       *secrets.Keyring
 	now        func() time.Time
+	wall       func() time.Time // the real time, as a context's deadline is: time.Now but in tests
 	log        *slog.Logger
 	puts       *putBatcher // the API's puts in flight
 	// collections are the ones puts were checked against lately (collectioncache.go).
@@ -89,7 +90,7 @@ func New(c Config) *Service {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Service{store: c.Store, validator: c.Validator, events: c.Events, runner: c.Runner, purger: c.Purger,
-		waker: c.Waker, wakeWithin: c.WakeWithin, subjects: c.Subjects, keys: c.Keys, now: c.Clock, log: c.Logger,
+		waker: c.Waker, wakeWithin: c.WakeWithin, subjects: c.Subjects, keys: c.Keys, now: c.Clock, wall: time.Now, log: c.Logger,
 		puts: newPutBatcher(), collections: newCollectionCache()}
 }
 
