@@ -15,8 +15,8 @@ import (
 // up to 2^63). Tools export with 2,000 to 10,000 a part (OpenSSL 2,048), the JDK before 11.0.12
 // with 50,000 a part and 100,000 for the MAC (200,000 in all); .NET refuses a file over
 // 600,000 (Microsoft KB5025823), as this does. Opening a file at the bound takes a core about
-// 0.15 s (BenchmarkDecodeAtTheBound), so that a bulk put of 1,000 jobs, each with its own
-// file, holds its planner a few minutes at the most.
+// 0.15 s (BenchmarkDecodeAtTheBound); a bulk put stops checking at half its request's deadline
+// (package jobs), so many such files hold a planner no longer than that.
 const MaxIterations = 600_000
 
 // The algorithms whose iterations are counted; the decoder derives nothing for the others
