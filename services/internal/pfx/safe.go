@@ -68,11 +68,13 @@ func openSafe(algorithm pkix.AlgorithmIdentifier, data []byte, password string) 
 	var err error
 	for _, pw := range pkcs12Passwords(password) {
 		key, iv := deriveKey(p.Salt, pw, p.Iterations, 1, size), deriveKey(p.Salt, pw, p.Iterations, 2, 8)
-		var block cipher.Block = newRC2(key)
+		var block cipher.Block
 		if size == 24 {
 			if block, err = des.NewTripleDESCipher(key); err != nil {
 				return nil, err
 			}
+		} else {
+			block = newRC2(key)
 		}
 		var plain []byte
 		if plain, err = cbcOpen(block, iv, data); err == nil {
