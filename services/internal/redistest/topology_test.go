@@ -46,6 +46,11 @@ func TestClusterSplit(t *testing.T) {
 	}
 	m := c.MasterOf(key)
 	alone := m.Client(t)
+	// The replica must have the write before the split, or the replica that takes over lacks it
+	// (replication is asynchronous: a make test run saw the key missing after the split).
+	if n, err := alone.Do(ctx, "WAIT", 1, 10_000).Int(); err != nil || n < 1 {
+		t.Fatalf("WAIT for the replica: %d, %v", n, err)
+	}
 	c.Split(m)
 	if err := alone.Set(ctx, key, "alone", 0).Err(); err != nil {
 		t.Fatalf("the master split off refused a write at once: %v", err)
