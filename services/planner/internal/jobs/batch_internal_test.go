@@ -79,3 +79,40 @@ func TestABatchStopsCheckingHalfWayToItsDeadline(t *testing.T) {
 		t.Errorf("b: %v; want it not stored", err)
 	}
 }
+
+// The API's puts gathered into one batch are each their own caller's: those a round leaves
+// unchecked go in the next round rather than failing for the puts before them.
+func TestGatheredPutsLeftUncheckedGoInTheNextRound(t *testing.T) {
+	st := store.New(redistest.Start(t).Client(t), "test")
+	v, err := jobschema.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(Config{Store: st, Validator: v})
+	start := time.Now()
+	var calls int
+	s.wall = func() time.Time { // each look at the time finds 6 s more gone
+		calls++
+		return start.Add(time.Duration(calls-1) * 6 * time.Second)
+	}
+	ctx := context.Background()
+	if _, err := st.PutCollection(ctx, "c", []byte(`{}`), job.CollectionEnabled, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	var batch []*pendingPut
+	for _, name := range []string{"a", "b", "c", "d"} {
+		def, err := v.Decode([]byte(`{"properties": {"action": {"type": "Http", "request": {"uri": "https://example.com/", "method": "GET"}}, "recurrence": {"frequency": "Hour"}}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch = append(batch, &pendingPut{change: Change{Collection: "c", Name: name, Decoded: def}, done: make(chan struct{})})
+	}
+	s.puts.queue = batch[1:] // queued by other callers, taken with the first into one batch
+	s.puts.put(ctx, s, batch[0])
+	for _, p := range batch {
+		<-p.done
+		if p.err != nil || !p.created {
+			t.Errorf("put %s: created %v, %v; want it stored", p.change.Name, p.created, p.err)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -60,28 +61,41 @@ func (b *putBatcher) put(ctx context.Context, s *Service, p *pendingPut) {
 	b.queue = nil
 	b.mu.Unlock()
 	if len(batch) > 0 {
-		work, cancel := context.WithTimeout(context.WithoutCancel(ctx), putBatchTimeout)
-		s.putBatch(work, batch)
-		cancel()
+		s.putBatch(context.WithoutCancel(ctx), batch)
 	}
 	<-b.slots
 	<-p.done
 }
 
 // putBatch applies a batch and closes every put's done; each reply is the job as it was
-// stored.
+// stored. The puts a round leaves unchecked (ErrNotChecked: the puts before them took half of
+// putBatchTimeout) go in the next round: each put is its own caller's, not to fail for others.
 func (s *Service) putBatch(ctx context.Context, batch []*pendingPut) {
 	defer func() {
 		for _, p := range batch {
 			close(p.done)
 		}
 	}()
-	changes := make([]Change, len(batch))
-	for i, p := range batch {
+	for left := batch; len(left) > 0; {
+		left = s.putRound(ctx, left)
+	}
+}
+
+// putRound applies puts within putBatchTimeout and returns those left unchecked.
+func (s *Service) putRound(ctx context.Context, puts []*pendingPut) []*pendingPut {
+	work, cancel := context.WithTimeout(ctx, putBatchTimeout)
+	defer cancel()
+	changes := make([]Change, len(puts))
+	for i, p := range puts {
 		changes[i] = p.change
 	}
-	for i, o := range s.Apply(ctx, changes) {
-		p := batch[i]
+	var left []*pendingPut
+	for i, o := range s.Apply(work, changes) {
+		p := puts[i]
+		if errors.Is(o.Err, ErrNotChecked) {
+			left = append(left, p)
+			continue
+		}
 		p.created, p.err = o.Created, o.Err
 		if o.Err == nil {
 			// The definition the put wrote, not the blob it wrote decoded again: the same, and
@@ -89,4 +103,5 @@ func (s *Service) putBatch(ctx context.Context, batch []*pendingPut) {
 			p.def = definition(o.Stored, *o.Properties)
 		}
 	}
+	return left
 }
