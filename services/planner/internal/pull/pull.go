@@ -189,6 +189,7 @@ func handleSafely(ctx context.Context, cfg Config, handle func(context.Context, 
 	}
 }
 
+// handleRecovered runs handle, returning its panic, if any.
 func handleRecovered(ctx context.Context, handle func(context.Context, []jetstream.Msg), b []jetstream.Msg) *recovery.Panic {
 	_, err := recovery.Call(func() (struct{}, error) { handle(ctx, b); return struct{}{}, nil })
 	p, _ := errors.AsType[*recovery.Panic](err)
