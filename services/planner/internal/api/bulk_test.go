@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,4 +70,38 @@ func TestBulkPutAnswersForEachJob(t *testing.T) {
 		t.Fatalf("create-only bulk: %v %s", err, msg.Data)
 	}
 	e.fail(t, "jobs.bulk.c", `{"jobs": 5}`, "400", "BadRequest")
+}
+
+// A bulk request whose checks take half its time stores what it checked and answers each job
+// left 503 ServerBusy, "not checked nor stored", to be sent again; none of them is stored.
+func TestBulkPutAnswersTheJobsLeftUncheckedBusy(t *testing.T) {
+	start := time.Now()
+	var looks atomic.Int64
+	e := newEnv(t, withWall(func() time.Time { // each look at the time finds 20 s more gone
+		return start.Add(time.Duration(looks.Add(1)-1) * 20 * time.Second)
+	}))
+	e.putCollection(t, "c", `{}`)
+	body := fmt.Sprintf(`{"jobs": [{"name": "a", "properties": %s}, {"name": "b", "properties": %s}, {"name": "x", "properties": {"not": "a job"}}]}`, hourly, hourly)
+	var reply struct {
+		Value []struct {
+			Name   string
+			Status int
+			Error  *struct{ Code, Message string }
+		}
+	}
+	looks.Store(0)
+	e.ok(t, "jobs.bulk.c", body, &reply)
+	if len(reply.Value) != 3 || reply.Value[0].Status != 201 {
+		t.Fatalf("answer %+v; want a created", reply.Value)
+	}
+	for _, r := range reply.Value[1:] {
+		if r.Status != 503 || r.Error == nil || r.Error.Code != "ServerBusy" || !strings.Contains(r.Error.Message, "not checked nor stored") {
+			t.Errorf("%s: %d %+v; want 503 ServerBusy, not checked nor stored", r.Name, r.Status, r.Error)
+		}
+	}
+	var got struct{ Value []struct{ Name string } }
+	e.ok(t, "jobs.list.c", ``, &got)
+	if len(got.Value) != 1 {
+		t.Errorf("%d jobs stored, want a alone", len(got.Value))
+	}
 }

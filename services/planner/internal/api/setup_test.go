@@ -57,6 +57,7 @@ type setup struct {
 	keys    *secrets.Keyring
 	store   []store.Option
 	metrics api.Metrics
+	wall    func() time.Time
 }
 
 // withMetrics gives the API a recorder of the requests it answers.
@@ -64,6 +65,9 @@ func withMetrics(m api.Metrics) func(*setup) { return func(s *setup) { s.metrics
 
 // withStore gives the planner's store options.
 func withStore(o ...store.Option) func(*setup) { return func(s *setup) { s.store = o } }
+
+// withWall gives the service the real time it reads a request's deadline against.
+func withWall(w func() time.Time) func(*setup) { return func(s *setup) { s.wall = w } }
 
 // withKeys gives the planner a keyring that seals the secrets it stores.
 func withKeys(k *secrets.Keyring) func(*setup) { return func(s *setup) { s.keys = k } }
@@ -89,7 +93,7 @@ func newEnv(t testing.TB, opts ...func(*setup)) *env {
 	e.conn = conn
 	e.clock.Store(t0.UnixNano())
 	e.svc = jobs.New(jobs.Config{Store: e.store, Validator: v, Events: conn, Runner: e.runner, Purger: e.purger, Keys: cfg.keys,
-		Subjects: bus.NewSubjects(""), Clock: func() time.Time { return time.Unix(0, e.clock.Load()).UTC() }})
+		Subjects: bus.NewSubjects(""), Clock: func() time.Time { return time.Unix(0, e.clock.Load()).UTC() }, Wall: cfg.wall})
 	e.api = e.start(t, conn)
 	e.nc = e.nats.Connect(t)
 	return e

@@ -55,7 +55,7 @@ type Service struct {
 	subjects   bus.Subjects
 	keys       *secrets.Keyring
 	now        func() time.Time
-	wall       func() time.Time // the real time, as a context's deadline is: time.Now but in tests
+	wall       func() time.Time // Config.Wall
 	log        *slog.Logger
 	puts       *putBatcher // the API's puts in flight
 	// collections are the ones puts were checked against lately (collectioncache.go).
@@ -76,8 +76,11 @@ type Config struct {
 	WakeWithin time.Duration
 	Subjects   bus.Subjects
 	// Keys seal the secrets of definitions before they are stored; nil leaves them clear.
-	Keys   *secrets.Keyring
-	Clock  func() time.Time
+	Keys  *secrets.Keyring
+	Clock func() time.Time
+	// Wall is the real time, against which a request's deadline is read (time.Now when nil;
+	// Clock may be a schedule's test clock far from it).
+	Wall   func() time.Time
 	Logger *slog.Logger
 }
 
@@ -86,11 +89,14 @@ func New(c Config) *Service {
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}
+	if c.Wall == nil {
+		c.Wall = time.Now
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Service{store: c.Store, validator: c.Validator, events: c.Events, runner: c.Runner, purger: c.Purger,
-		waker: c.Waker, wakeWithin: c.WakeWithin, subjects: c.Subjects, keys: c.Keys, now: c.Clock, wall: time.Now, log: c.Logger,
+		waker: c.Waker, wakeWithin: c.WakeWithin, subjects: c.Subjects, keys: c.Keys, now: c.Clock, wall: c.Wall, log: c.Logger,
 		puts: newPutBatcher(), collections: newCollectionCache()}
 }
 
