@@ -48,24 +48,10 @@ func TestAChangeWhoseCheckPanicsIsRefusedAlone(t *testing.T) {
 // sent again), so that definitions slow to check (a client certificate's key derivation) hold
 // the planner no longer than the request's deadline. The first change is always checked.
 func TestABatchStopsCheckingHalfWayToItsDeadline(t *testing.T) {
-	st := store.New(redistest.Start(t).Client(t), "test")
-	v, err := jobschema.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := New(Config{Store: st, Validator: v})
-	start := time.Now()
-	var calls int
-	s.wall = func() time.Time { // each look at the time after the first finds 6 s gone
-		calls++
-		return start.Add(time.Duration(calls-1) * 6 * time.Second)
-	}
+	s, st, start := slowChecks(t)
 	ctx, cancel := context.WithDeadline(context.Background(), start.Add(10*time.Second))
 	defer cancel()
-	if _, err := st.PutCollection(ctx, "c", []byte(`{}`), job.CollectionEnabled, 0, false); err != nil {
-		t.Fatal(err)
-	}
-	def := []byte(`{"properties": {"action": {"type": "Http", "request": {"uri": "https://example.com/", "method": "GET"}}, "recurrence": {"frequency": "Hour", "interval": 1}}}`)
+	def := []byte(hourlyDefinition)
 	out := s.Apply(ctx, []Change{{Collection: "c", Name: "a", Raw: def}, {Collection: "c", Name: "b", Raw: def}, {Collection: "c", Name: "x", Raw: []byte(`not json`)}})
 	if out[0].Err != nil || !out[0].Created {
 		t.Errorf("the first change: %+v; want it stored", out[0])
@@ -83,25 +69,12 @@ func TestABatchStopsCheckingHalfWayToItsDeadline(t *testing.T) {
 // The API's puts gathered into one batch are each their own caller's: those a round leaves
 // unchecked go in the next round rather than failing for the puts before them.
 func TestGatheredPutsLeftUncheckedGoInTheNextRound(t *testing.T) {
-	st := store.New(redistest.Start(t).Client(t), "test")
-	v, err := jobschema.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := New(Config{Store: st, Validator: v})
-	start := time.Now()
-	var calls int
-	s.wall = func() time.Time { // each look at the time finds 6 s more gone
-		calls++
-		return start.Add(time.Duration(calls-1) * 6 * time.Second)
-	}
+	s, _, _ := slowChecks(t)
 	ctx := context.Background()
-	if _, err := st.PutCollection(ctx, "c", []byte(`{}`), job.CollectionEnabled, 0, false); err != nil {
-		t.Fatal(err)
-	}
+	v := s.validator
 	var batch []*pendingPut
 	for _, name := range []string{"a", "b", "c", "d"} {
-		def, err := v.Decode([]byte(`{"properties": {"action": {"type": "Http", "request": {"uri": "https://example.com/", "method": "GET"}}, "recurrence": {"frequency": "Hour"}}}`))
+		def, err := v.Decode([]byte(hourlyDefinition))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,4 +88,28 @@ func TestGatheredPutsLeftUncheckedGoInTheNextRound(t *testing.T) {
 			t.Errorf("put %s: created %v, %v; want it stored", p.change.Name, p.created, p.err)
 		}
 	}
+}
+
+const hourlyDefinition = `{"properties": {"action": {"type": "Http", "request": {"uri": "https://example.com/", "method": "GET"}}, "recurrence": {"frequency": "Hour"}}}`
+
+// slowChecks is a service on a Redis of its own, with collection c, whose wall clock finds 6 s
+// more gone at each look: the checks of a batch seem to take that long each. start is its
+// first look.
+func slowChecks(t *testing.T) (*Service, *store.Store, time.Time) {
+	t.Helper()
+	st := store.New(redistest.Start(t).Client(t), "test")
+	v, err := jobschema.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	var looks int
+	s := New(Config{Store: st, Validator: v, Wall: func() time.Time {
+		looks++
+		return start.Add(time.Duration(looks-1) * 6 * time.Second)
+	}})
+	if _, err := st.PutCollection(context.Background(), "c", []byte(`{}`), job.CollectionEnabled, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	return s, st, start
 }
