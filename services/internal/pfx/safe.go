@@ -101,9 +101,8 @@ func pkcs12Passwords(password string) [][]byte {
 // pbes2Cipher is PBES2's AES with a key from PBKDF2 (RFC 8018), the password in UTF-8 as the
 // decoder passes it (its bytes that are not UTF-8 each replaced).
 func pbes2Cipher(params []byte, password string) (cipher.Block, []byte, error) {
-	var p pbes2Params
-	var kdf pbkdf2Params
-	if unmarshal(params, &p) != nil || !p.KDF.Algorithm.Equal(oidPBKDF2) || unmarshal(p.KDF.Parameters.FullBytes, &kdf) != nil || kdf.Salt.Tag != asn1.TagOctetString {
+	p, kdf, ok := readPBES2(params)
+	if !ok || kdf.Salt.Tag != asn1.TagOctetString {
 		return nil, nil, errUnreadable
 	}
 	var prf func() hash.Hash

@@ -219,12 +219,19 @@ func iterations(algorithm pkix.AlgorithmIdentifier) int {
 
 // pbkdf2Iterations reads the count of PBES2 or PBMAC1 parameters whose KDF is PBKDF2.
 func pbkdf2Iterations(params []byte) int {
-	var p pbes2Params
-	var kdf pbkdf2Params
-	if unmarshal(params, &p) != nil || !p.KDF.Algorithm.Equal(oidPBKDF2) || unmarshal(p.KDF.Parameters.FullBytes, &kdf) != nil {
+	_, kdf, ok := readPBES2(params)
+	if !ok {
 		return 0
 	}
 	return kdf.Iterations
+}
+
+// readPBES2 reads PBES2 or PBMAC1 parameters whose KDF is PBKDF2; false for any others.
+func readPBES2(params []byte) (pbes2Params, pbkdf2Params, bool) {
+	var p pbes2Params
+	var kdf pbkdf2Params
+	ok := unmarshal(params, &p) == nil && p.KDF.Algorithm.Equal(oidPBKDF2) && unmarshal(p.KDF.Parameters.FullBytes, &kdf) == nil
+	return p, kdf, ok
 }
 
 // add sums counts without overflowing: a negative count derives nothing, and a sum past the
