@@ -16,7 +16,7 @@ import (
 func TestWrittenResultsAreReadDirectly(t *testing.T) {
 	at := time.Date(2026, 3, 1, 12, 0, 0, 5, time.UTC)
 	base := Result{Collection: "c", Job: "j", Scheduled: at, ExecutionTag: ExecutionTag("c", "j", 41, at), Occurrence: 1, Incarnation: 41,
-		ActionName: job.ActionNameMain, StartTime: at, EndTime: at, Status: job.ExecutionCompleted}
+		ActionName: job.ActionNameMain, Attempt: 1, Delivery: 2, StartTime: at, EndTime: at, Status: job.ExecutionCompleted}
 	for _, msg := range []string{
 		"",
 		"Http Action - Response from host '127.0.0.1': 'OK' Response Headers: Content-Length: 2\r\n Body: ok",

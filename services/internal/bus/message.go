@@ -105,18 +105,23 @@ func jsonSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == 
 
 // Result is one attempt reported by a worker on Subjects.Result.
 type Result struct {
-	Collection   string              `json:"collection"`
-	Job          string              `json:"job"`
-	Scheduled    time.Time           `json:"scheduledTime"`
-	ExecutionTag string              `json:"executionTag"`
-	Occurrence   int                 `json:"occurrence"`
-	Incarnation  int64               `json:"incarnation,omitempty"` // the Due's
-	ActionName   job.ActionName      `json:"actionName"`
-	Attempt      int                 `json:"attempt"` // 0 for the first attempt (history retryCount)
-	StartTime    time.Time           `json:"startTime"`
-	EndTime      time.Time           `json:"endTime"`
-	Status       job.ExecutionStatus `json:"status"`
-	Message      string              `json:"message,omitempty"`
+	Collection   string         `json:"collection"`
+	Job          string         `json:"job"`
+	Scheduled    time.Time      `json:"scheduledTime"`
+	ExecutionTag string         `json:"executionTag"`
+	Occurrence   int            `json:"occurrence"`
+	Incarnation  int64          `json:"incarnation,omitempty"` // the Due's
+	ActionName   job.ActionName `json:"actionName"`
+	Attempt      int            `json:"attempt"` // 0 for the first attempt (history retryCount)
+	// Delivery is the JetStream delivery count of the due message the attempt ran from, from
+	// 1; 0 from a worker of an earlier release. A delivery count past the attempts numbered
+	// before this one says that earlier deliveries left no result (a worker killed, stopped
+	// or cut off mid-delivery): the planner records each of those as lost.
+	Delivery  int                 `json:"delivery,omitempty"`
+	StartTime time.Time           `json:"startTime"`
+	EndTime   time.Time           `json:"endTime"`
+	Status    job.ExecutionStatus `json:"status"`
+	Message   string              `json:"message,omitempty"`
 	// MainDone is set on the result that ends the occurrence's main action (a success, the
 	// last failed attempt, or the hand-over to the error action): the planner counts the
 	// occurrence as executed there, once.

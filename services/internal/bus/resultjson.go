@@ -42,6 +42,10 @@ func (r Result) AppendJSON(b []byte) []byte {
 	b = appendString(b, string(r.ActionName))
 	b = append(b, `,"attempt":`...)
 	b = strconv.AppendInt(b, int64(r.Attempt), 10)
+	if r.Delivery != 0 {
+		b = append(b, `,"delivery":`...)
+		b = strconv.AppendInt(b, int64(r.Delivery), 10)
+	}
 	b = append(b, `,"startTime":"`...)
 	b = r.StartTime.AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","endTime":"`...)
@@ -131,6 +135,9 @@ func (d *layoutReader) result() (r Result) {
 	}
 	r.ActionName = job.ActionName(d.field(`,"actionName":`).enum(string(job.ActionNameMain), string(job.ActionNameError)))
 	r.Attempt = d.field(`,"attempt":`).int()
+	if d.has(`,"delivery":`) {
+		r.Delivery = d.field(`,"delivery":`).int()
+	}
 	r.StartTime = d.field(`,"startTime":`).time()
 	r.EndTime = d.field(`,"endTime":`).time()
 	r.Status = job.ExecutionStatus(d.field(`,"status":`).enum(string(job.ExecutionCompleted), string(job.ExecutionFailed),

@@ -41,6 +41,7 @@ func resultCases() map[string]bus.Result {
 		"negative numbers":  edit(func(r *bus.Result) { r.Occurrence, r.Attempt = -1, -20 }),
 		"zero numbers":      edit(func(r *bus.Result) { r.Occurrence, r.Attempt = 0, 0 }),
 		"incarnation":       edit(func(r *bus.Result) { r.Incarnation = 9007199254740993 }),
+		"delivery":          edit(func(r *bus.Result) { r.Delivery = 3 }),
 		"year out of range": edit(func(r *bus.Result) { r.EndTime = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) }),
 	}
 }

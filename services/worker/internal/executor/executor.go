@@ -193,7 +193,8 @@ func (e *Executor) Execute(ctx context.Context, a Attempt) (Decision, error) {
 
 	dec := Decision{ActionType: spec.Type, Err: err, Result: bus.Result{
 		Collection: d.Collection, Job: d.Job, Scheduled: d.Scheduled, ExecutionTag: d.ExecutionTag,
-		Occurrence: d.Occurrence, Incarnation: d.Incarnation, ActionName: name, Attempt: attempt, StartTime: start, EndTime: end,
+		Occurrence: d.Occurrence, Incarnation: d.Incarnation, ActionName: name, Attempt: attempt, Delivery: a.Delivery,
+		StartTime: start, EndTime: end,
 		Status: job.ExecutionCompleted, Message: job.CutMessage(msg, MaxResultMessage),
 	}}
 	if err == nil {

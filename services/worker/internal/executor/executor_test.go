@@ -159,7 +159,8 @@ func TestExecute(t *testing.T) {
 				m.Occurrence != 7 || m.Attempt != tt.want.attempt || m.Region != "local" || m.ClientRequestID == "" {
 				t.Errorf("meta %+v", m)
 			}
-			if r.Collection != "c" || r.Job != "j" || !r.Scheduled.Equal(scheduled) || r.ExecutionTag != d.ExecutionTag || r.Occurrence != 7 || r.Incarnation != 31 {
+			if r.Collection != "c" || r.Job != "j" || !r.Scheduled.Equal(scheduled) || r.ExecutionTag != d.ExecutionTag || r.Occurrence != 7 || r.Incarnation != 31 ||
+				r.Delivery != tt.delivery {
 				t.Errorf("result does not name the occurrence: %+v", r)
 			}
 			if !r.StartTime.Equal(start.Add(time.Second)) || !r.EndTime.Equal(start.Add(2*time.Second)) {
