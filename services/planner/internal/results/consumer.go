@@ -165,6 +165,7 @@ func (rc *Consumer) handle(ctx context.Context, msgs []jetstream.Msg) {
 			writes = append(writes, store.Result{Collection: r.Collection, Job: r.Job, Outcome: store.Outcome{
 				ID: bus.ResultMsgID(r), Entry: r.HistoryEntry(), Scheduled: r.Scheduled, Occurrence: r.Occurrence,
 				MainDone: r.MainDone, Tag: r.ExecutionTag, Final: r.Final, Faulted: r.Faulted, Incarnation: r.Incarnation,
+				Delivery: r.Delivery, Lost: lostBefore(r),
 			}})
 		}
 		now := rc.cfg.Clock()

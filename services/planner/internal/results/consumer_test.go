@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -475,4 +476,55 @@ func (r *recorder) errors(stage string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.errs[stage]
+}
+
+// A delivery that left no result (its worker killed during the second attempt) shows in the
+// history, between the attempts before and after it, as the Failed attempt it stood for; the
+// counters move only for the attempts reported. The lost attempt's result, coming late (its
+// worker cut off rather than killed), adds nothing.
+func TestADeliveryLeftWithoutAResultShowsInTheHistory(t *testing.T) {
+	e := setup(t)
+	e.fire("once", `{"startTime":"2026-03-01T12:00:00Z",`+action+`,
+		"retryPolicy":{"retryType":"Fixed","retryInterval":"PT15S","retryCount":3}}}`)
+	first := attempt("once", job.ActionNameMain, 0, job.ExecutionFailed, false, false)
+	first.Delivery = 1
+	third := attempt("once", job.ActionNameMain, 2, job.ExecutionCompleted, true, false)
+	third.Delivery = 3
+	late := attempt("once", job.ActionNameMain, 1, job.ExecutionFailed, false, false)
+	late.Delivery = 2
+	e.publish(first, third, late)
+	if ev := e.event(); ev.Kind != bus.EventCompleted {
+		t.Errorf("event %+v, want completed", ev)
+	}
+	e.settled()
+	h := e.history("once")
+	if len(h) != 3 {
+		t.Fatalf("history has %d entries, want 3: %+v", len(h), h)
+	}
+	lost := job.HistoryEntry{StartTime: third.StartTime, EndTime: third.StartTime, ExpectedExecutionTime: t0, ActionName: job.ActionNameMain,
+		Status: job.ExecutionFailed, Message: store.LostMessage(2, 3), RetryCount: 1, RepeatCount: 1}
+	for i, want := range []job.HistoryEntry{third.HistoryEntry(), lost, first.HistoryEntry()} { // newest first
+		if h[i] != want {
+			t.Errorf("history[%d] = %+v\nwant %+v", i, h[i], want)
+		}
+	}
+	if st := e.get("once").Properties.Status; st == nil || st.ExecutionCount != 1 || st.FailureCount != 1 {
+		t.Errorf("status %+v, want 1 execution and 1 failure (the reported one)", st)
+	}
+
+	// Without retries every delivery runs attempt 0: the third's result is the first recorded,
+	// so the two before it left none.
+	e.fire("none", `{"startTime":"2026-03-01T12:00:00Z",`+action+`, "retryPolicy":{"retryType":"None"}}}`)
+	again := attempt("none", job.ActionNameMain, 0, job.ExecutionCompleted, true, false)
+	again.Delivery = 3
+	e.publish(again)
+	e.event()
+	e.settled()
+	var got []string
+	for _, h := range e.history("none") {
+		got = append(got, fmt.Sprint(h.RetryCount, h.Status, h.Message))
+	}
+	if want := []string{"0Completed" + again.Message, "0Failed" + store.LostMessage(2, 3), "0Failed" + store.LostMessage(1, 3)}; !slices.Equal(got, want) {
+		t.Errorf("history without retries\n got %q\nwant %q", got, want)
+	}
 }

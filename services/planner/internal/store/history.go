@@ -47,6 +47,45 @@ type Outcome struct {
 	// occurrence): an attempt of a deleted job is not recorded for the job created after it.
 	// 0 when unknown (a worker of an earlier release): recorded.
 	Incarnation int64
+	// Delivery is the due message's delivery count the attempt ran from (0: unknown), and
+	// Lost the deliveries before it that may have left no result.
+	Delivery int
+	Lost     []Lost
+}
+
+// Lost is a delivery of an occurrence before the reported one that may have left no result:
+// its worker was killed, stopped or cut off from NATS mid-delivery. It is recorded as a Failed
+// entry of its own, since its target may have received it, unless the result of its attempt
+// was recorded already; its result arriving later is then taken for a copy.
+type Lost struct {
+	Delivery int // the due message's delivery count
+	Attempt  int // the attempt it ran as
+	// ID is the result id of that attempt, or "" when it is the reported attempt's own (a
+	// delivery past the retry policy runs the last attempt again): none of it was recorded,
+	// since the reported result's id was new.
+	ID string
+}
+
+// LostMessage is the message of a lost delivery's history entry.
+func LostMessage(delivery, next int) string {
+	return fmt.Sprintf("Delivery %d of this occurrence left no result: the worker that had it was stopped or cut off before it "+
+		"reported (its target may have received it; a result of it coming later is not recorded). Recorded as delivery %d began.", delivery, next)
+}
+
+// lostArg writes o.Lost for apply_results.lua: a line per delivery, its result id (or "") and
+// its history entry separated by a tab. When a delivery began is not known: its entry is
+// given the start of the one that followed it, which is when its loss became known.
+func (s *Store) lostArg(o Outcome) string {
+	var b strings.Builder
+	for _, l := range o.Lost {
+		b.WriteString(l.ID)
+		b.WriteByte('\t')
+		b.WriteString(historyLine(job.HistoryEntry{StartTime: o.Entry.StartTime, EndTime: o.Entry.StartTime, ExpectedExecutionTime: o.Scheduled, ActionName: o.Entry.ActionName,
+			Status: job.ExecutionFailed, RetryCount: l.Attempt, RepeatCount: o.Occurrence, Message: LostMessage(l.Delivery, o.Delivery)},
+			s.historyMessage))
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // Result is an attempt of a job to record.
@@ -81,7 +120,7 @@ func (s *Store) ApplyResults(ctx context.Context, results []Result, now time.Tim
 	calls := s.applyCalls(results)
 	cmds := s.evalAll(ctx, "apply_results", len(calls), func(c int) ([]string, []any) {
 		keys := make([]string, 0, 3*len(calls[c]))
-		args := make([]any, 0, 4+11*len(calls[c]))
+		args := make([]any, 0, 4+12*len(calls[c]))
 		args = append(args, now.Add(-s.historyAge).UnixMilli(), s.historyMax, now.UnixMilli(), s.resultMemory.Milliseconds())
 		for _, i := range calls[c] {
 			r := results[i]
@@ -89,7 +128,7 @@ func (s *Store) ApplyResults(ctx context.Context, results []Result, now time.Tim
 			keys = append(keys, s.k.state(r.Collection, r.Job), s.k.history(r.Collection, r.Job), s.k.results(r.Collection, r.Job))
 			args = append(args, historyLine(o.Entry, s.historyMessage), string(o.Entry.ActionName), string(o.Entry.Status),
 				o.Entry.StartTime.UnixMilli(), boolArg(o.Final), boolArg(o.Faulted), o.Scheduled.UnixMilli(), o.ID,
-				o.Occurrence, doneArg(o), o.Incarnation)
+				o.Occurrence, doneArg(o), o.Incarnation, s.lostArg(o))
 		}
 		return keys, args
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -668,5 +669,65 @@ func TestApplyResultsWithRedisDownAndBack(t *testing.T) {
 	}
 	if got, _ := s.GetJob(ctx, "c", "j"); got.Executions != 1 {
 		t.Fatalf("after Redis came back: %d executions, want 1", got.Executions)
+	}
+}
+
+// A delivery that left no result (its worker killed mid-delivery) gets a Failed entry of its
+// own before the attempt that followed it, once: a copy of the later result adds nothing, and
+// the lost attempt's own result, coming late (its worker cut off rather than killed), is taken
+// for a copy. A delivery past the retry policy runs the last attempt again; those before it
+// without an id are recorded whenever the reported result is new.
+func TestADeliveryLeftWithoutAResultIsRecordedLost(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	putCollection(t, s, "c", 0)
+	putJob(t, s, "c", "j", t0)
+	result := func(id string, attempt, delivery int, status job.ExecutionStatus, lost ...store.Lost) store.Outcome {
+		return store.Outcome{ID: id, Entry: job.HistoryEntry{StartTime: t0.Add(time.Duration(delivery) * time.Second), ActionName: job.ActionNameMain,
+			Status: status, RetryCount: attempt, RepeatCount: 1}, Scheduled: t0, Occurrence: 1, Delivery: delivery, Lost: lost}
+	}
+	third := result("t.MainAction.2", 2, 3, job.ExecutionCompleted,
+		store.Lost{Delivery: 1, Attempt: 0, ID: "t.MainAction.0"}, store.Lost{Delivery: 2, Attempt: 1, ID: "t.MainAction.1"})
+	for _, o := range []store.Outcome{
+		result("t.MainAction.0", 0, 1, job.ExecutionFailed), // recorded: delivery 1 is no loss
+		third,
+		third, // a copy
+		result("t.MainAction.1", 1, 2, job.ExecutionFailed), // delivery 2's own, late
+	} {
+		if _, err := s.ApplyResult(ctx, "c", "j", o, t0.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, _ := s.History(ctx, "c", "j", t0.Add(time.Minute))
+	want := []string{"0 Failed " + t0.Add(time.Second).String(), "1 Failed " + store.LostMessage(2, 3), "2 Completed " + t0.Add(3*time.Second).String()}
+	checkEntries(t, h, want)
+
+	// A policy without retries: deliveries 1 and 2 ran attempt 0 as the third did, and none of
+	// them was recorded, since the third's id is new.
+	putJob(t, s, "c", "k", t0)
+	capped := result("k.MainAction.0", 0, 3, job.ExecutionCompleted, store.Lost{Delivery: 1}, store.Lost{Delivery: 2})
+	for range 2 {
+		if _, err := s.ApplyResult(ctx, "c", "k", capped, t0.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, _ = s.History(ctx, "c", "k", t0.Add(time.Minute))
+	checkEntries(t, h, []string{"0 Failed " + store.LostMessage(1, 3), "0 Failed " + store.LostMessage(2, 3), "0 Completed " + t0.Add(3*time.Second).String()})
+}
+
+// checkEntries compares a history, newest first, with want, oldest first: each entry's retry
+// count, status, and its message when it has one, else its start time.
+func checkEntries(t *testing.T, h []job.HistoryEntry, want []string) {
+	t.Helper()
+	var got []string
+	for _, e := range slices.Backward(h) {
+		what := e.Message
+		if what == "" {
+			what = e.StartTime.String()
+		}
+		got = append(got, fmt.Sprint(e.RetryCount, " ", e.Status, " ", what))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("history, oldest first:\n got %q\nwant %q", got, want)
 	}
 }

@@ -5,12 +5,14 @@
 -- KEYS: for result i: KEYS[3i-2] st, KEYS[3i-1] hist, KEYS[3i] rid (sorted set of applied
 --       result ids, scored by when applied)
 -- ARGV: 1 cutoff (ms): older history entries are dropped, 2 max entries, 3 now (ms), 4 how long
---       result ids are remembered (ms); then for result i, from a = 4 + 11(i-1): a+1 history
+--       result ids are remembered (ms); then for result i, from a = 4 + 12(i-1): a+1 history
 --       entry (historyline.go), a+2 action name, a+3 status, a+4 attempt start (ms), a+5 final
 --       (0|1), a+6 faulted (0|1), a+7 scheduled time of the occurrence (ms), a+8 result id (""
 --       for none), a+9 occurrence number (0 for a run-now, which never ends the job), a+10
 --       "done:" and the occurrence's execution tag when this result ends the main action, else "",
---       a+11 the incarnation of the job the attempt ran for (put_jobs.lua; 0 when unknown)
+--       a+11 the incarnation of the job the attempt ran for (put_jobs.lua; 0 when unknown),
+--       a+12 the deliveries before this one that may have left no result (history.go, lostArg):
+--       a line each, the result id of its attempt ("" for none) and its history entry, by a tab
 -- Returns, per result, the job's new state when this result ended it ("Completed" or
 -- "Faulted"), else "", or "!" and the error that stopped it: each result fails alone, as it did
 -- when each had its own call.
@@ -42,6 +44,18 @@ local function apply(st, hist, rid, a)
     end
     if tonumber(ARGV[a + 9]) % 8 == 0 then
       redis.call('ZREMRANGEBYSCORE', rid, '-inf', tonumber(now) - memory)
+    end
+  end
+  -- A delivery before this one whose attempt has no result recorded left none (its worker
+  -- was killed, stopped or cut off): it gets an entry of its own, older than this one's, and
+  -- its attempt's id is remembered, so that it gets one once and a result of it coming late
+  -- is taken for a copy. One without an id ran this attempt, whose id was new: none of it came.
+  local lost = ARGV[a + 12]
+  if lost ~= '' then
+    for lid, line in string.gmatch(lost, '([^\t\n]*)\t([^\n]*)\n') do
+      if lid == '' or redis.call('ZADD', rid, 'NX', now, lid) == 1 then
+        redis.call('LPUSH', hist, line)
+      end
     end
   end
   -- LPUSH says the length: the list is trimmed only when it holds too many; the entry of a
@@ -109,7 +123,7 @@ end
 
 local out = {}
 for i = 1, #KEYS / 3 do
-  local ok, res = pcall(apply, KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i], 4 + 11 * (i - 1))
+  local ok, res = pcall(apply, KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i], 4 + 12 * (i - 1))
   if ok then
     out[i] = res
   else
