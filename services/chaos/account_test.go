@@ -59,6 +59,7 @@ type occurrence struct {
 	deliveries []time.Time // when the target received it, in order
 	skipped    bool        // a Skipped history entry covers it
 	completed  bool        // the history has a Completed main-action entry for it
+	attempts   int         // main-action entries in the history: the attempts reported, and the deliveries lost
 }
 
 // report is the accounting of a run.
@@ -77,12 +78,17 @@ type report struct {
 	worstLiveLateWhat                                                string        // which occurrence that was, and when it came
 	leaderless                                                       time.Duration // all the time the due stream or its consumer was seen without a leader
 	countMismatches, historyMissing, historyExtra, historyDuplicates int
-	examples                                                         []string
+	// lostAttempts counts the entries of deliveries that left no result (a worker killed or
+	// cut off mid-delivery), and unshown the deliveries the target received beyond the
+	// attempts its history shows.
+	lostAttempts, unshown int
+	examples              []string
 }
 
 var (
 	skipRange  = regexp.MustCompile(`from (\S+) to (\S+):`)
 	skipReason = regexp.MustCompile(`(\d+) (more than the catch-up window|no planner ran)`)
+	lostEntry  = regexp.MustCompile(`^Delivery \d+ of this occurrence left no result`)
 )
 
 // occurrenceKey names a job's occurrence by the job and its time.
@@ -163,6 +169,10 @@ func (c *cluster) account(jobs []chaosJob, end time.Time) *report {
 		if len(o.deliveries) > 1 {
 			r.duplicates[c.cause(o)] += len(o.deliveries) - 1
 		}
+		if n := len(o.deliveries) - o.attempts; n > 0 {
+			r.unshown += n
+			r.example("delivered %d times, %d attempts in the history: %s at %s", len(o.deliveries), o.attempts, jobs[o.job].name, o.at.Format(time.TimeOnly))
+		}
 		if !o.completed {
 			r.historyMissing++
 			r.example("delivered but no Completed history entry: %s at %s", jobs[o.job].name, o.at.Format(time.TimeOnly))
@@ -198,6 +208,15 @@ func (c *cluster) history(r *report, j chaosJob, occs map[int64]*occurrence) {
 		}
 	}
 	for _, e := range entries {
+		if e.ActionName == job.ActionNameMain && e.Status != job.ExecutionSkipped {
+			if o := occs[e.ExpectedExecutionTime.Unix()]; o != nil {
+				o.attempts++
+			}
+		}
+		if lostEntry.MatchString(e.Message) {
+			r.lostAttempts++ // a delivery's own entry, whichever attempt it stood for
+			continue
+		}
 		key := fmt.Sprint(e.ExpectedExecutionTime.Unix(), e.ActionName, e.RetryCount, e.Status)
 		if e.Status != job.ExecutionSkipped && seen[key] {
 			r.historyDuplicates++
@@ -317,6 +336,8 @@ func (r *report) String(name string) string {
 	row("delivered occurrences without a Completed history entry (must be 0)", r.historyMissing)
 	row("Completed history entries of occurrences not delivered (must be 0)", r.historyExtra)
 	row("two history entries for one attempt (must be 0)", r.historyDuplicates)
+	row("deliveries that left no result, recorded as such", r.lostAttempts)
+	row("deliveries the target received beyond the attempts the history shows", r.unshown)
 	if len(r.examples) > 0 {
 		b.WriteString("\nexamples:\n")
 		for _, e := range r.examples {
