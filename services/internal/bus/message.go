@@ -142,9 +142,16 @@ func (r Result) HistoryEntry() job.HistoryEntry {
 	}
 }
 
-// ResultMsgID de-duplicates a result re-published after a worker restart.
+// ResultMsgID de-duplicates a result re-published after a worker restart, and names the
+// delivery it reports: <tag>.<action>.<attempt>, and #<delivery> after it for a delivery past
+// the retry policy, which runs the last attempt again (a delivery before it left no result,
+// or had its acknowledgement lost), so that each delivery's result has an id of its own.
 func ResultMsgID(r Result) string {
-	return r.ExecutionTag + "." + string(r.ActionName) + "." + strconv.Itoa(r.Attempt)
+	id := r.ExecutionTag + "." + string(r.ActionName) + "." + strconv.Itoa(r.Attempt)
+	if r.Delivery > r.Attempt+1 {
+		id += "#" + strconv.Itoa(r.Delivery)
+	}
+	return id
 }
 
 // ResultsMsgID de-duplicates a message of several results published twice: it stands for

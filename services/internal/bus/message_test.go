@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/resched/resched/services/internal/bus"
+	"github.com/resched/resched/shared/job"
 )
 
 // AppendDue writes by hand what json.Marshal would write for a Due.
@@ -133,4 +134,26 @@ func BenchmarkDecodeDue(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A result's id names its delivery: the attempt's number, and the delivery count too when a
+// delivery past the retry policy runs the last attempt again, so that two deliveries never
+// share one (the planner records each once, and takes a result with a known id for a copy).
+func TestResultMsgIDNamesTheDelivery(t *testing.T) {
+	r := bus.Result{ExecutionTag: "t", ActionName: job.ActionNameMain}
+	for _, c := range []struct {
+		attempt, delivery int
+		want              string
+	}{
+		{0, 0, "t.MainAction.0"}, // a worker of an earlier release
+		{0, 1, "t.MainAction.0"},
+		{2, 3, "t.MainAction.2"},
+		{0, 2, "t.MainAction.0#2"},
+		{2, 5, "t.MainAction.2#5"},
+	} {
+		r.Attempt, r.Delivery = c.attempt, c.delivery
+		if got := bus.ResultMsgID(r); got != c.want {
+			t.Errorf("attempt %d, delivery %d: %s, want %s", c.attempt, c.delivery, got, c.want)
+		}
+	}
 }

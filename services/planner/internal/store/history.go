@@ -58,12 +58,9 @@ type Outcome struct {
 // entry of its own, since its target may have received it, unless the result of its attempt
 // was recorded already; its result arriving later is then taken for a copy.
 type Lost struct {
-	Delivery int // the due message's delivery count
-	Attempt  int // the attempt it ran as
-	// ID is the result id of that attempt, or "" when it is the reported attempt's own (a
-	// delivery past the retry policy runs the last attempt again): none of it was recorded,
-	// since the reported result's id was new.
-	ID string
+	Delivery int    // the due message's delivery count
+	Attempt  int    // the attempt it ran as
+	ID       string // the id its result would have had (Outcome.ID)
 }
 
 // LostMessage is the message of a lost delivery's history entry.
@@ -72,8 +69,8 @@ func LostMessage(delivery, next int) string {
 		"reported (its target may have received it; a result of it coming later is not recorded). Recorded as delivery %d began.", delivery, next)
 }
 
-// lostArg writes o.Lost for apply_results.lua: a line per delivery, its result id (or "") and
-// its history entry separated by a tab. When a delivery began is not known: its entry is
+// lostArg writes o.Lost for apply_results.lua: a line per delivery, its result id and its
+// history entry separated by a tab. When a delivery began is not known: its entry is
 // given the start of the one that followed it, which is when its loss became known.
 func (s *Store) lostArg(o Outcome) string {
 	var b strings.Builder

@@ -675,8 +675,8 @@ func TestApplyResultsWithRedisDownAndBack(t *testing.T) {
 // A delivery that left no result (its worker killed mid-delivery) gets a Failed entry of its
 // own before the attempt that followed it, once: a copy of the later result adds nothing, and
 // the lost attempt's own result, coming late (its worker cut off rather than killed), is taken
-// for a copy. A delivery past the retry policy runs the last attempt again; those before it
-// without an id are recorded whenever the reported result is new.
+// for a copy. A delivery past the retry policy runs the last attempt again, under an id of its
+// own: each delivery shows once, whichever reported.
 func TestADeliveryLeftWithoutAResultIsRecordedLost(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
@@ -688,31 +688,34 @@ func TestADeliveryLeftWithoutAResultIsRecordedLost(t *testing.T) {
 	}
 	third := result("t.MainAction.2", 2, 3, job.ExecutionCompleted,
 		store.Lost{Delivery: 1, Attempt: 0, ID: "t.MainAction.0"}, store.Lost{Delivery: 2, Attempt: 1, ID: "t.MainAction.1"})
-	for _, o := range []store.Outcome{
+	apply := func(j string, os ...store.Outcome) []job.HistoryEntry {
+		t.Helper()
+		for _, o := range os {
+			if _, err := s.ApplyResult(ctx, "c", j, o, t0.Add(time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h, _ := s.History(ctx, "c", j, t0.Add(time.Minute))
+		return h
+	}
+	h := apply("j",
 		result("t.MainAction.0", 0, 1, job.ExecutionFailed), // recorded: delivery 1 is no loss
 		third,
 		third, // a copy
 		result("t.MainAction.1", 1, 2, job.ExecutionFailed), // delivery 2's own, late
-	} {
-		if _, err := s.ApplyResult(ctx, "c", "j", o, t0.Add(time.Minute)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	h, _ := s.History(ctx, "c", "j", t0.Add(time.Minute))
-	want := []string{"0 Failed " + t0.Add(time.Second).String(), "1 Failed " + store.LostMessage(2, 3), "2 Completed " + t0.Add(3*time.Second).String()}
-	checkEntries(t, h, want)
+	)
+	checkEntries(t, h, []string{"0 Failed " + t0.Add(time.Second).String(), "1 Failed " + store.LostMessage(2, 3), "2 Completed " + t0.Add(3*time.Second).String()})
 
-	// A policy without retries: deliveries 1 and 2 ran attempt 0 as the third did, and none of
-	// them was recorded, since the third's id is new.
+	// A policy without retries: every delivery runs attempt 0. The first was recorded, the
+	// second left no result, the third's is recorded beside the first, and a copy of the
+	// third's adds nothing.
 	putJob(t, s, "c", "k", t0)
-	capped := result("k.MainAction.0", 0, 3, job.ExecutionCompleted, store.Lost{Delivery: 1}, store.Lost{Delivery: 2})
-	for range 2 {
-		if _, err := s.ApplyResult(ctx, "c", "k", capped, t0.Add(time.Minute)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	h, _ = s.History(ctx, "c", "k", t0.Add(time.Minute))
-	checkEntries(t, h, []string{"0 Failed " + store.LostMessage(1, 3), "0 Failed " + store.LostMessage(2, 3), "0 Completed " + t0.Add(3*time.Second).String()})
+	h = apply("k",
+		result("k.MainAction.0", 0, 1, job.ExecutionCompleted),
+		result("k.MainAction.0#3", 0, 3, job.ExecutionCompleted,
+			store.Lost{Delivery: 1, ID: "k.MainAction.0"}, store.Lost{Delivery: 2, ID: "k.MainAction.0#2"}),
+		result("k.MainAction.0#3", 0, 3, job.ExecutionCompleted))
+	checkEntries(t, h, []string{"0 Completed " + t0.Add(time.Second).String(), "0 Failed " + store.LostMessage(2, 3), "0 Completed " + t0.Add(3*time.Second).String()})
 }
 
 // checkEntries compares a history, newest first, with want, oldest first: each entry's retry

@@ -12,7 +12,7 @@
 --       "done:" and the occurrence's execution tag when this result ends the main action, else "",
 --       a+11 the incarnation of the job the attempt ran for (put_jobs.lua; 0 when unknown),
 --       a+12 the deliveries before this one that may have left no result (history.go, lostArg):
---       a line each, the result id of its attempt ("" for none) and its history entry, by a tab
+--       a line each, the id its result would have had and its history entry, by a tab
 -- Returns, per result, the job's new state when this result ended it ("Completed" or
 -- "Faulted"), else "", or "!" and the error that stopped it: each result fails alone, as it did
 -- when each had its own call.
@@ -46,14 +46,14 @@ local function apply(st, hist, rid, a)
       redis.call('ZREMRANGEBYSCORE', rid, '-inf', tonumber(now) - memory)
     end
   end
-  -- A delivery before this one whose attempt has no result recorded left none (its worker
-  -- was killed, stopped or cut off): it gets an entry of its own, older than this one's, and
-  -- its attempt's id is remembered, so that it gets one once and a result of it coming late
-  -- is taken for a copy. One without an id ran this attempt, whose id was new: none of it came.
+  -- A delivery before this one without a result recorded left none (its worker was killed,
+  -- stopped or cut off): it gets an entry of its own, older than this one's, and its result's
+  -- id is remembered, so that it gets one once and a result of it coming late is taken for
+  -- a copy.
   local lost = ARGV[a + 12]
   if lost ~= '' then
-    for lid, line in string.gmatch(lost, '([^\t\n]*)\t([^\n]*)\n') do
-      if lid == '' or redis.call('ZADD', rid, 'NX', now, lid) == 1 then
+    for lid, line in string.gmatch(lost, '([^\t\n]+)\t([^\n]*)\n') do
+      if redis.call('ZADD', rid, 'NX', now, lid) == 1 then
         redis.call('LPUSH', hist, line)
       end
     end
