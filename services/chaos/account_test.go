@@ -214,8 +214,7 @@ func (c *cluster) history(r *report, j chaosJob, occs map[int64]*occurrence) {
 			}
 		}
 		if lostEntry.MatchString(e.Message) {
-			r.lostAttempts++ // a delivery's own entry, whichever attempt it stood for
-			continue
+			r.lostAttempts++
 		}
 		key := fmt.Sprint(e.ExpectedExecutionTime.Unix(), e.ActionName, e.RetryCount, e.Status)
 		if e.Status != job.ExecutionSkipped && seen[key] {

@@ -133,12 +133,14 @@ type Result struct {
 	Faulted bool `json:"faulted"`
 }
 
-// HistoryEntry is the history record of the attempt.
+// HistoryEntry is the history record of the attempt. Its retryCount counts the deliveries
+// before it, which is the attempt's number unless a delivery past the retry policy ran the
+// last attempt again: each call the target had then shows under a count of its own.
 func (r Result) HistoryEntry() job.HistoryEntry {
 	return job.HistoryEntry{
 		StartTime: r.StartTime, EndTime: r.EndTime, ExpectedExecutionTime: r.Scheduled,
 		ActionName: r.ActionName, Status: r.Status, Message: r.Message,
-		RetryCount: r.Attempt, RepeatCount: r.Occurrence,
+		RetryCount: max(r.Attempt, r.Delivery-1), RepeatCount: r.Occurrence,
 	}
 }
 

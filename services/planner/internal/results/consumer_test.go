@@ -513,7 +513,7 @@ func TestADeliveryLeftWithoutAResultShowsInTheHistory(t *testing.T) {
 	}
 
 	// Without retries every delivery runs attempt 0: the third's result is the first recorded,
-	// so the two before it left none.
+	// so the two before it left none. Each entry counts the deliveries before it.
 	e.fire("none", `{"startTime":"2026-03-01T12:00:00Z",`+action+`, "retryPolicy":{"retryType":"None"}}}`)
 	again := attempt("none", job.ActionNameMain, 0, job.ExecutionCompleted, true, false)
 	again.Delivery = 3
@@ -524,7 +524,7 @@ func TestADeliveryLeftWithoutAResultShowsInTheHistory(t *testing.T) {
 	for _, h := range e.history("none") {
 		got = append(got, fmt.Sprint(h.RetryCount, h.Status, h.Message))
 	}
-	if want := []string{"0Completed" + again.Message, "0Failed" + store.LostMessage(2, 3), "0Failed" + store.LostMessage(1, 3)}; !slices.Equal(got, want) {
+	if want := []string{"2Completed" + again.Message, "1Failed" + store.LostMessage(2, 3), "0Failed" + store.LostMessage(1, 3)}; !slices.Equal(got, want) {
 		t.Errorf("history without retries\n got %q\nwant %q", got, want)
 	}
 }

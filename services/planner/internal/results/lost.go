@@ -21,7 +21,7 @@ func lostBefore(r bus.Result) []store.Lost {
 	for n := max(1, r.Delivery-maxLost); n < r.Delivery; n++ {
 		earlier := r
 		earlier.Attempt, earlier.Delivery = min(n-1, r.Attempt), n
-		lost = append(lost, store.Lost{Delivery: n, Attempt: earlier.Attempt, ID: bus.ResultMsgID(earlier)})
+		lost = append(lost, store.Lost{Delivery: n, ID: bus.ResultMsgID(earlier)})
 	}
 	return lost
 }

@@ -55,11 +55,11 @@ type Outcome struct {
 
 // Lost is a delivery of an occurrence before the reported one that may have left no result:
 // its worker was killed, stopped or cut off from NATS mid-delivery. It is recorded as a Failed
-// entry of its own, since its target may have received it, unless the result of its attempt
-// was recorded already; its result arriving later is then taken for a copy.
+// entry of its own, its retryCount the deliveries before it, since its target may have
+// received it, unless its result was recorded already; its result arriving later is then
+// taken for a copy.
 type Lost struct {
 	Delivery int    // the due message's delivery count
-	Attempt  int    // the attempt it ran as
 	ID       string // the id its result would have had (Outcome.ID)
 }
 
@@ -77,9 +77,10 @@ func (s *Store) lostArg(o Outcome) string {
 	for _, l := range o.Lost {
 		b.WriteString(l.ID)
 		b.WriteByte('\t')
-		b.WriteString(historyLine(job.HistoryEntry{StartTime: o.Entry.StartTime, EndTime: o.Entry.StartTime, ExpectedExecutionTime: o.Scheduled, ActionName: o.Entry.ActionName,
-			Status: job.ExecutionFailed, RetryCount: l.Attempt, RepeatCount: o.Occurrence, Message: LostMessage(l.Delivery, o.Delivery)},
-			s.historyMessage))
+		e := job.HistoryEntry{StartTime: o.Entry.StartTime, EndTime: o.Entry.StartTime, ExpectedExecutionTime: o.Scheduled,
+			ActionName: o.Entry.ActionName, Status: job.ExecutionFailed, RetryCount: l.Delivery - 1, RepeatCount: o.Occurrence,
+			Message: LostMessage(l.Delivery, o.Delivery)}
+		b.WriteString(historyLine(e, s.historyMessage))
 		b.WriteByte('\n')
 	}
 	return b.String()
@@ -124,7 +125,7 @@ func (s *Store) ApplyResults(ctx context.Context, results []Result, now time.Tim
 			o := r.Outcome
 			keys = append(keys, s.k.state(r.Collection, r.Job), s.k.history(r.Collection, r.Job), s.k.results(r.Collection, r.Job))
 			args = append(args, historyLine(o.Entry, s.historyMessage), string(o.Entry.ActionName), string(o.Entry.Status),
-				o.Entry.StartTime.UnixMilli(), boolArg(o.Final), boolArg(o.Faulted), o.Scheduled.UnixMilli(), o.ID,
+				o.Entry.StartTime.UnixMilli(), boolArg(o.Final), faultArg(o), o.Scheduled.UnixMilli(), o.ID,
 				o.Occurrence, doneArg(o), o.Incarnation, s.lostArg(o))
 		}
 		return keys, args
@@ -253,6 +254,18 @@ func boolArg(b bool) string {
 		return "1"
 	}
 	return "0"
+}
+
+// faultArg says whether a result ends its occurrence faulted, and which occurrence, so that it
+// counts once.
+func faultArg(o Outcome) string {
+	switch {
+	case !o.Faulted:
+		return "0"
+	case o.Tag == "":
+		return "1"
+	}
+	return "fault:" + o.Tag
 }
 
 // doneArg says whether a result ends its occurrence's main action, and which occurrence.

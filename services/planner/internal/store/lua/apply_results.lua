@@ -7,7 +7,8 @@
 -- ARGV: 1 cutoff (ms): older history entries are dropped, 2 max entries, 3 now (ms), 4 how long
 --       result ids are remembered (ms); then for result i, from a = 4 + 12(i-1): a+1 history
 --       entry (historyline.go), a+2 action name, a+3 status, a+4 attempt start (ms), a+5 final
---       (0|1), a+6 faulted (0|1), a+7 scheduled time of the occurrence (ms), a+8 result id (""
+--       (0|1), a+6 faulted: "0", or "fault:" and the occurrence's execution tag ("1" without
+--       one), a+7 scheduled time of the occurrence (ms), a+8 result id (""
 --       for none), a+9 occurrence number (0 for a run-now, which never ends the job), a+10
 --       "done:" and the occurrence's execution tag when this result ends the main action, else "",
 --       a+11 the incarnation of the job the attempt ran for (put_jobs.lua; 0 when unknown),
@@ -69,7 +70,8 @@ local function apply(st, hist, rid, a)
     redis.call('RPOP', hist)
     oldest = redis.call('LINDEX', hist, -1)
   end
-  local final, faulted = ARGV[a + 5], ARGV[a + 6]
+  local final, fault = ARGV[a + 5], ARGV[a + 6]
+  local faulted = fault == '0' and '0' or '1'
   if ARGV[a + 2] == 'MainAction' then
     -- An occurrence counts as executed once, at the result that ends its main action (a
     -- success, the last failed attempt, or the hand-over to the error action), whatever
@@ -85,7 +87,9 @@ local function apply(st, hist, rid, a)
       redis.call('HINCRBY', st, 'fail', 1)
     end
   end
-  if faulted == '1' then
+  -- An occurrence counts as faulted once too: a delivery past the retry policy runs the last
+  -- attempt again and reports it under an id of its own (without a tag: counted).
+  if fault ~= '0' and (fault == '1' or redis.call('ZADD', rid, 'NX', now, fault) == 1) then
     redis.call('HINCRBY', st, 'faulted', 1)
   end
   -- Results may be applied out of order: one that Redis refused (at its maxmemory, say) comes
