@@ -127,8 +127,8 @@ func (h *hub) onResult(r bus.Result) {
 		m = &minute{}
 		c.per[r.Collection] = m
 	}
-	if r.ActionName == job.ActionNameMain && r.Attempt == 0 {
-		m.Fires++
+	if r.ActionName == job.ActionNameMain && r.Attempt == 0 && r.Delivery <= 1 {
+		m.Fires++ // not a delivery past a policy without retries, which runs attempt 0 again
 	}
 	if r.Status == job.ExecutionFailed {
 		m.Failed++

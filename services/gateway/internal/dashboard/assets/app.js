@@ -195,10 +195,13 @@ function throttle(fn, wait) {
   return () => { if (!t) t = setTimeout(() => { t = null; fn(); }, wait); };
 }
 
-// sameRun reports whether a history entry is the run a result message told of.
+// sameRun reports whether a history entry is the run a result message told of. An entry's
+// retryCount counts the deliveries before it: the attempt's number, or more for a delivery past
+// the retry policy, which runs the last attempt again.
 function sameRun(h, r) {
   const second = (t) => Math.floor(Date.parse(t) / 1000);
-  return second(h.startTime) === second(r.startTime) && h.actionName === r.actionName && h.retryCount === r.attempt;
+  return second(h.startTime) === second(r.startTime) && h.actionName === r.actionName &&
+    h.retryCount === Math.max(r.attempt, (r.delivery || 0) - 1);
 }
 
 // ---- overview ---------------------------------------------------------------------------------
