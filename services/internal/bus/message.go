@@ -112,7 +112,7 @@ type Result struct {
 	Occurrence   int            `json:"occurrence"`
 	Incarnation  int64          `json:"incarnation,omitempty"` // the Due's
 	ActionName   job.ActionName `json:"actionName"`
-	Attempt      int            `json:"attempt"` // 0 for the first attempt (history retryCount)
+	Attempt      int            `json:"attempt"` // 0 for the first attempt (history retryCount, with Delivery)
 	// Delivery is the JetStream delivery count of the due message the attempt ran from, from
 	// 1; 0 from a worker of an earlier release. A delivery count past the attempts numbered
 	// before this one says that earlier deliveries left no result (a worker killed, stopped
