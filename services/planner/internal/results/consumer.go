@@ -188,6 +188,9 @@ func (rc *Consumer) handle(ctx context.Context, msgs []jetstream.Msg) {
 				continue
 			}
 			rc.cfg.Metrics.Result(string(r.Status))
+			for range a.Lost {
+				rc.cfg.Metrics.Result(resultLost)
+			}
 			if debug { // asked once a batch: the arguments allocate even when the line is not written
 				rc.log.Debug("results: applied", "collection", r.Collection, "job", r.Job, "action", r.ActionName,
 					"attempt", r.Attempt, "status", r.Status, "final", r.Final, "faulted", r.Faulted)

@@ -511,6 +511,9 @@ func TestADeliveryLeftWithoutAResultShowsInTheHistory(t *testing.T) {
 	if st := e.get("once").Properties.Status; st == nil || st.ExecutionCount != 1 || st.FailureCount != 1 {
 		t.Errorf("status %+v, want 1 execution and 1 failure (the reported one)", st)
 	}
+	if got := e.m.get("Lost"); got != 1 {
+		t.Errorf("results metric Lost = %d, want 1", got)
+	}
 
 	// Without retries every delivery runs attempt 0: the third's result is the first recorded,
 	// so the two before it left none. Each entry counts the deliveries before it.
@@ -526,5 +529,8 @@ func TestADeliveryLeftWithoutAResultShowsInTheHistory(t *testing.T) {
 	}
 	if want := []string{"2Completed" + again.Message, "1Failed" + store.LostMessage(2, 3), "0Failed" + store.LostMessage(1, 3)}; !slices.Equal(got, want) {
 		t.Errorf("history without retries\n got %q\nwant %q", got, want)
+	}
+	if got := e.m.get("Lost"); got != 3 {
+		t.Errorf("results metric Lost = %d, want 3", got)
 	}
 }

@@ -5,6 +5,9 @@ import (
 	"github.com/resched/resched/services/planner/internal/store"
 )
 
+// resultLost is the results metric's status of a delivery recorded as lost.
+const resultLost = "Lost"
+
 // maxLost bounds the deliveries before a result looked at for one left without a result.
 const maxLost = 8
 

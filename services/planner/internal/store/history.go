@@ -96,6 +96,7 @@ type Result struct {
 // attempt of its last occurrence ("" otherwise, and when the job no longer exists).
 type ResultApplied struct {
 	State job.State
+	Lost  int // deliveries before it recorded as lost (Outcome.Lost)
 	Err   error
 }
 
@@ -145,10 +146,21 @@ func (s *Store) ApplyResults(ctx context.Context, results []Result, now time.Tim
 				out[i].Err = fmt.Errorf("apply result of %s/%s: %s", results[i].Collection, results[i].Job, msg)
 				continue
 			}
-			out[i].State = job.State(states[k])
+			out[i].Lost, out[i].State = lostAndState(states[k])
 		}
 	}
 	return out
+}
+
+// lostAndState reads apply_results.lua's answer for a result that applied: the lost
+// deliveries it recorded, before a colon when there were some, then the job's new state.
+func lostAndState(s string) (int, job.State) {
+	n, state, ok := strings.Cut(s, ":")
+	if !ok {
+		return 0, job.State(s)
+	}
+	lost, _ := strconv.Atoi(n)
+	return lost, job.State(state)
 }
 
 // applyCalls splits results into script calls of one partition each.

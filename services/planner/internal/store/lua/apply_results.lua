@@ -15,8 +15,9 @@
 --       a+12 the deliveries before this one that may have left no result (history.go, lostArg):
 --       a line each, the id its result would have had and its history entry, by a tab
 -- Returns, per result, the job's new state when this result ended it ("Completed" or
--- "Faulted"), else "", or "!" and the error that stopped it: each result fails alone, as it did
--- when each had its own call.
+-- "Faulted"), else "", after the number of lost deliveries recorded and ":" when there were
+-- some; or "!" and the error that stopped it: each result fails alone, as it did when each had
+-- its own call.
 local cutoff, maxEntries, now, memory = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 
 local function apply(st, hist, rid, a)
@@ -51,12 +52,17 @@ local function apply(st, hist, rid, a)
   -- stopped or cut off): it gets an entry of its own, older than this one's, and its result's
   -- id is remembered, so that it gets one once and a result of it coming late is taken for
   -- a copy.
-  local lost = ARGV[a + 12]
+  local lost, told = ARGV[a + 12], ''
   if lost ~= '' then
+    local n = 0
     for lid, line in string.gmatch(lost, '([^\t\n]+)\t([^\n]*)\n') do
       if redis.call('ZADD', rid, 'NX', now, lid) == 1 then
         redis.call('LPUSH', hist, line)
+        n = n + 1
       end
+    end
+    if n > 0 then
+      told = n .. ':'
     end
   end
   -- LPUSH says the length: the list is trimmed only when it holds too many; the entry of a
@@ -102,7 +108,7 @@ local function apply(st, hist, rid, a)
     if later then
       redis.call('HSET', st, 'last', start)
     end
-    return ''
+    return told
   end
   local ended = ''
   if cur[2] == '' and cur[3] == scheduled and cur[1] == 'Enabled' then
@@ -122,7 +128,7 @@ local function apply(st, hist, rid, a)
   elseif later then
     redis.call('HSET', st, 'last', start)
   end
-  return ended
+  return told .. ended
 end
 
 local out = {}
