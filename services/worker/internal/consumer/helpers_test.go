@@ -35,6 +35,7 @@ type env struct {
 	srv      *natstest.Server
 	js       jetstream.JetStream
 	subjects bus.Subjects
+	last     *consumer.Consumer // the worker started last
 }
 
 func newEnv(t *testing.T) *env {
@@ -87,7 +88,9 @@ func (e *env) worker(t *testing.T, edit func(*consumer.Config)) (stop func() err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- consumer.New(cfg).Run(ctx) }()
+	c := consumer.New(cfg)
+	e.last = c
+	go func() { done <- c.Run(ctx) }()
 	var once sync.Once
 	var runErr error
 	stop = func() error {
