@@ -14,12 +14,24 @@ import (
 // it for a wake-up). It publishes on the connection that answers the change afterwards, so the
 // server has passed the notice on by the time the client has its answer (one server; a
 // cluster's routes may take a little longer).
+//
+// A wake-up for a partition this planner holds goes to its own dispatcher without NATS (local,
+// held): a put of a job due soon, one a request at a spread rate, cost a message through the
+// server and back. Should the lease move meanwhile, the planner that takes it looks at the
+// partition's due set as it starts, as after any takeover. Changes always go over NATS: a
+// planner that took the lease a moment ago must hear of them.
 type natsWaker struct {
 	nc       *nats.Conn
 	subjects bus.Subjects
+	local    jobs.Waker     // this planner's dispatcher; nil: every wake-up over NATS
+	held     func(int) bool // whether this planner holds a partition's lease
 }
 
 func (w natsWaker) Wake(partition int) {
+	if w.local != nil && w.held(partition) {
+		w.local.Wake(partition)
+		return
+	}
 	_ = w.nc.Publish(w.subjects.Wake(strconv.Itoa(partition)), nil)
 }
 

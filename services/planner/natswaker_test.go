@@ -51,7 +51,7 @@ func TestChangedJobsReachTheDispatcherOverNATS(t *testing.T) {
 	for i := range many {
 		many[i] = fmt.Sprintf("collection-%04d/job-%04d", i%7, i)
 	}
-	w := natsWaker{nc, subjects}
+	w := natsWaker{nc: nc, subjects: subjects}
 	w.Wake(3)
 	w.Changed(3, []string{"c/j", "c/"})
 	w.Changed(61, many)
@@ -77,6 +77,38 @@ func TestChangedJobsReachTheDispatcherOverNATS(t *testing.T) {
 	}
 	if total < 120_000 || slices.Max(sizes) > changedPayload {
 		t.Fatalf("%d bytes in %d messages of at most %d bytes; want 120 KB in messages of at most %d", total, len(sizes), slices.Max(sizes), changedPayload)
+	}
+}
+
+// A wake-up for a partition this planner holds goes to its own dispatcher and not through NATS;
+// one for a partition another planner holds goes over NATS, as every change does.
+func TestAWakeUpForAHeldPartitionStaysInThePlanner(t *testing.T) {
+	ns := natstest.Start(t)
+	subjects := bus.NewSubjects("")
+	heard, err := ns.Connect(t).SubscribeSync(subjects.Wake("*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc := ns.Connect(t)
+	local := &wakeRecorder{changed: map[int][]string{}}
+	w := natsWaker{nc: nc, subjects: subjects, local: local, held: func(p int) bool { return p == 3 }}
+	w.Wake(3)
+	w.Wake(4)
+	w.Changed(3, []string{"c/j"})
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var over []string
+	for m, err := heard.NextMsg(time.Second); err == nil; m, err = heard.NextMsg(200 * time.Millisecond) {
+		over = append(over, m.Subject+" "+string(m.Data))
+	}
+	local.mu.Lock()
+	defer local.mu.Unlock()
+	if fmt.Sprint(local.woken) != "[3]" || len(local.changed) != 0 {
+		t.Errorf("the planner's own dispatcher was woken for %v and told of changes %v; want partition 3 woken and no change (changes go over NATS)", local.woken, local.changed)
+	}
+	if fmt.Sprint(over) != "[scheduler.planner.wake.4  scheduler.planner.wake.3 c/j]" {
+		t.Errorf("over NATS: %q; want partition 4's wake-up and the change", over)
 	}
 }
 

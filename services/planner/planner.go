@@ -334,7 +334,7 @@ func (p *planner) start(ctx context.Context, parts *sync.WaitGroup, fail context
 		return nil, fmt.Errorf("subscribe to wake-ups: %w", err)
 	}
 	svc := jobs.New(jobs.Config{Store: p.store, Validator: validator, Events: p.nc, Runner: disp, Purger: &duePurger{js: p.js, stream: p.subjects.DueStream(), counted: p.metrics},
-		Waker: natsWaker{p.nc, p.subjects}, WakeWithin: p.cfg.MaxIdle + p.cfg.Lookahead, Subjects: p.subjects, Keys: p.cfg.keys, Logger: p.log})
+		Waker: natsWaker{nc: p.nc, subjects: p.subjects, local: disp, held: leases.Holds}, WakeWithin: p.cfg.MaxIdle + p.cfg.Lookahead, Subjects: p.subjects, Keys: p.cfg.keys, Logger: p.log})
 	state := &status.Source{Store: p.store, JS: p.js, Subjects: p.subjects, ID: p.id, Clock: time.Now, Settings: p.cfg.warnings()}
 	apiSrv, err := api.New(p.nc, svc, p.subjects, p.log, api.Options{Concurrency: p.cfg.APIConcurrency, Status: state.Status, Metrics: p.metrics})
 	if err != nil {

@@ -76,6 +76,7 @@ func (s *Service) Apply(ctx context.Context, changes []Change) []Outcome {
 	s.recheck(ctx, writes, props, results, now)
 	s.tellChanged(writes, results)
 	s.purgeAll(ctx, writes, results)
+	var wake map[int]string // one wake-up a partition for the batch, not one a job
 	for k, a := range results {
 		i, ch := at[k], changes[at[k]]
 		out[i].Created, out[i].Stale = a.Created, a.Stale
@@ -83,12 +84,20 @@ func (s *Service) Apply(ctx context.Context, changes []Change) []Outcome {
 			out[i].Err = storeError(a.Err, ch.Collection, ch.Name)
 			continue
 		}
-		s.applied(ch, writes[k], a)
+		if s.applied(ch, writes[k], a) {
+			if wake == nil {
+				wake = map[int]string{}
+			}
+			wake[s.store.PartitionOf(ch.Collection)] = ch.Collection
+		}
 		if p := writes[k].Put; p != nil && !a.Stale {
 			out[i].Stored = &store.Job{Collection: p.Collection, Name: p.Name, Definition: p.Definition, Version: a.Version,
 				Next: p.Next, State: p.State, Counters: a.Counters}
 			out[i].Properties = props[k]
 		}
+	}
+	for _, c := range wake {
+		s.wake(c)
 	}
 	for i, ch := range changes {
 		if out[i].Err != nil {
@@ -275,32 +284,32 @@ func (s *Service) recheck(ctx context.Context, writes []store.Write, props []*jo
 
 // applied tells the world about a change that was made, or that a published one was not, a
 // later one having been applied before it: its publisher waits for the word on its own
-// message. The last message applied, delivered again, was told of already.
-func (s *Service) applied(ch Change, w store.Write, a store.Applied) {
+// message. The last message applied, delivered again, was told of already. It answers whether
+// the job is due soon, for its partition's planner to look now (Apply wakes it once a batch).
+func (s *Service) applied(ch Change, w store.Write, a store.Applied) (wake bool) {
 	if a.Stale {
 		if !a.Again && ch.Stamp.Seq != 0 {
 			s.emit(bus.Event{Kind: bus.EventSuperseded, Collection: ch.Collection, Job: ch.Name, Time: s.now().UTC(),
 				IntakeSequence: ch.Stamp.Seq})
 		}
-		return
+		return false
 	}
 	if ch.Delete {
 		// A published delete of a job that did not exist is reported too (NotFound): its
 		// publisher waits for the word on its own message.
 		if !a.Created && ch.Stamp.Seq == 0 {
-			return
+			return false
 		}
 		s.emit(bus.Event{Kind: bus.EventDeleted, Collection: ch.Collection, Job: ch.Name, Time: s.now().UTC(),
 			IntakeSequence: ch.Stamp.Seq, NotFound: !a.Created})
-		return
+		return false
 	}
 	e := bus.Event{Kind: bus.EventAccepted, Collection: ch.Collection, Job: ch.Name, Time: s.now().UTC(), IntakeSequence: ch.Stamp.Seq}
 	if a.Due {
 		next := w.Put.Next.UTC()
 		e.NextExecutionTime = &next
-		if w.Put.Next.Sub(s.now()) < s.wakeWithin {
-			s.wake(ch.Collection)
-		}
+		wake = w.Put.Next.Sub(s.now()) < s.wakeWithin
 	}
 	s.emit(e)
+	return wake
 }

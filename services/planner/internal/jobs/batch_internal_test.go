@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -112,4 +113,43 @@ func slowChecks(t *testing.T) (*Service, *store.Store, time.Time) {
 		t.Fatal(err)
 	}
 	return s, st, start
+}
+
+// wakeCounter counts the wake-ups a Service gives each partition.
+type wakeCounter map[int]int
+
+func (w wakeCounter) Wake(p int)                { w[p]++ }
+func (w wakeCounter) Changed(p int, _ []string) {}
+
+// A batch of jobs due soon wakes each partition it put them in once, not once a job: over NATS
+// (another planner holds the partition) each wake-up is a message through the server.
+func TestABatchWakesEachPartitionOnce(t *testing.T) {
+	ctx := context.Background()
+	st := store.New(redistest.Start(t).Client(t), "test")
+	v, err := jobschema.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	woken := wakeCounter{}
+	s := New(Config{Store: st, Validator: v, Waker: woken, WakeWithin: time.Minute})
+	var changes []Change
+	for _, c := range []string{"c", "d"} {
+		if _, err := st.PutCollection(ctx, c, []byte(`{}`), job.CollectionEnabled, 0, false); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"a", "b", "c", "d"} {
+			changes = append(changes, Change{Collection: c, Name: name, Raw: []byte(`{"properties": {"action": {"type": "Http", "request": {"uri": "https://example.com/", "method": "GET"}}}}`)})
+		}
+	}
+	changes = append(changes, Change{Collection: "d", Name: "later", Raw: []byte(hourlyDefinition)})
+	for i, o := range s.Apply(ctx, changes) {
+		if o.Err != nil || !o.Created {
+			t.Fatalf("change %d: %+v; want it created", i, o)
+		}
+	}
+	want := wakeCounter{st.PartitionOf("c"): 1}
+	want[st.PartitionOf("d")] = 1
+	if fmt.Sprint(woken) != fmt.Sprint(want) {
+		t.Fatalf("wake-ups by partition: %v; want %v (one a partition: c's and d's)", woken, want)
+	}
 }

@@ -161,6 +161,12 @@ func (l *Leases) Lost(p int) {
 	}
 }
 
+// Holds reports whether this planner holds the lease of p now (it may lose it at the next
+// renewal, as for Use).
+func (l *Leases) Holds(p int) bool {
+	return p >= 0 && p < len(l.parts) && l.parts[p].held.Load()
+}
+
 // Held lists the partitions this planner holds.
 func (l *Leases) Held() []int {
 	var out []int
