@@ -52,16 +52,18 @@ func TestEndToEnd(t *testing.T) {
 	s := startStack(t, 2)
 	sk := startSink(t)
 	t.Logf("load average before: %s; the host's speed: %v", loadAverage(), hostSpeed())
+	sc := &scorecard{}
 	if sz.burst > 0 {
-		burst(t, s, sk, sz.burst)
+		burst(t, s, sk, sc, sz.burst)
 	}
 	for _, rate := range sz.rates {
-		steady(t, s, sk, rate, sz.duration)
+		steady(t, s, sk, sc, rate, sz.duration)
 	}
 	for _, rate := range sz.spread {
-		spread(t, s, sk, rate, sz.duration)
+		spread(t, s, sk, sc, rate, sz.duration)
 	}
 	t.Logf("load average after: %s; the host's speed: %v", loadAverage(), hostSpeed())
+	sc.log(t)
 }
 
 func action(url string) string {
@@ -69,7 +71,7 @@ func action(url string) string {
 }
 
 // burst: n one-time jobs due at the same second.
-func burst(t *testing.T, s *stack, sk *sink, n int) {
+func burst(t *testing.T, s *stack, sk *sink, sc *scorecard, n int) {
 	sk.reset()
 	t0 := time.Now().Add(5*time.Second + time.Duration(n)*120*time.Microsecond).Truncate(time.Second)
 	body := `{"startTime": "` + t0.UTC().Format(time.RFC3339) + `", ` + action(sk.url+"/burst") + `}`
@@ -103,10 +105,11 @@ func burst(t *testing.T, s *stack, sk *sink, n int) {
 		}
 	}
 	p50, p99, max, early, _ := sk.stats()
-	report(t, fmt.Sprintf("burst of %d", n), n, before, s.usage(t),
+	cpu := report(t, fmt.Sprintf("burst of %d", n), n, before, s.usage(t),
 		fmt.Sprintf("on the due stream %.2f s, delivered %.2f s, recorded %.2f s after T0 (%d results messages); lag p50 %v p99 %v max %v; early %d",
 			onStream.Seconds(), delivered.Seconds(), recorded.Seconds(), s.lastSeq(t, resultsStream)-resBase,
 			p50.Round(time.Millisecond), p99.Round(time.Millisecond), max.Round(time.Millisecond), early))
+	sc.burst(n, onStream, delivered, cpu, early)
 	if early > 0 {
 		t.Errorf("%d occurrences delivered before their time", early)
 	}
@@ -114,7 +117,7 @@ func burst(t *testing.T, s *stack, sk *sink, n int) {
 }
 
 // steady: rate jobs every second (aligned on whole seconds, as the engine schedules) for d.
-func steady(t *testing.T, s *stack, sk *sink, rate int, d time.Duration) {
+func steady(t *testing.T, s *stack, sk *sink, sc *scorecard, rate int, d time.Duration) {
 	sk.reset()
 	t1 := time.Now().Add(4*time.Second + time.Duration(rate)*150*time.Microsecond).Truncate(time.Second)
 	end := t1.Add(d)
@@ -134,9 +137,10 @@ func steady(t *testing.T, s *stack, sk *sink, rate int, d time.Duration) {
 		return s.pending(t, dueStream, workers) == 0 && s.pending(t, resultsStream, resultsReaders) == 0
 	})
 	p50, p99, max, early, _ := sk.stats()
-	report(t, fmt.Sprintf("steady %d/s for %v", rate, d), sk.count(), before, s.usage(t),
+	cpu := report(t, fmt.Sprintf("steady %d/s for %v", rate, d), sk.count(), before, s.usage(t),
 		fmt.Sprintf("%d delivered (%.0f/s); lag p50 %v p99 %v max %v; early %d", sk.count(), float64(sk.count())/d.Seconds(),
 			p50.Round(time.Millisecond), p99.Round(time.Millisecond), max.Round(time.Millisecond), early))
+	sc.aligned(rate, p99, cpu, early)
 	if early > 0 {
 		t.Errorf("%d occurrences delivered before their time", early)
 	}
@@ -149,7 +153,7 @@ func steady(t *testing.T, s *stack, sk *sink, rate int, d time.Duration) {
 // needed, as a queue's enqueue. The lag at the sink is from the job's acceptance to its
 // delivery, its put included; so is the CPU per fire. What the put alone costs is measured
 // first, at the same rate for at most 10 s, with jobs that never come due in the run.
-func spread(t *testing.T, s *stack, sk *sink, rate int, d time.Duration) {
+func spread(t *testing.T, s *stack, sk *sink, sc *scorecard, rate int, d time.Duration) {
 	const c, putOnly = "spread", "spread-put"
 	n := rate * int(min(d, 10*time.Second)/time.Second)
 	s.request(t, "collections.put."+putOnly, `{}`)
@@ -171,10 +175,12 @@ func spread(t *testing.T, s *stack, sk *sink, rate int, d time.Duration) {
 		return s.pending(t, dueStream, workers) == 0 && s.pending(t, resultsStream, resultsReaders) == 0
 	})
 	p50, p99, max, early, last := sk.stats()
-	report(t, fmt.Sprintf("spread %d/s for %v", rate, d), sk.count(), before, s.usage(t),
+	achieved := float64(sk.count()) / last.Sub(start).Seconds()
+	cpu := report(t, fmt.Sprintf("spread %d/s for %v", rate, d), sk.count(), before, s.usage(t),
 		fmt.Sprintf("%d put in %.1f s (the put alone: %.0f µs of CPU per job), delivered by %.1f s (%.0f/s); lag from acceptance p50 %v p99 %v max %v; early %d",
-			want, putFor.Seconds(), float64(putCPU.Microseconds())/float64(n), last.Sub(start).Seconds(), float64(sk.count())/last.Sub(start).Seconds(),
+			want, putFor.Seconds(), float64(putCPU.Microseconds())/float64(n), last.Sub(start).Seconds(), achieved,
 			p50.Round(time.Millisecond), p99.Round(time.Millisecond), max.Round(time.Millisecond), early))
+	sc.spread(rate, achieved, p99, cpu, putCPU/time.Duration(n), early)
 	if early > 0 {
 		t.Errorf("%d occurrences delivered before their time", early)
 	}
@@ -183,8 +189,8 @@ func spread(t *testing.T, s *stack, sk *sink, rate int, d time.Duration) {
 
 // report logs a run's figures, the CPU each process spent per fire and how long each waited
 // for a CPU per fire: a process that waits long beside its CPU time was held back by the
-// others on the machine's cores.
-func report(t *testing.T, name string, fires int, before, after usage, figures string) {
+// others on the machine's cores. It answers the CPU of every process together per fire.
+func report(t *testing.T, name string, fires int, before, after usage, figures string) time.Duration {
 	waited := "not kept by this kernel"
 	if len(after.waited) > 0 {
 		waited = perFire(before.waited, after.waited, fires)
@@ -192,6 +198,7 @@ func report(t *testing.T, name string, fires int, before, after usage, figures s
 	t.Logf("%s: %s; CPU µs per fire: %s; all %.0f; waited for a CPU, µs per fire: %s; the test process (the sink, a spread run's puts) %.0f µs of CPU per fire",
 		name, figures, perFire(before.cpu, after.cpu, fires), float64(total(before.cpu, after.cpu).Microseconds())/float64(fires), waited,
 		float64((after.harness-before.harness).Microseconds())/float64(fires))
+	return total(before.cpu, after.cpu) / time.Duration(fires)
 }
 
 // perFire lists each process's time between two readings, in µs per fire.
