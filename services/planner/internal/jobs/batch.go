@@ -308,8 +308,13 @@ func (s *Service) applied(ch Change, w store.Write, a store.Applied) (wake bool)
 	if a.Due {
 		next := w.Put.Next.UTC()
 		e.NextExecutionTime = &next
-		wake = w.Put.Next.Sub(s.now()) < s.wakeWithin
 	}
 	s.emit(e)
-	return wake
+	return s.dueSoon(w.Put, a)
+}
+
+// dueSoon reports whether a job just put is due soon enough for its partition's planner to
+// look now rather than at its next planned look.
+func (s *Service) dueSoon(put *store.PutJob, a store.Applied) bool {
+	return a.Due && put.Next.Sub(s.now()) < s.wakeWithin
 }

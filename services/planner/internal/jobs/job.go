@@ -101,17 +101,15 @@ func (r refusedByCollection) Unwrap() error { return r.error }
 
 // putStored writes a job (a patch's) and wakes the planner that dispatches its partition when
 // it is due soon, so a new job fires on time without any planner polling for it; a job it
-// changed, that planner does not fire as it was read before (changed), and a job it disabled
-// leaves nothing waiting on the due stream (purgeStopped).
+// changed, that planner does not fire as it was read before (tellChanged), and a job it
+// disabled leaves nothing waiting on the due stream (purgeAll), as after a batch's writes.
 func (s *Service) putStored(ctx context.Context, put store.PutJob) (bool, error) {
-	a := s.store.Apply(ctx, []store.Write{{Put: &put}})[0]
-	if a.Err == nil && !a.Created {
-		s.changed(put.Collection, put.Name)
-	}
-	if a.Err == nil && a.Disabled {
-		s.purgeStopped(ctx, a.Purge)
-	}
-	if a.Err == nil && a.Due && put.Next.Sub(s.now()) < s.wakeWithin {
+	writes := []store.Write{{Put: &put}}
+	results := s.store.Apply(ctx, writes)
+	s.tellChanged(writes, results)
+	s.purgeAll(ctx, writes, results)
+	a := results[0]
+	if a.Err == nil && s.dueSoon(&put, a) {
 		s.wake(put.Collection)
 	}
 	return a.Created, a.Err
