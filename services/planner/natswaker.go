@@ -18,8 +18,11 @@ import (
 // A wake-up for a partition this planner holds goes to its own dispatcher without NATS (local,
 // held): a put of a job due soon, one a request at a spread rate, cost a message through the
 // server and back. Should the lease move meanwhile, the planner that takes it looks at the
-// partition's due set as it starts, as after any takeover. Changes always go over NATS: a
-// planner that took the lease a moment ago must hear of them.
+// partition's due set as it starts, as after any takeover. A change for a held partition
+// reaches its own dispatcher at once too, before the change is answered, so that an occurrence
+// read ahead cannot go out after the answer while NATS passes the notice on (or loses it in a
+// reconnect); it still goes over NATS as well, since a planner that held the lease a moment ago
+// may hold such an occurrence.
 type natsWaker struct {
 	nc       *nats.Conn
 	subjects bus.Subjects
@@ -39,6 +42,9 @@ func (w natsWaker) Wake(partition int) {
 const changedPayload = 32 << 10
 
 func (w natsWaker) Changed(partition int, jobs []string) {
+	if w.local != nil && w.held(partition) {
+		w.local.Changed(partition, jobs)
+	}
 	subject := w.subjects.Wake(strconv.Itoa(partition))
 	var b []byte
 	for i, j := range jobs {
