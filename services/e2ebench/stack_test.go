@@ -91,7 +91,8 @@ func startStack(t testing.TB, workers int, plannerEnv ...string) *stack {
 }
 
 // profileEnv names a directory: each run then writes a CPU profile of the planner and of each
-// worker there (<run>-<process>.pprof), for go tool pprof.
+// worker there (<run>-<process>.pprof), for go tool pprof, and Redis's figures for each
+// command (<run>-redis-commandstats.txt).
 const profileEnv = "RESCHED_E2E_PROFILE"
 
 // profile collects, when profileEnv asks for it, a CPU profile of every Go process of the
@@ -102,6 +103,7 @@ func (s *stack) profile(t testing.TB, run string, d time.Duration) (wait func())
 		return func() {}
 	}
 	var wg sync.WaitGroup
+	wg.Go(func() { s.redisCommands(t, filepath.Join(dir, run+"-redis-commandstats.txt"), d) })
 	for name, addr := range s.profiled {
 		wg.Go(func() {
 			url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds()))
@@ -121,6 +123,25 @@ func (s *stack) profile(t testing.TB, run string, d time.Duration) (wait func())
 		})
 	}
 	return wg.Wait
+}
+
+// redisCommands writes Redis's own figures for each command and script called in the next d
+// (INFO commandstats: calls and µs of Redis's time each), to be read beside the profiles.
+func (s *stack) redisCommands(t testing.TB, path string, d time.Duration) {
+	ctx := context.Background()
+	rdb := s.redis.Client(t)
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		t.Errorf("redis statistics: %v", err)
+		return
+	}
+	time.Sleep(d) // the run being measured goes on meanwhile
+	stats, err := rdb.Info(ctx, "commandstats").Result()
+	if err == nil {
+		err = os.WriteFile(path, []byte(stats), 0o644)
+	}
+	if err != nil {
+		t.Errorf("redis statistics: %v", err)
+	}
 }
 
 // usage is what each process has used so far: its CPU time, and how long its threads waited
