@@ -366,6 +366,7 @@ func (r *report) check(t *testing.T, lateBound time.Duration) {
 		{"jobs whose executionCount differs from the target", r.countMismatches},
 		{"delivered occurrences without a history entry", r.historyMissing},
 		{"history entries of occurrences not delivered", r.historyExtra},
+		{"deliveries the target received that show in no history entry", r.unshown},
 		{"duplicate history entries", r.historyDuplicates},
 	} {
 		if c.n != 0 {

@@ -131,7 +131,7 @@ func TestWorkerKilledWithDeliveriesInHand(t *testing.T) {
 	}
 	back := single(t)
 	back.targetDelay = 2 * time.Second
-	runProfile(t, profile{name: "worker killed with deliveries in hand", planners: 2, workers: 2, groups: topologyGroups, span: topologySpan, allShown: true,
+	runProfile(t, profile{name: "worker killed with deliveries in hand", planners: 2, workers: 2, groups: topologyGroups, span: topologySpan,
 		faults: func(c *cluster, s *schedule) {
 			s.at(8*time.Second, "kill -9 worker-1", func() { c.killWorker(1) })
 			s.at(10*time.Second, "start worker-1", func() { c.startWorker(1) })
