@@ -3,10 +3,13 @@ package main
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/resched/resched/services/internal/bus"
 	"github.com/resched/resched/services/internal/natstest"
@@ -121,8 +124,34 @@ func TestAWakeUpForAHeldPartitionStaysInThePlanner(t *testing.T) {
 // answered a quarter of the time under make run.
 func TestAJobDeletedWhileItsOccurrenceIsHeldDoesNotFire(t *testing.T) {
 	ns := natstest.Start(t)
-	cfg := testConfig(ns.ClientURL(), redistest.Start(t).URL())
+	deleteWhileHeld(t, ns, ns.ClientURL(), 0)
+}
+
+// The same with the server refusing the planner's notices on the wake subjects: the one
+// planner holds every partition, so the notice it gives its own dispatcher is what keeps the
+// deleted job from firing (it fired without it).
+func TestAHeldPartitionHearsOfItsChangesWithoutNATS(t *testing.T) {
+	ns := natstest.Start(t, func(o *server.Options) {
+		o.Users = []*server.User{{Username: "admin", Password: "admin"}, {Username: "planner", Password: "planner",
+			Permissions: &server.Permissions{Publish: &server.SubjectPermission{Allow: []string{">"}, Deny: []string{"scheduler.planner.wake.>"}}}}}
+		o.NoAuthUser = "admin" // the test's own connections
+	})
+	// Nothing due, the partition would not look again for an hour: a job put due at once is
+	// published because the planner woke its own dispatcher.
+	base, nc := deleteWhileHeld(t, ns, strings.Replace(ns.ClientURL(), "nats://", "nats://planner:planner@", 1), time.Hour)
+	request(t, nc, "scheduler.api.jobs.put.c.now", `{"action":{"type":"Http","request":{"method":"POST","uri":"http://localhost:9/x"}}}`)
+	testenv.Eventually(t, 20*time.Second, "the job put due at once published", func() bool { return counter(t, base, "published_total") >= 2 })
+}
+
+// deleteWhileHeld runs a planner connected as natsURL says (and its MaxIdle, unless 0), and
+// deletes one of two jobs while the planner holds their occurrences for their time: the other
+// alone may fire. It answers the planner's HTTP address and a connection of the test's.
+func deleteWhileHeld(t *testing.T, ns *natstest.Server, natsURL string, maxIdle time.Duration) (string, *nats.Conn) {
+	cfg := testConfig(natsURL, redistest.Start(t).URL())
 	cfg.Lease, cfg.Lookahead = 10*time.Second, 5*time.Second
+	if maxIdle > 0 {
+		cfg.MaxIdle = maxIdle
+	}
 	base, _, _ := started(t, cfg)
 	waitReady(t, base)
 	nc := ns.Connect(t)
@@ -145,4 +174,5 @@ func TestAJobDeletedWhileItsOccurrenceIsHeldDoesNotFire(t *testing.T) {
 	if got := fmt.Sprint(dueSubjects(t, js)); got != "map[scheduler.due.c.kept:1]" {
 		t.Fatalf("the due stream holds %s; want the kept job's occurrence alone", got)
 	}
+	return base, nc
 }
