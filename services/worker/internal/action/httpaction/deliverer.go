@@ -9,7 +9,8 @@
 // Options.DenyNetworks (guard), which fails the attempt permanently.
 //
 // Connections are kept alive: one transport serves every action without a client
-// certificate, and one transport per certificate serves the others, kept in a bounded cache.
+// certificate (plain-http targets through package plainhttp, the others through net/http),
+// and one transport per certificate serves the others, kept in a bounded cache.
 // Nothing here logs, and no secret of an action reaches a message or an error.
 package httpaction
 
@@ -28,6 +29,7 @@ import (
 	"time"
 
 	"github.com/resched/resched/services/worker/internal/action"
+	"github.com/resched/resched/services/worker/internal/action/httpaction/plainhttp"
 	"github.com/resched/resched/shared/job"
 )
 
@@ -103,7 +105,9 @@ func New(o Options) *Deliverer {
 		o.DenyNetworks, _ = ParseNetworks(DefaultDenyNetworks)
 	}
 	base := newTransport(o.RootCAs, guard{o.DenyNetworks})
-	client := newClient(base)
+	// Plain-http requests go on the caller's goroutine, the others through base.
+	plain := plainhttp.New(plainhttp.Options{Dial: base.DialContext, Proxy: base.Proxy, Fallback: base})
+	client := newClient(plain)
 	return &Deliverer{
 		timeout: o.Timeout,
 		client:  client,
@@ -118,6 +122,9 @@ func newTransport(rootCAs *x509.CertPool, g guard) *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	// net/http's own dialer settings, with the guard.
 	t.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: g.control}).DialContext
+	// No Accept-Encoding, as the original service's client: an answer is read as the target sends
+	// it, by this transport and by the one of plain-http targets alike.
+	t.DisableCompression = true
 	t.MaxIdleConns = 512
 	t.MaxIdleConnsPerHost = 64
 	t.TLSClientConfig = &tls.Config{RootCAs: rootCAs, MinVersion: tls.VersionTLS12}
@@ -125,7 +132,7 @@ func newTransport(rootCAs *x509.CertPool, g guard) *http.Transport {
 }
 
 // newClient is a client of the transport with the redirect policy (checkRedirect).
-func newClient(t *http.Transport) *http.Client {
+func newClient(t http.RoundTripper) *http.Client {
 	return &http.Client{Transport: t, CheckRedirect: checkRedirect}
 }
 
