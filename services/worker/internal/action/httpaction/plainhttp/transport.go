@@ -6,9 +6,11 @@
 // writes the request and ReadResponse reads the answer, so nothing of HTTP is parsed here.
 //
 // Only what a synchronous exchange does as well as net/http is sent this way: an http URL
-// with no proxy for it and a body of at most MaxBody bytes (which the connection's buffers
-// take whole, so a target answering before it reads the body cannot leave the write waiting).
-// Everything else, https first of all, goes to the fallback transport.
+// with no proxy for it and a body of at most MaxBody bytes. A body that short is taken whole
+// by the sockets' buffers, so a target that answers before it reads the body (a refusal) does
+// not leave the write waiting for a read that never comes, as a longer one could: net/http
+// reads the answer while it writes. Everything else, https first of all, goes to the fallback
+// transport.
 //
 // A kept connection the target closed while it was idle is found before it is used again (a
 // look at the socket without reading, unixStale) and dropped; the target closing it in the
@@ -35,8 +37,10 @@ const (
 	DefaultMaxIdlePerHost = 64
 	DefaultMaxIdle        = 512
 	DefaultIdleTimeout    = 90 * time.Second
-	// MaxBody is the longest body sent directly; a longer one goes to the fallback.
-	MaxBody = 64 << 10
+	// MaxBody is the longest body sent directly; a longer one goes to the fallback. A job's
+	// body is at most 8,192 characters (schemas/job.schema.json), so every ASCII one is sent
+	// directly. 16 KiB is what Linux gives a socket's send buffer to begin with.
+	MaxBody = 16 << 10
 	// max1xx bounds the informational answers skipped before the final one, as net/http does.
 	max1xx = 5
 	// bufferSize is each connection's read and write buffer.

@@ -237,3 +237,41 @@ func TestWhatIsNotSentDirectlyGoesToTheFallback(t *testing.T) {
 		t.Fatalf("the fallback had %q, want %q (the body of MaxBody bytes sent directly)", fb.urls, want)
 	}
 }
+
+func TestATargetThatAnswersBeforeReadingTheBodyIsHeard(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		br := bufio.NewReader(nc)
+		for { // the head alone; the body is never read
+			line, err := br.ReadString('\n')
+			if err != nil || line == "\r\n" {
+				break
+			}
+		}
+		_, _ = io.WriteString(nc, "HTTP/1.1 413 Content Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
+		<-done
+	}()
+	c := &http.Client{Transport: plainhttp.New(plainhttp.Options{Fallback: unused{t}})}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+ln.Addr().String(), strings.NewReader(strings.Repeat("x", plainhttp.MaxBody)))
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("a body of MaxBody bytes to a target that does not read it: %v, want its 413", err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("status %d, want 413", resp.StatusCode)
+	}
+}
