@@ -2,11 +2,13 @@ package certfile_test
 
 import (
 	"crypto/tls"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/resched/resched/services/internal/certfile"
+	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/services/internal/tlstest"
 )
 
@@ -32,22 +34,12 @@ func TestServerHandsOutTheCertificateOnDisk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{GetCertificate: pair.GetCertificate, MinVersion: tls.VersionTLS12})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_ = c.(*tls.Conn).Handshake()
-			_ = c.Close()
-		}
-	}()
-	served := func() string { t.Helper(); return ca.ServedName(t, ln.Addr().String()) }
+	cfg := &tls.Config{GetCertificate: pair.GetCertificate, MinVersion: tls.VersionTLS12}
+	addr := testenv.ServeTCP(t, func(c net.Conn) {
+		_ = tls.Server(c, cfg).Handshake()
+		_ = c.Close()
+	})
+	served := func() string { t.Helper(); return ca.ServedName(t, addr) }
 	if got := served(); got != "first" {
 		t.Fatalf("served %q, want first", got)
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/resched/resched/services/internal/testenv"
 	"github.com/resched/resched/services/worker/internal/action/httpaction/plainhttp"
 )
 
@@ -82,27 +83,15 @@ func TestAConnectionIsKeptAndUsedAgain(t *testing.T) {
 // connection, as a target closes an idle connection at its keep-alive time-out.
 func oneShotServer(t *testing.T, closed chan<- struct{}) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			nc, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			req, err := http.ReadRequest(bufio.NewReader(nc))
-			if err == nil {
-				_, _ = io.Copy(io.Discard, req.Body)
-				_, _ = io.WriteString(nc, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-			}
-			_ = nc.Close()
-			closed <- struct{}{}
+	return "http://" + testenv.ServeTCP(t, func(nc net.Conn) {
+		req, err := http.ReadRequest(bufio.NewReader(nc))
+		if err == nil {
+			_, _ = io.Copy(io.Discard, req.Body)
+			_, _ = io.WriteString(nc, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 		}
-	}()
-	return "http://" + ln.Addr().String()
+		_ = nc.Close()
+		closed <- struct{}{}
+	})
 }
 
 func TestAConnectionTheTargetClosedWhileIdleIsNotUsed(t *testing.T) {
@@ -120,23 +109,14 @@ func TestAConnectionTheTargetClosedWhileIdleIsNotUsed(t *testing.T) {
 }
 
 func TestInformationalAnswersAreSkipped(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		nc, err := ln.Accept()
-		if err != nil {
-			return
-		}
+	addr := testenv.ServeTCP(t, func(nc net.Conn) {
 		defer nc.Close()
 		if _, err := http.ReadRequest(bufio.NewReader(nc)); err == nil {
 			_, _ = io.WriteString(nc, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 4\r\n\r\ndone")
 		}
-	}()
+	})
 	c := &http.Client{Transport: plainhttp.New(plainhttp.Options{Fallback: unused{t}})}
-	resp, got := post(t, c, context.Background(), "http://"+ln.Addr().String())
+	resp, got := post(t, c, context.Background(), "http://"+addr)
 	if resp.StatusCode != http.StatusCreated || got != "done" || resp.Header.Get("Link") != "" {
 		t.Fatalf("answer %d %q (Link %q), want the final 201 \"done\"", resp.StatusCode, got, resp.Header.Get("Link"))
 	}
@@ -239,18 +219,9 @@ func TestWhatIsNotSentDirectlyGoesToTheFallback(t *testing.T) {
 }
 
 func TestATargetThatAnswersBeforeReadingTheBodyIsHeard(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
 	done := make(chan struct{})
 	defer close(done)
-	go func() {
-		nc, err := ln.Accept()
-		if err != nil {
-			return
-		}
+	addr := testenv.ServeTCP(t, func(nc net.Conn) {
 		defer nc.Close()
 		br := bufio.NewReader(nc)
 		for { // the head alone; the body is never read
@@ -261,11 +232,11 @@ func TestATargetThatAnswersBeforeReadingTheBodyIsHeard(t *testing.T) {
 		}
 		_, _ = io.WriteString(nc, "HTTP/1.1 413 Content Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
 		<-done
-	}()
+	})
 	c := &http.Client{Transport: plainhttp.New(plainhttp.Options{Fallback: unused{t}})}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+ln.Addr().String(), strings.NewReader(strings.Repeat("x", plainhttp.MaxBody)))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr, strings.NewReader(strings.Repeat("x", plainhttp.MaxBody)))
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatalf("a body of MaxBody bytes to a target that does not read it: %v, want its 413", err)
