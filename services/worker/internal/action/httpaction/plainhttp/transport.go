@@ -133,7 +133,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	reuse := !resp.Close && resp.StatusCode != http.StatusSwitchingProtocols
-	resp.Body = &body{rc: resp.Body, done: func(eof bool) {
+	resp.Body = &body{rc: resp.Body, eof: resp.Body == http.NoBody, done: func(eof bool) {
 		if stop() && eof && reuse {
 			t.idle.put(addr, c)
 			return
@@ -169,7 +169,7 @@ func (t *Transport) conn(ctx context.Context, addr string) (*conn, error) {
 		if c == nil {
 			break
 		}
-		if !stale(c.nc) {
+		if c.br.Buffered() == 0 && !stale(c.nc) { // bytes read past the last answer: not HTTP
 			return c, nil
 		}
 		_ = c.nc.Close()

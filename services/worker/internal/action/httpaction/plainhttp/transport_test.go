@@ -34,9 +34,12 @@ func countingServer(t *testing.T, handler http.HandlerFunc) (*httptest.Server, *
 	return srv, &conns
 }
 
-// post sends a small POST through c and returns the answer's body read to its end.
+// post sends a small POST through c and returns the answer's body read to its end, within
+// 10 s unless ctx ends sooner.
 func post(t *testing.T, c *http.Client, ctx context.Context, u string) (*http.Response, string) {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(`{"a":1}`))
 	if err != nil {
 		t.Fatal(err)
@@ -74,8 +77,16 @@ func TestAConnectionIsKeptAndUsedAgain(t *testing.T) {
 			t.Fatalf("the target answered %q", got)
 		}
 	}
+	// An answer without a body is at its end at once, read or not.
+	req, _ := http.NewRequest(http.MethodHead, srv.URL+"/x", nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	post(t, c, context.Background(), srv.URL+"/x")
 	if n := conns.Load(); n != 1 {
-		t.Fatalf("5 requests one after another took %d connections, want 1", n)
+		t.Fatalf("7 requests one after another took %d connections, want 1", n)
 	}
 }
 
@@ -244,5 +255,39 @@ func TestATargetThatAnswersBeforeReadingTheBodyIsHeard(t *testing.T) {
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Fatalf("status %d, want 413", resp.StatusCode)
+	}
+}
+
+func TestAConnectionWithBytesPastItsAnswerIsNotUsedAgain(t *testing.T) {
+	var conns atomic.Int64
+	addr := testenv.ServeTCP(t, func(nc net.Conn) {
+		defer nc.Close()
+		first := conns.Add(1) == 1
+		br := bufio.NewReader(nc)
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			_, _ = io.Copy(io.Discard, req.Body)
+			answer := "HTTP/1.1 204 No Content\r\n\r\n"
+			if first {
+				answer += "HTTP/1.1 500 Not Asked For\r\n\r\n" // in the same write as the answer
+				first = false
+			}
+			_, _ = io.WriteString(nc, answer)
+		}
+	})
+	tr := plainhttp.New(plainhttp.Options{Fallback: unused{t}})
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr}
+	for i := range 3 {
+		resp, _ := post(t, c, context.Background(), "http://"+addr)
+		if resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("request %d: status %d, want 204", i, resp.StatusCode)
+		}
+	}
+	if n := conns.Load(); n != 2 {
+		t.Fatalf("took %d connections, want 2 (the first dropped for the bytes past its answer, the second kept)", n)
 	}
 }
