@@ -114,11 +114,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, err
 	}
-	// The context's end stops the exchange at once: the deadline in the past ends any read or
-	// write under way, and the connection is not kept.
-	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(aLongTimeAgo) })
 	deadline, _ := ctx.Deadline() // zero: none
 	_ = c.nc.SetDeadline(deadline)
+	// The context's end stops the exchange at once: the deadline in the past ends any read or
+	// write under way, and the connection is not kept. Set after the context's own deadline,
+	// which would otherwise undo it when the context ends in between.
+	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(aLongTimeAgo) })
 	resp, err := c.exchange(req)
 	if err != nil {
 		stop()
