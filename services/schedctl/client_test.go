@@ -208,13 +208,7 @@ func TestCollectionWorkWaitsLonger(t *testing.T) {
 // never answers, as a planner killed in the middle of it.
 func TestACollectionChangeNotAnsweredSaysWhereToLook(t *testing.T) {
 	srv := natstest.Start(t)
-	nc := srv.Connect(t)
-	if _, err := nc.Subscribe("scheduler.api.collections.>", func(*nats.Msg) {}); err != nil {
-		t.Fatal(err)
-	}
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	standIn(t, srv, "scheduler.api.collections.>", func(*nats.Msg) {})
 	for _, args := range [][]string{{"collection", "enable", "big"}, {"collection", "delete", "big", "--yes"}} {
 		code, _, errOut := schedctl(t, "", append(args, "--server", srv.ClientURL(), "--timeout", "300ms")...)
 		if code != 1 || !strings.Contains(errOut, "no planner answered on scheduler.api.collections."+args[1]+".big within 300ms") ||

@@ -210,7 +210,7 @@ func TestCollectionListAllAcrossAnUpgrade(t *testing.T) {
 	ns := natstest.Start(t)
 	names := []string{"c1", "c2", "c3", "c4", "c5"}
 	requests := 0
-	sub, err := ns.Connect(t).Subscribe("mixed.api.collections.list", func(m *nats.Msg) {
+	standIn(t, ns, "mixed.api.collections.list", func(m *nats.Msg) {
 		var req listRequest
 		_ = json.Unmarshal(m.Data, &req)
 		requests++
@@ -235,10 +235,6 @@ func TestCollectionListAllAcrossAnUpgrade(t *testing.T) {
 		body, _ := json.Marshal(reply)
 		_ = m.Respond(body)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
 	code, out, errOut := schedctl(t, "", "collection", "list", "--all", "--top", "2", "--prefix", "mixed", "--server", ns.ClientURL())
 	var listed []string
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n")[1:] {

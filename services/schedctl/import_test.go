@@ -145,10 +145,9 @@ func TestImportYAML(t *testing.T) {
 // (503 ServerBusy), are sent again, in a smaller request each time, until all are stored.
 func TestImportSendsAgainWhatThePlannerLeftUnchecked(t *testing.T) {
 	ns := natstest.Start(t)
-	nc := ns.Connect(t)
 	var mu sync.Mutex
 	var sizes []int
-	sub, err := nc.Subscribe("scheduler.api.jobs.bulk.ops", func(m *nats.Msg) {
+	standIn(t, ns, "scheduler.api.jobs.bulk.ops", func(m *nats.Msg) {
 		var req struct{ Jobs []json.RawMessage }
 		_ = json.Unmarshal(m.Data, &req)
 		mu.Lock()
@@ -164,10 +163,6 @@ func TestImportSendsAgainWhatThePlannerLeftUnchecked(t *testing.T) {
 		b, _ := json.Marshal(map[string]any{"value": value})
 		_ = m.Respond(b)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
 	dir := t.TempDir()
 	t.Chdir(dir)
 	folder := filepath.Join(dir, "defs", "ops")

@@ -98,3 +98,19 @@ func (p *planner) mustFail(t *testing.T, stdin string, code int, want []string, 
 	}
 	return stderr
 }
+
+// standIn answers subject with handle in the planner's stead. The server knows the
+// subscription when it returns (a flush came back): a request sent at once could otherwise
+// find no responder.
+func standIn(t *testing.T, ns *natstest.Server, subject string, handle nats.MsgHandler) {
+	t.Helper()
+	nc := ns.Connect(t)
+	sub, err := nc.Subscribe(subject, handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
