@@ -12,8 +12,8 @@
 // reads the answer while it writes. Everything else, https first of all, goes to the fallback
 // transport.
 //
-// A kept connection the target closed while it was idle is found before it is used again (a
-// look at the socket without reading, unixStale) and dropped; the target closing it in the
+// A kept connection the target closed while it was idle is found before it is used again
+// (stale: a look at the socket without reading) and dropped; the target closing it in the
 // instant between that look and the request fails the request, as it does with net/http for
 // a request that is not idempotent.
 package plainhttp
