@@ -77,7 +77,9 @@ func (p *pool) closeIdle(cut time.Time) {
 			delete(p.byAddr, addr)
 			continue
 		}
-		p.byAddr[addr] = append(list[:0], list[n:]...)
+		kept := copy(list, list[n:])
+		clear(list[kept:]) // no closed connection held by the array
+		p.byAddr[addr] = list[:kept]
 	}
 }
 

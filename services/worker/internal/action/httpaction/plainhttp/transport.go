@@ -217,8 +217,9 @@ func (c *conn) exchange(req *http.Request) (*http.Response, error) {
 	for range max1xx + 1 {
 		resp, err := http.ReadResponse(c.br, req)
 		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil, fmt.Errorf("reading the answer: the target closed the connection: %w", err)
+			// ReadResponse's errors for no answer at all or half a head.
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return nil, fmt.Errorf("reading the answer: the target closed the connection before it answered in full: %w", err)
 			}
 			return nil, fmt.Errorf("reading the answer: %w", err)
 		}

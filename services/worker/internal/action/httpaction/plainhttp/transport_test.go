@@ -35,10 +35,10 @@ func countingServer(t *testing.T, handler http.HandlerFunc) (*httptest.Server, *
 }
 
 // post sends a small POST through c and returns the answer's body read to its end, within
-// 10 s unless ctx ends sooner.
-func post(t *testing.T, c *http.Client, ctx context.Context, u string) (*http.Response, string) {
+// 10 s.
+func post(t *testing.T, c *http.Client, u string) (*http.Response, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(`{"a":1}`))
 	if err != nil {
@@ -73,7 +73,7 @@ func TestAConnectionIsKeptAndUsedAgain(t *testing.T) {
 	defer tr.CloseIdleConnections()
 	c := &http.Client{Transport: tr}
 	for range 5 {
-		if _, got := post(t, c, context.Background(), srv.URL+"/x"); got != `POST {"a":1}` {
+		if _, got := post(t, c, srv.URL+"/x"); got != `POST {"a":1}` {
 			t.Fatalf("the target answered %q", got)
 		}
 	}
@@ -84,7 +84,7 @@ func TestAConnectionIsKeptAndUsedAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = resp.Body.Close()
-	post(t, c, context.Background(), srv.URL+"/x")
+	post(t, c, srv.URL+"/x")
 	if n := conns.Load(); n != 1 {
 		t.Fatalf("7 requests one after another took %d connections, want 1", n)
 	}
@@ -112,7 +112,7 @@ func TestAConnectionTheTargetClosedWhileIdleIsNotUsed(t *testing.T) {
 	defer tr.CloseIdleConnections()
 	c := &http.Client{Transport: tr}
 	for i := range 3 {
-		if _, got := post(t, c, context.Background(), u); got != "ok" {
+		if _, got := post(t, c, u); got != "ok" {
 			t.Fatalf("request %d: the target answered %q", i, got)
 		}
 		<-closed // the kept connection is closed at the target before the next request
@@ -127,7 +127,7 @@ func TestInformationalAnswersAreSkipped(t *testing.T) {
 		}
 	})
 	c := &http.Client{Transport: plainhttp.New(plainhttp.Options{Fallback: unused{t}})}
-	resp, got := post(t, c, context.Background(), "http://"+addr)
+	resp, got := post(t, c, "http://"+addr)
 	if resp.StatusCode != http.StatusCreated || got != "done" || resp.Header.Get("Link") != "" {
 		t.Fatalf("answer %d %q (Link %q), want the final 201 \"done\"", resp.StatusCode, got, resp.Header.Get("Link"))
 	}
@@ -152,8 +152,8 @@ func TestAConnectionIsNotKeptAfterABodyLeftUnreadOrAClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = resp.Body.Close() // 990 bytes left on the connection
-	post(t, c, context.Background(), srv.URL+"/close")
-	post(t, c, context.Background(), srv.URL+"/after")
+	post(t, c, srv.URL+"/close")
+	post(t, c, srv.URL+"/after")
 	if n := conns.Load(); n != 3 {
 		t.Fatalf("took %d connections, want 3 (none kept after a body left unread or a Connection: close)", n)
 	}
@@ -282,12 +282,43 @@ func TestAConnectionWithBytesPastItsAnswerIsNotUsedAgain(t *testing.T) {
 	defer tr.CloseIdleConnections()
 	c := &http.Client{Transport: tr}
 	for i := range 3 {
-		resp, _ := post(t, c, context.Background(), "http://"+addr)
+		resp, _ := post(t, c, "http://"+addr)
 		if resp.StatusCode != http.StatusNoContent {
 			t.Fatalf("request %d: status %d, want 204", i, resp.StatusCode)
 		}
 	}
 	if n := conns.Load(); n != 2 {
 		t.Fatalf("took %d connections, want 2 (the first dropped for the bytes past its answer, the second kept)", n)
+	}
+}
+
+// closeCounter is a request body that counts its closes.
+type closeCounter struct {
+	io.Reader
+	closes atomic.Int64
+}
+
+func (b *closeCounter) Close() error { b.closes.Add(1); return nil }
+
+func TestATargetDownOrClosingWithoutAnAnswerFailsTheRequest(t *testing.T) {
+	down := testenv.FreeAddr(t) // nothing listens there
+	closing := testenv.ServeTCP(t, func(nc net.Conn) {
+		_, _ = http.ReadRequest(bufio.NewReader(nc))
+		_ = nc.Close()
+	})
+	tr := plainhttp.New(plainhttp.Options{Fallback: unused{t}})
+	for _, tc := range []struct{ addr, want string }{
+		{down, "connection refused"},
+		{closing, "reading the answer: the target closed the connection before it answered in full"},
+	} {
+		b := &closeCounter{Reader: strings.NewReader("x")}
+		req, _ := http.NewRequest(http.MethodPost, "http://"+tc.addr, b)
+		req.ContentLength = 1
+		if _, err := tr.RoundTrip(req); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error saying %q", tc.addr, err, tc.want)
+		}
+		if n := b.closes.Load(); n == 0 {
+			t.Errorf("%s: the request's body was not closed", tc.addr)
+		}
 	}
 }
