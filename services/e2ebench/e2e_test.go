@@ -160,7 +160,8 @@ func spread(t *testing.T, s *stack, sk *sink, sc *scorecard, rate int, d time.Du
 	later := `{"startTime": "` + time.Now().Add(24*time.Hour).UTC().Format(time.RFC3339) + `", ` + action(sk.url+"/spread") + `}`
 	putBefore := s.usage(t).cpu
 	s.putEvenly(t, putOnly, rate, n, later)
-	putCPU := total(putBefore, s.usage(t).cpu)
+	putAfter := s.usage(t).cpu
+	putCPU := total(putBefore, putAfter)
 	s.request(t, "collections.delete."+putOnly, "")
 
 	sk.reset()
@@ -177,8 +178,8 @@ func spread(t *testing.T, s *stack, sk *sink, sc *scorecard, rate int, d time.Du
 	p50, p99, max, early, last := sk.stats()
 	achieved := float64(sk.count()) / last.Sub(start).Seconds()
 	cpu := report(t, fmt.Sprintf("spread %d/s for %v", rate, d), sk.count(), before, s.usage(t),
-		fmt.Sprintf("%d put in %.1f s (the put alone: %.0f µs of CPU per job), delivered by %.1f s (%.0f/s); lag from acceptance p50 %v p99 %v max %v; early %d",
-			want, putFor.Seconds(), float64(putCPU.Microseconds())/float64(n), last.Sub(start).Seconds(), achieved,
+		fmt.Sprintf("%d put in %.1f s (the put alone: %.0f µs of CPU per job: %s), delivered by %.1f s (%.0f/s); lag from acceptance p50 %v p99 %v max %v; early %d",
+			want, putFor.Seconds(), float64(putCPU.Microseconds())/float64(n), perFire(putBefore, putAfter, n), last.Sub(start).Seconds(), achieved,
 			p50.Round(time.Millisecond), p99.Round(time.Millisecond), max.Round(time.Millisecond), early))
 	sc.spread(rate, achieved, p99, cpu, putCPU/time.Duration(n), early)
 	if early > 0 {
