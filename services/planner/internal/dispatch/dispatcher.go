@@ -71,7 +71,8 @@ type Config struct {
 	MaxIdle     time.Duration // longest wait between two looks at a partition; default 1 s
 	// WakeLinger is how long a partition woken (by a put) waits for the wake-ups that follow
 	// before it looks, never past the look it had planned: a stream of jobs put to run now then
-	// goes out a batch a round, not one round (a claim, a publish, an advance) each. Zero: at once.
+	// goes out a batch a round, not one round (a claim, a publish, an advance) each. A put heard
+	// while a round ran is lingered for too. Zero: at once.
 	WakeLinger time.Duration
 	// Lookahead reads jobs this long before they are due, so their messages are ready and each
 	// is published the moment it is due (never before): fire lag is then the publish alone.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -122,6 +123,9 @@ func uriOf(r received) string {
 	return a.Request.URI
 }
 
+// runNow is a job that runs once, at its put.
+const runNow = `{"action":{"type":"Http","request":{"method":"GET","uri":"http://localhost:9/now"}}}`
+
 // A partition woken by a put waits its WakeLinger for the puts that follow and takes them in one
 // claim; a linger longer than the look it had planned ends at that look, not before, not after.
 func TestLoopWakeLingerHoldsTheRoundUpToThePlannedLook(t *testing.T) {
@@ -131,7 +135,6 @@ func TestLoopWakeLingerHoldsTheRoundUpToThePlannedLook(t *testing.T) {
 	ds := e.watchDue()
 	m := &counter{}
 	pp := e.startPlanner("p1", m, func(c *dispatch.Config) { c.WakeLinger, c.MaxIdle = time.Hour, maxIdle })
-	runNow := `{"action":{"type":"Http","request":{"method":"GET","uri":"http://localhost:9/now"}}}`
 	e.put("warm-up", runNow) // found when the lease is taken; the partition then sleeps maxIdle
 	testenv.Eventually(t, 10*time.Second, "the warm-up job published", func() bool { return len(ds.all()) == 1 })
 	e.put("a", runNow)
@@ -149,6 +152,48 @@ func TestLoopWakeLingerHoldsTheRoundUpToThePlannedLook(t *testing.T) {
 	defer m.mu.Unlock()
 	if !slices.Equal(m.claims, []int{1, 2}) {
 		t.Errorf("claims %v, want the warm-up alone, then both jobs in one", m.claims)
+	}
+}
+
+// claimHook is a dispatcher's Metrics that runs during the first claim that takes jobs, as its
+// round runs.
+type claimHook struct {
+	counter
+	once sync.Once
+	run  atomic.Pointer[func()]
+}
+
+func (h *claimHook) Claimed(n int) {
+	h.counter.Claimed(n)
+	h.once.Do(func() { (*h.run.Load())() })
+}
+
+// A job put while a round runs (after its read of what is due) waits the WakeLinger, as a job
+// put while the partition slept: the next round does not start at once for it alone. At 1,000
+// jobs a second put to run now, that round came for every three or four fires rather than ten.
+func TestLoopPutDuringARoundLingersToo(t *testing.T) {
+	const linger = 300 * time.Millisecond
+	e := setup(t)
+	e.useRealClock()
+	ds := e.watchDue()
+	h := &claimHook{}
+	// The read of a round takes what is due within the lookahead, which a job put at that
+	// moment is: what is due by then and still in the due set came after the read.
+	pp := e.startPlanner("p1", h, func(c *dispatch.Config) { c.WakeLinger, c.MaxIdle, c.Lookahead = linger, time.Hour, time.Second })
+	p := e.store.PartitionOf("c")
+	h.run.Store(new(func()))
+	*h.run.Load() = func() { e.put("b", runNow); pp.d.Wake(p) }
+	e.put("a", runNow)
+	pp.d.Wake(p)
+	testenv.Eventually(t, 10*time.Second, "both jobs published", func() bool { return len(ds.all()) == 2 })
+	msgs := ds.all()
+	if waited := msgs[1].stored.Sub(msgs[0].stored); waited < linger {
+		t.Errorf("the job put during a round was published %v after that round's, within the linger (%v): the next round came at once", waited, linger)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !slices.Equal(h.claims, []int{1, 1}) {
+		t.Errorf("claims %v, want one job each", h.claims)
 	}
 }
 
