@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -472,6 +473,18 @@ func (c *counter) Claimed(n int) {
 	defer c.mu.Unlock()
 	c.claims = append(c.claims, n)
 }
+
+// wantClaims fails t unless the claims that took jobs took these many, in this order (why
+// says what that means).
+func (c *counter) wantClaims(t *testing.T, want []int, why string) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !slices.Equal(c.claims, want) {
+		t.Errorf("claims %v, want %s", c.claims, why)
+	}
+}
+
 func (c *counter) Published(n int)       { c.published.Add(int64(n)) }
 func (c *counter) Skipped(int)           {}
 func (c *counter) FireLag(time.Duration) {}

@@ -148,11 +148,7 @@ func TestLoopWakeLingerHoldsTheRoundUpToThePlannedLook(t *testing.T) {
 	if waited := msgs[1].stored.Sub(msgs[0].stored); waited < maxIdle {
 		t.Errorf("the woken partition looked %v after the warm-up's round, before its planned look (%v): it did not linger", waited, maxIdle)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !slices.Equal(m.claims, []int{1, 2}) {
-		t.Errorf("claims %v, want the warm-up alone, then both jobs in one", m.claims)
-	}
+	m.wantClaims(t, []int{1, 2}, "the warm-up alone, then both jobs in one")
 }
 
 // claimHook is a dispatcher's Metrics that runs during the first claim that takes jobs, as its
@@ -181,8 +177,8 @@ func TestLoopPutDuringARoundLingersToo(t *testing.T) {
 	// moment is: what is due by then and still in the due set came after the read.
 	pp := e.startPlanner("p1", h, func(c *dispatch.Config) { c.WakeLinger, c.MaxIdle, c.Lookahead = linger, time.Hour, time.Second })
 	p := e.store.PartitionOf("c")
-	h.run.Store(new(func()))
-	*h.run.Load() = func() { e.put("b", runNow); pp.d.Wake(p) }
+	putB := func() { e.put("b", runNow); pp.d.Wake(p) }
+	h.run.Store(&putB)
 	e.put("a", runNow)
 	pp.d.Wake(p)
 	testenv.Eventually(t, 10*time.Second, "both jobs published", func() bool { return len(ds.all()) == 2 })
@@ -190,11 +186,7 @@ func TestLoopPutDuringARoundLingersToo(t *testing.T) {
 	if waited := msgs[1].stored.Sub(msgs[0].stored); waited < linger {
 		t.Errorf("the job put during a round was published %v after that round's, within the linger (%v): the next round came at once", waited, linger)
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if !slices.Equal(h.claims, []int{1, 1}) {
-		t.Errorf("claims %v, want one job each", h.claims)
-	}
+	h.wantClaims(t, []int{1, 1}, "one job each")
 }
 
 // A stop is not held by a linger: the loop ends at once, though the linger and the planned look
