@@ -189,6 +189,34 @@ func TestLoopPutDuringARoundLingersToo(t *testing.T) {
 	h.wantClaims(t, []int{1, 1}, "one job each")
 }
 
+// A job put during a round that is due after the round's read (beyond its lookahead) is planned,
+// not lingered for: the rounds after it come at their planned looks (every MaxIdle), so it goes
+// out at its time, though a wake-up is pending and the linger is an hour.
+func TestLoopPlannedJobPutDuringARoundIsNotLingeredFor(t *testing.T) {
+	const lookahead = time.Second
+	e := setup(t)
+	e.useRealClock()
+	ds := e.watchDue()
+	h := &claimHook{}
+	pp := e.startPlanner("p1", h, func(c *dispatch.Config) {
+		c.WakeLinger, c.MaxIdle, c.Lookahead = time.Hour, 100*time.Millisecond, lookahead
+	})
+	// Due 2 to 3 s from now (a whole second), so after the lookahead of the round that takes
+	// "a", which comes within MaxIdle.
+	at := time.Now().Truncate(time.Second).Add(3 * time.Second)
+	putLater := func() {
+		e.put("later", `{"startTime":"`+at.UTC().Format(time.RFC3339)+`",`+action+`}`)
+		pp.d.Wake(e.store.PartitionOf("c"))
+	}
+	h.run.Store(&putLater)
+	e.put("a", runNow)
+	testenv.Eventually(t, 10*time.Second, "the job put now and the planned one published", func() bool { return len(ds.all()) == 2 })
+	if stored := ds.all()[1].stored; stored.Before(at) {
+		t.Errorf("the planned job was published at %v, before its time %v", stored, at)
+	}
+	h.wantClaims(t, []int{1, 1}, "one job each")
+}
+
 // A stop is not held by a linger: the loop ends at once, though the linger and the planned look
 // are an hour away.
 func TestLoopStopEndsALinger(t *testing.T) {
